@@ -1,0 +1,141 @@
+// Package apperr holds Ontoflow's typed application errors: one error value
+// carries a stable code, a human message and structured details, and maps to
+// one HTTP status. The API renders it as {"error":{...}}, activities turn it
+// into a non-retryable Temporal application error of the same type, so a
+// refusal keeps its code from the activity to the HTTP client.
+package apperr
+
+import (
+	"errors"
+	"fmt"
+	"net/http"
+)
+
+// Code is a stable, documented error code (Foundry-style PascalCase).
+type Code string
+
+const (
+	InvalidArgument        Code = "InvalidArgument"
+	InvalidJSON            Code = "InvalidJSON"
+	Unauthorized           Code = "Unauthorized"
+	PermissionDenied       Code = "PermissionDenied"
+	NotFound               Code = "NotFound"
+	Conflict               Code = "Conflict"
+	RequestTooLarge        Code = "RequestEntityTooLarge"
+	Unprocessable          Code = "Unprocessable"
+	TooManyRequests        Code = "TooManyRequests"
+	Internal               Code = "Internal"
+	Unavailable            Code = "Unavailable"
+	UserNotFound           Code = "UserNotFound"
+	TokenNotFound          Code = "TokenNotFound"
+	ObjectTypeNotFound     Code = "ObjectTypeNotFound"
+	PropertyNotFound       Code = "PropertyNotFound"
+	ObjectNotFound         Code = "ObjectNotFound"
+	LinkTypeNotFound       Code = "LinkTypeNotFound"
+	LinkNotFound           Code = "LinkNotFound"
+	ActionTypeNotFound     Code = "ActionTypeNotFound"
+	ExecutionNotFound      Code = "ExecutionNotFound"
+	NotificationNotFound   Code = "NotificationNotFound"
+	InvalidDefinition      Code = "InvalidActionTypeDefinition"
+	InvalidProperty        Code = "InvalidPropertyValue"
+	ActionValidationFailed Code = "ActionValidationFailed"
+	JustificationRequired  Code = "JustificationRequired"
+	InlineEditNotAllowed   Code = "InlineEditNotConfigured"
+	CardinalityViolation   Code = "LinkCardinalityViolation"
+	UniqueViolation        Code = "UniquePropertyViolation"
+	DependentsExist        Code = "DependentsExist"
+	IdempotencyConflict    Code = "IdempotencyKeyConflict"
+	BatchTooLarge          Code = "BatchTooLarge"
+)
+
+var statusByCode = map[Code]int{
+	InvalidArgument:        http.StatusBadRequest,
+	InvalidJSON:            http.StatusBadRequest,
+	Unauthorized:           http.StatusUnauthorized,
+	PermissionDenied:       http.StatusForbidden,
+	NotFound:               http.StatusNotFound,
+	Conflict:               http.StatusConflict,
+	RequestTooLarge:        http.StatusRequestEntityTooLarge,
+	Unprocessable:          http.StatusUnprocessableEntity,
+	TooManyRequests:        http.StatusTooManyRequests,
+	Internal:               http.StatusInternalServerError,
+	Unavailable:            http.StatusServiceUnavailable,
+	UserNotFound:           http.StatusNotFound,
+	TokenNotFound:          http.StatusNotFound,
+	ObjectTypeNotFound:     http.StatusNotFound,
+	PropertyNotFound:       http.StatusNotFound,
+	ObjectNotFound:         http.StatusNotFound,
+	LinkTypeNotFound:       http.StatusNotFound,
+	LinkNotFound:           http.StatusNotFound,
+	ActionTypeNotFound:     http.StatusNotFound,
+	ExecutionNotFound:      http.StatusNotFound,
+	NotificationNotFound:   http.StatusNotFound,
+	InvalidDefinition:      http.StatusBadRequest,
+	InvalidProperty:        http.StatusBadRequest,
+	ActionValidationFailed: http.StatusBadRequest,
+	JustificationRequired:  http.StatusBadRequest,
+	InlineEditNotAllowed:   http.StatusBadRequest,
+	CardinalityViolation:   http.StatusConflict,
+	UniqueViolation:        http.StatusConflict,
+	DependentsExist:        http.StatusConflict,
+	IdempotencyConflict:    http.StatusConflict,
+	BatchTooLarge:          http.StatusRequestEntityTooLarge,
+}
+
+// Status is the HTTP status for a code; unknown codes are 500.
+func (c Code) Status() int {
+	if s, ok := statusByCode[c]; ok {
+		return s
+	}
+	return http.StatusInternalServerError
+}
+
+// Detail is one structured item of an error: which field failed and why.
+type Detail struct {
+	Field   string `json:"field,omitempty"`
+	Reason  string `json:"reason,omitempty"`
+	Message string `json:"message"`
+}
+
+// Error is an application error with a code, a message and details.
+type Error struct {
+	Code    Code     `json:"code"`
+	Message string   `json:"message"`
+	Details []Detail `json:"details,omitempty"`
+	// Data carries a structured payload for codes that need more than
+	// details, e.g. the per-parameter validation result.
+	Data any `json:"data,omitempty"`
+}
+
+func (e *Error) Error() string { return string(e.Code) + ": " + e.Message }
+
+// New builds an error with a formatted message.
+func New(code Code, format string, args ...any) *Error {
+	return &Error{Code: code, Message: fmt.Sprintf(format, args...)}
+}
+
+// WithDetails returns e with details appended.
+func (e *Error) WithDetails(d ...Detail) *Error {
+	e.Details = append(e.Details, d...)
+	return e
+}
+
+// As extracts an *Error from err's chain.
+func As(err error) (*Error, bool) {
+	var e *Error
+	if errors.As(err, &e) {
+		return e, true
+	}
+	return nil, false
+}
+
+// CodeOf is the code of err, Internal when err carries none.
+func CodeOf(err error) Code {
+	if e, ok := As(err); ok {
+		return e.Code
+	}
+	return Internal
+}
+
+// Is reports whether err carries code.
+func Is(err error, code Code) bool { return CodeOf(err) == code }

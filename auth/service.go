@@ -1,0 +1,305 @@
+// Package auth authenticates service users for the API and WebDAV: HTTP
+// Basic against argon2id password hashes, and bearer tokens issued by the
+// service (stored hashed, expiring, revocable, optionally guest sessions).
+package auth
+
+import (
+	"context"
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/google/uuid"
+	"gorm.io/gorm"
+
+	"github.com/ontoflow/ontoflow/apperr"
+	"github.com/ontoflow/ontoflow/models"
+)
+
+// Principal is an authenticated caller.
+type Principal struct {
+	User *models.User
+	// Guest is true for a guest-session token; action policies with
+	// deny_guest_sessions refuse it.
+	Guest bool
+	// TokenID is set when the caller used a bearer token.
+	TokenID string
+	// Method is "basic" or "bearer".
+	Method string
+}
+
+// TokenPrefix marks Ontoflow bearer tokens so they are recognisable in logs
+// and secret scanners.
+const TokenPrefix = "oft_"
+
+// ErrUnauthorized is returned for every authentication failure; the reason
+// is logged, never sent to the client.
+var ErrUnauthorized = apperr.New(apperr.Unauthorized, "missing or invalid credentials")
+
+// Service authenticates callers. It is safe for concurrent use; its only
+// in-memory state (a short verification cache and failure counters) is an
+// optimisation that each replica may hold independently.
+type Service struct {
+	db       *gorm.DB
+	cacheKey []byte
+	cacheTTL time.Duration
+	now      func() time.Time
+
+	mu    sync.Mutex
+	cache map[string]time.Time // keyed MAC of (user, password, hash) -> expiry
+
+	throttle *throttle
+}
+
+// Options tune a Service.
+type Options struct {
+	// CacheTTL is how long a successful password verification is remembered
+	// (0 = 60s; negative disables). WebDAV clients send Basic credentials on
+	// every request; argon2id costs ~20ms, so without it small-file traffic
+	// would be CPU-bound on password hashing.
+	CacheTTL time.Duration
+	// ThrottleAfter is the number of consecutive failures for one user or
+	// address after which responses are delayed (0 = 5).
+	ThrottleAfter int
+	// MaxDelay caps the delay (0 = 2s).
+	MaxDelay time.Duration
+}
+
+// NewService returns a Service over db.
+func NewService(db *gorm.DB, opts Options) *Service {
+	if opts.CacheTTL == 0 {
+		opts.CacheTTL = 60 * time.Second
+	}
+	if opts.ThrottleAfter == 0 {
+		opts.ThrottleAfter = 5
+	}
+	if opts.MaxDelay == 0 {
+		opts.MaxDelay = 2 * time.Second
+	}
+	key := make([]byte, 32)
+	copy(key, []byte(RandomSecret(32)))
+	return &Service{
+		db:       db,
+		cacheKey: key,
+		cacheTTL: opts.CacheTTL,
+		now:      time.Now,
+		cache:    map[string]time.Time{},
+		throttle: newThrottle(opts.ThrottleAfter, opts.MaxDelay),
+	}
+}
+
+// Authenticate reads the Authorization header of r. remote is the client
+// address used for throttling.
+func (s *Service) Authenticate(r *http.Request) (*Principal, error) {
+	h := r.Header.Get("Authorization")
+	remote := clientIP(r)
+	switch {
+	case h == "":
+		return nil, ErrUnauthorized
+	case len(h) > 7 && strings.EqualFold(h[:7], "bearer "):
+		return s.Bearer(r.Context(), strings.TrimSpace(h[7:]), remote)
+	default:
+		user, pass, ok := r.BasicAuth()
+		if !ok {
+			return nil, ErrUnauthorized
+		}
+		return s.Basic(r.Context(), user, pass, remote)
+	}
+}
+
+func clientIP(r *http.Request) string {
+	host := r.RemoteAddr
+	if i := strings.LastIndexByte(host, ':'); i > 0 {
+		host = host[:i]
+	}
+	return strings.Trim(host, "[]")
+}
+
+// Basic verifies a username and password.
+func (s *Service) Basic(ctx context.Context, username, password, remote string) (*Principal, error) {
+	s.throttle.wait(ctx, "u:"+username, "a:"+remote)
+	u, err := s.lookup(ctx, username)
+	if err != nil && !errors.Is(err, gorm.ErrRecordNotFound) {
+		return nil, fmt.Errorf("look up user: %w", err)
+	}
+	if u == nil {
+		// Same work as a wrong password, so timing does not reveal which
+		// usernames exist.
+		_, _ = VerifyPassword(dummyHash, password)
+		s.throttle.fail("u:"+username, "a:"+remote)
+		return nil, ErrUnauthorized
+	}
+	if !s.cached(u, password) {
+		ok, err := VerifyPassword(u.PasswordHash, password)
+		if err != nil || !ok {
+			s.throttle.fail("u:"+username, "a:"+remote)
+			return nil, ErrUnauthorized
+		}
+		s.remember(u, password)
+	}
+	if u.Disabled {
+		s.throttle.fail("u:"+username, "a:"+remote)
+		return nil, ErrUnauthorized
+	}
+	s.throttle.succeed("u:"+username, "a:"+remote)
+	return &Principal{User: u, Method: "basic"}, nil
+}
+
+func (s *Service) lookup(ctx context.Context, username string) (*models.User, error) {
+	if username == "" || len(username) > 128 {
+		return nil, nil
+	}
+	var u models.User
+	if err := s.db.WithContext(ctx).Where("username = ?", username).Take(&u).Error; err != nil {
+		if errors.Is(err, gorm.ErrRecordNotFound) {
+			return nil, nil
+		}
+		return nil, err
+	}
+	return &u, nil
+}
+
+func (s *Service) cacheMAC(u *models.User, password string) string {
+	m := hmac.New(sha256.New, s.cacheKey)
+	m.Write([]byte(u.ID))
+	m.Write([]byte{0})
+	m.Write([]byte(u.PasswordHash))
+	m.Write([]byte{0})
+	m.Write([]byte(password))
+	return string(m.Sum(nil))
+}
+
+func (s *Service) cached(u *models.User, password string) bool {
+	if s.cacheTTL < 0 {
+		return false
+	}
+	k := s.cacheMAC(u, password)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	exp, ok := s.cache[k]
+	if ok && s.now().Before(exp) {
+		return true
+	}
+	delete(s.cache, k)
+	return false
+}
+
+func (s *Service) remember(u *models.User, password string) {
+	if s.cacheTTL < 0 {
+		return
+	}
+	k := s.cacheMAC(u, password)
+	now := s.now()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if len(s.cache) > 10000 {
+		for key, exp := range s.cache {
+			if now.After(exp) {
+				delete(s.cache, key)
+			}
+		}
+		if len(s.cache) > 10000 {
+			s.cache = map[string]time.Time{}
+		}
+	}
+	s.cache[k] = now.Add(s.cacheTTL)
+}
+
+func hashToken(secret string) string {
+	sum := sha256.Sum256([]byte(secret))
+	return hex.EncodeToString(sum[:])
+}
+
+// Bearer verifies a token issued by IssueToken.
+func (s *Service) Bearer(ctx context.Context, token, remote string) (*Principal, error) {
+	s.throttle.wait(ctx, "a:"+remote)
+	if !strings.HasPrefix(token, TokenPrefix) || len(token) > 200 {
+		s.throttle.fail("a:" + remote)
+		return nil, ErrUnauthorized
+	}
+	var t models.APIToken
+	// The lookup is by a SHA-256 of a 256-bit secret: an index hit on a
+	// hash is not a timing oracle for the secret itself.
+	err := s.db.WithContext(ctx).Where("secret_hash = ?", hashToken(token)).Take(&t).Error
+	if errors.Is(err, gorm.ErrRecordNotFound) {
+		s.throttle.fail("a:" + remote)
+		return nil, ErrUnauthorized
+	}
+	if err != nil {
+		return nil, fmt.Errorf("look up token: %w", err)
+	}
+	now := s.now()
+	if t.RevokedAt != nil || !now.Before(t.ExpiresAt) {
+		s.throttle.fail("a:" + remote)
+		return nil, ErrUnauthorized
+	}
+	var u models.User
+	if err := s.db.WithContext(ctx).Where("id = ?", t.UserID).Take(&u).Error; err != nil {
+		if errors.Is(err, gorm.ErrRecordNotFound) {
+			return nil, ErrUnauthorized
+		}
+		return nil, fmt.Errorf("look up token user: %w", err)
+	}
+	if u.Disabled || u.PasswordEpoch != t.PasswordEpoch {
+		return nil, ErrUnauthorized
+	}
+	s.throttle.succeed("a:" + remote)
+	return &Principal{User: &u, Guest: t.Guest, TokenID: t.ID, Method: "bearer"}, nil
+}
+
+// IssueToken creates a bearer token for u. The secret is returned once and
+// never stored.
+func (s *Service) IssueToken(ctx context.Context, u *models.User, name string, ttl time.Duration, guest bool) (string, *models.APIToken, error) {
+	secret := TokenPrefix + RandomSecret(32)
+	t := &models.APIToken{
+		ID:            uuid.NewString(),
+		UserID:        u.ID,
+		Name:          name,
+		SecretHash:    hashToken(secret),
+		Guest:         guest,
+		ExpiresAt:     s.now().UTC().Add(ttl),
+		PasswordEpoch: u.PasswordEpoch,
+	}
+	if err := s.db.WithContext(ctx).Create(t).Error; err != nil {
+		return "", nil, fmt.Errorf("store token: %w", err)
+	}
+	return secret, t, nil
+}
+
+// RevokeToken revokes one of u's tokens (admins may revoke any).
+func (s *Service) RevokeToken(ctx context.Context, p *Principal, id string) error {
+	q := s.db.WithContext(ctx).Model(&models.APIToken{}).Where("id = ? AND revoked_at IS NULL", id)
+	if !p.User.IsAdmin() {
+		q = q.Where("user_id = ?", p.User.ID)
+	}
+	now := s.now().UTC()
+	res := q.Update("revoked_at", &now)
+	if res.Error != nil {
+		return fmt.Errorf("revoke token: %w", res.Error)
+	}
+	if res.RowsAffected == 0 {
+		return apperr.New(apperr.TokenNotFound, "token %q not found", id)
+	}
+	return nil
+}
+
+// ParseBasic decodes a Basic credentials string (for callers that are not
+// http.Requests).
+func ParseBasic(h string) (user, pass string, ok bool) {
+	if len(h) < 6 || !strings.EqualFold(h[:6], "basic ") {
+		return "", "", false
+	}
+	b, err := base64.StdEncoding.DecodeString(h[6:])
+	if err != nil {
+		return "", "", false
+	}
+	user, pass, ok = strings.Cut(string(b), ":")
+	return
+}

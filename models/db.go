@@ -1,0 +1,135 @@
+// Package models holds Ontoflow's persistent records (gorm) and the code that
+// opens and migrates the database. The same schema runs on SQLite (the
+// embedded default) and Postgres (production).
+package models
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"gorm.io/driver/postgres"
+	"gorm.io/driver/sqlite"
+	"gorm.io/gorm"
+	"gorm.io/gorm/logger"
+)
+
+// Dialect names the database family behind a *gorm.DB.
+func Dialect(db *gorm.DB) string { return db.Dialector.Name() }
+
+// IsPostgres reports whether db is Postgres.
+func IsPostgres(db *gorm.DB) bool { return Dialect(db) == "postgres" }
+
+// Open opens the database named by dsn: "postgres://..." (or
+// "postgresql://...", or a key=value Postgres DSN containing "host="), or
+// "sqlite:PATH" / a plain file path for SQLite.
+func Open(ctx context.Context, dsn string) (*gorm.DB, error) {
+	cfg := &gorm.Config{
+		Logger:                                   logger.Discard,
+		DisableForeignKeyConstraintWhenMigrating: true,
+		TranslateError:                           true,
+		NowFunc:                                  func() time.Time { return time.Now().UTC() },
+	}
+	var (
+		db  *gorm.DB
+		err error
+	)
+	switch {
+	case strings.HasPrefix(dsn, "postgres://"), strings.HasPrefix(dsn, "postgresql://"), strings.Contains(dsn, "host="):
+		db, err = gorm.Open(postgres.Open(dsn), cfg)
+		if err != nil {
+			return nil, fmt.Errorf("open postgres: %w", err)
+		}
+		sqlDB, err := db.DB()
+		if err != nil {
+			return nil, err
+		}
+		sqlDB.SetMaxOpenConns(32)
+		sqlDB.SetMaxIdleConns(16)
+		sqlDB.SetConnMaxIdleTime(5 * time.Minute)
+	default:
+		path := strings.TrimPrefix(dsn, "sqlite:")
+		path = strings.TrimPrefix(path, "//")
+		if path != ":memory:" {
+			if err := os.MkdirAll(filepath.Dir(path), 0o750); err != nil {
+				return nil, fmt.Errorf("create database directory: %w", err)
+			}
+		}
+		// The pure-Go modernc driver is already registered as "sqlite" by the
+		// embedded Temporal server; reusing it keeps the binary cgo-free.
+		// WAL + busy_timeout lets readers run beside the single writer;
+		// foreign keys stay off because the schema enforces relations in code
+		// identically on both dialects.
+		q := "?_pragma=journal_mode(WAL)&_pragma=synchronous(NORMAL)&_pragma=busy_timeout(10000)&_pragma=foreign_keys(OFF)&_txlock=immediate"
+		db, err = gorm.Open(sqlite.New(sqlite.Config{DriverName: "sqlite", DSN: "file:" + path + q}), cfg)
+		if err != nil {
+			return nil, fmt.Errorf("open sqlite %s: %w", path, err)
+		}
+		sqlDB, err := db.DB()
+		if err != nil {
+			return nil, err
+		}
+		// One writer at a time is SQLite's rule; a small pool serves reads.
+		sqlDB.SetMaxOpenConns(4)
+	}
+	if err := ping(ctx, db); err != nil {
+		return nil, err
+	}
+	return db, nil
+}
+
+func ping(ctx context.Context, db *gorm.DB) error {
+	sqlDB, err := db.DB()
+	if err != nil {
+		return err
+	}
+	if err := sqlDB.PingContext(ctx); err != nil {
+		return fmt.Errorf("ping database: %w", err)
+	}
+	return nil
+}
+
+// Ping checks that the database answers (used by /readyz).
+func Ping(ctx context.Context, db *gorm.DB) error { return ping(ctx, db) }
+
+// all lists every record type; each area of the schema declares its own list
+// in its own file.
+func all() []any {
+	var out []any
+	for _, group := range [][]any{userModels, davModels, ontologyModels, actionModels} {
+		out = append(out, group...)
+	}
+	return out
+}
+
+// migrationLockKey is the Postgres advisory lock that serialises migrations
+// when several replicas start at once.
+const migrationLockKey = 0x6f6e746f666c6f77 // "ontoflow"
+
+// Migrate brings the schema up to date. It is idempotent, and safe when
+// several replicas run it at once: on Postgres it holds an advisory lock for
+// the duration.
+func Migrate(ctx context.Context, db *gorm.DB) error {
+	start := time.Now()
+	err := db.WithContext(ctx).Connection(func(conn *gorm.DB) error {
+		if IsPostgres(conn) {
+			if err := conn.Exec("SELECT pg_advisory_lock(?)", int64(migrationLockKey)).Error; err != nil {
+				return fmt.Errorf("take migration lock: %w", err)
+			}
+			defer conn.Exec("SELECT pg_advisory_unlock(?)", int64(migrationLockKey))
+		}
+		if err := conn.AutoMigrate(all()...); err != nil {
+			return fmt.Errorf("auto-migrate: %w", err)
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("migrate database: %w", err)
+	}
+	slog.Debug("database migrated", "dialect", Dialect(db), "took", time.Since(start))
+	return nil
+}

@@ -1,0 +1,55 @@
+package models
+
+import "time"
+
+var userModels = []any{&User{}, &APIToken{}}
+
+// User is a service user: the same account logs in to the API and WebDAV.
+type User struct {
+	ID           string `gorm:"primaryKey;size:36" json:"id"`
+	Username     string `gorm:"uniqueIndex;size:128;not null" json:"username"`
+	PasswordHash string `gorm:"size:256;not null" json:"-"`
+	// PasswordEpoch changes with every password change, so cached
+	// verifications and issued tokens of the old password die with it.
+	PasswordEpoch int64                   `gorm:"not null;default:0" json:"-"`
+	Roles         JSON[[]string]          `json:"roles"`
+	Permissions   JSON[[]string]          `json:"permissions"`
+	Attributes    JSON[map[string]any]    `json:"attributes"`
+	Clearance     string                  `gorm:"size:64;not null" json:"clearance"`
+	Organization  string                  `gorm:"size:128;index" json:"organization"`
+	Disabled      bool                    `gorm:"not null;default:false" json:"disabled"`
+	QuotaBytes    int64                   `gorm:"not null;default:0" json:"quota_bytes"`
+	CreatedAt     time.Time               `json:"created_at"`
+	UpdatedAt     time.Time               `json:"updated_at"`
+	Extra         JSON[map[string]string] `json:"-"`
+}
+
+// HasRole reports whether u has role r.
+func (u *User) HasRole(r string) bool {
+	for _, x := range u.Roles.V {
+		if x == r {
+			return true
+		}
+	}
+	return false
+}
+
+// IsAdmin reports whether u holds the admin role.
+func (u *User) IsAdmin() bool { return u.HasRole("admin") }
+
+// APIToken is a bearer token issued by the service. Only a SHA-256 of the
+// secret is stored; the secret is shown once, when it is issued.
+type APIToken struct {
+	ID         string     `gorm:"primaryKey;size:36" json:"id"`
+	UserID     string     `gorm:"size:36;index;not null" json:"user_id"`
+	Name       string     `gorm:"size:128" json:"name"`
+	SecretHash string     `gorm:"uniqueIndex;size:64;not null" json:"-"`
+	Guest      bool       `gorm:"not null;default:false" json:"guest"`
+	ExpiresAt  time.Time  `gorm:"index" json:"expires_at"`
+	RevokedAt  *time.Time `json:"revoked_at,omitempty"`
+	// PasswordEpoch of the user when the token was issued: a password
+	// change revokes every older token.
+	PasswordEpoch int64      `gorm:"not null;default:0" json:"-"`
+	CreatedAt     time.Time  `json:"created_at"`
+	LastUsedAt    *time.Time `json:"last_used_at,omitempty"`
+}

@@ -46,6 +46,9 @@ const (
 	DependentsExist        Code = "DependentsExist"
 	IdempotencyConflict    Code = "IdempotencyKeyConflict"
 	BatchTooLarge          Code = "BatchTooLarge"
+	// InvalidOntology refuses an inconsistent object type, property or link
+	// type definition (400), as InvalidDefinition does for action types.
+	InvalidOntology Code = "InvalidOntologyDefinition"
 )
 
 var statusByCode = map[Code]int{
@@ -80,6 +83,7 @@ var statusByCode = map[Code]int{
 	DependentsExist:        http.StatusConflict,
 	IdempotencyConflict:    http.StatusConflict,
 	BatchTooLarge:          http.StatusRequestEntityTooLarge,
+	InvalidOntology:        http.StatusBadRequest,
 }
 
 // Status is the HTTP status for a code; unknown codes are 500.

@@ -1,4 +1,99 @@
 package models
 
-// actionModels are the action engine records; see action.go.
-var actionModels = []any{}
+import "time"
+
+// actionModels are the action engine's records.
+var actionModels = []any{&Execution{}, &Notification{}}
+
+// Execution statuses.
+const (
+	StatusQueued    = "queued"
+	StatusRunning   = "running"
+	StatusSucceeded = "succeeded"
+	StatusFailed    = "failed"
+)
+
+// Execution kinds (also the OntoflowKind search attribute).
+const (
+	KindExecute    = "execute"
+	KindBatch      = "batch"
+	KindBatchItem  = "batch-item"
+	KindInlineEdit = "inline-edit"
+	KindWhatIf     = "what-if"
+)
+
+// Execution is one row of the action log: the request (written by the API
+// before the workflow starts, so the workflow input is only its id), and
+// the outcome (written by the engine). The operation's edits and the
+// status change to succeeded commit in one transaction, guarded by the
+// status, so a retried activity never applies edits twice.
+type Execution struct {
+	ID             string                      `gorm:"primaryKey;size:36" json:"id"`
+	Kind           string                      `gorm:"size:16;index;not null" json:"kind"`
+	WorkflowID     string                      `gorm:"size:300" json:"workflow_id"`
+	RunID          string                      `gorm:"size:64" json:"run_id,omitempty"`
+	ActionTypeID   string                      `gorm:"size:36;index;not null" json:"action_type_id"`
+	ActionTypeName string                      `gorm:"size:128;not null" json:"action_type_name"`
+	ActionVersion  int                         `gorm:"not null;default:0" json:"action_type_version"`
+	BatchID        *string                     `gorm:"size:36;index:idx_exec_batch,priority:1" json:"batch_id,omitempty"`
+	BatchIndex     int                         `gorm:"index:idx_exec_batch,priority:2;not null;default:0" json:"batch_index,omitempty"`
+	ActorID        string                      `gorm:"size:36;index;not null;uniqueIndex:idx_exec_idem,priority:1" json:"actor_id"`
+	ActorName      string                      `gorm:"size:128" json:"actor"`
+	ActorGuest     bool                        `gorm:"not null;default:false" json:"actor_guest,omitempty"`
+	TargetObjectID string                      `gorm:"size:36;index" json:"target_object_id,omitempty"`
+	Parameters     JSON[map[string]any]        `json:"parameters"`
+	Justification  string                      `gorm:"type:text" json:"justification,omitempty"`
+	Status         string                      `gorm:"size:16;index;not null" json:"status"`
+	ErrorCode      string                      `gorm:"size:64" json:"error_code,omitempty"`
+	ErrorMessage   string                      `gorm:"type:text" json:"error_message,omitempty"`
+	ErrorDetails   JSON[any]                   `json:"error_details,omitempty"`
+	Edits          JSON[[]Edit]                `json:"edits"`
+	Result         JSON[map[string]any]        `json:"operation_result,omitempty"`
+	Notifications  JSON[[]NotificationOutcome] `json:"notifications"`
+	NotifiedAt     *time.Time                  `json:"notified_at,omitempty"`
+	// IdempotencyKey is unique per actor; RequestHash detects a reused key
+	// with a different body.
+	IdempotencyKey *string    `gorm:"size:255;uniqueIndex:idx_exec_idem,priority:2" json:"idempotency_key,omitempty"`
+	RequestHash    string     `gorm:"size:64" json:"-"`
+	TotalItems     int        `gorm:"not null;default:0" json:"total_items,omitempty"`
+	CreatedAt      time.Time  `gorm:"index" json:"created_at"`
+	StartedAt      *time.Time `json:"started_at,omitempty"`
+	FinishedAt     *time.Time `json:"finished_at,omitempty"`
+}
+
+// Edit is one change an operation made (or, in a preview, would make).
+type Edit struct {
+	Op           string         `json:"op"` // update_object, create_object, delete_object, create_link
+	ObjectTypeID string         `json:"object_type_id,omitempty"`
+	ObjectID     string         `json:"object_id,omitempty"`
+	LinkTypeID   string         `json:"link_type_id,omitempty"`
+	LinkID       string         `json:"link_id,omitempty"`
+	SourceID     string         `json:"source_object_id,omitempty"`
+	TargetID     string         `json:"target_object_id,omitempty"`
+	Before       map[string]any `json:"before,omitempty"`
+	After        map[string]any `json:"after,omitempty"`
+}
+
+// NotificationOutcome records one delivery attempt of a side effect.
+type NotificationOutcome struct {
+	Index      int    `json:"index"`
+	Channel    string `json:"channel"`
+	Recipients int    `json:"recipients"`
+	Status     string `json:"status"` // delivered, failed, skipped
+	Error      string `json:"error,omitempty"`
+}
+
+// Notification is an in-app notification for one recipient.
+type Notification struct {
+	ID           string               `gorm:"primaryKey;size:36" json:"id"`
+	UserID       string               `gorm:"size:36;index:idx_notif_user,priority:1;not null" json:"user_id"`
+	ExecutionID  string               `gorm:"size:36;index" json:"execution_id"`
+	ActionTypeID string               `gorm:"size:36" json:"action_type_id"`
+	Title        string               `gorm:"type:text" json:"title"`
+	Body         string               `gorm:"type:text" json:"body"`
+	Severity     string               `gorm:"size:32" json:"severity,omitempty"`
+	Category     string               `gorm:"size:64" json:"category,omitempty"`
+	Metadata     JSON[map[string]any] `json:"metadata,omitempty"`
+	ReadAt       *time.Time           `json:"read_at,omitempty"`
+	CreatedAt    time.Time            `gorm:"index:idx_notif_user,priority:2" json:"created_at"`
+}

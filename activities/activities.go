@@ -1,0 +1,107 @@
+// Package activities exposes the action engine's steps as Temporal
+// activities. They are thin: each loads nothing itself and calls the
+// engine, whose refusals (*apperr.Error) become non-retryable application
+// errors typed with the same code, so a refusal keeps its code from the
+// activity through the workflow to the HTTP response. Other errors are
+// returned as they are and retried by the workflow's retry policy.
+package activities
+
+import (
+	"context"
+	"errors"
+
+	"go.temporal.io/sdk/temporal"
+
+	"github.com/ontoflow/ontoflow/apperr"
+	"github.com/ontoflow/ontoflow/engine"
+)
+
+// Activity names, used by the workflows to call the registered methods.
+const (
+	Validate       = "Validate"
+	Authorize      = "Authorize"
+	RunOperation   = "RunOperation"
+	Notify         = "Notify"
+	RecordFailure  = "RecordFailure"
+	ListBatchChunk = "ListBatchChunk"
+	FinishBatch    = "FinishBatch"
+)
+
+// Activities are the engine's steps; register the struct on a worker.
+type Activities struct {
+	eng *engine.Engine
+}
+
+// New returns the activities over eng.
+func New(eng *engine.Engine) *Activities { return &Activities{eng: eng} }
+
+// Validate materializes and type-checks the execution's parameters.
+func (a *Activities) Validate(ctx context.Context, executionID string) (*engine.Prepared, error) {
+	p, err := a.eng.Prepare(ctx, executionID)
+	return p, typed(err)
+}
+
+// Authorize checks the actor and target against the action's policy.
+func (a *Activities) Authorize(ctx context.Context, p *engine.Prepared) error {
+	return typed(a.eng.Authorize(ctx, p))
+}
+
+// RunOperation applies the operation's edits and records the execution as
+// succeeded in one transaction, exactly once.
+func (a *Activities) RunOperation(ctx context.Context, p *engine.Prepared) (*engine.Outcome, error) {
+	o, err := a.eng.Run(ctx, p)
+	return o, typed(err)
+}
+
+// Notify delivers the notification side effects; it records failures on
+// the execution and never returns them.
+func (a *Activities) Notify(ctx context.Context, p *engine.Prepared, o *engine.Outcome) error {
+	return typed(a.eng.Notify(ctx, p, o))
+}
+
+// RecordFailure marks the execution failed with f.
+func (a *Activities) RecordFailure(ctx context.Context, executionID string, f engine.Failure) error {
+	return typed(a.eng.RecordFailure(ctx, executionID, f))
+}
+
+// ListBatchChunk lists the unfinished item executions of a batch range.
+func (a *Activities) ListBatchChunk(ctx context.Context, batchID string, from, to int) ([]string, error) {
+	ids, err := a.eng.ListBatchChunk(ctx, batchID, from, to)
+	return ids, typed(err)
+}
+
+// FinishBatch counts a batch's outcomes and closes it.
+func (a *Activities) FinishBatch(ctx context.Context, batchID string) (*engine.BatchTotals, error) {
+	t, err := a.eng.FinishBatch(ctx, batchID)
+	return t, typed(err)
+}
+
+// typed turns a refusal into a non-retryable application error carrying the
+// code as its type and the error itself as details.
+func typed(err error) error {
+	if err == nil {
+		return nil
+	}
+	var e *apperr.Error
+	if errors.As(err, &e) && e.Code != apperr.Internal && e.Code != apperr.Unavailable {
+		return temporal.NewNonRetryableApplicationError(e.Message, string(e.Code), nil, e)
+	}
+	return err
+}
+
+// FailureOf extracts the failure to record from a step's error: the typed
+// refusal when there is one, otherwise a generic internal failure (retries
+// exhausted).
+func FailureOf(err error) engine.Failure {
+	var ae *temporal.ApplicationError
+	if errors.As(err, &ae) && ae.Type() != "" {
+		f := engine.Failure{Code: ae.Type(), Message: ae.Message()}
+		var e apperr.Error
+		if ae.HasDetails() && ae.Details(&e) == nil {
+			f.Details = e.Details
+			f.Data = e.Data
+		}
+		return f
+	}
+	return engine.Failure{Code: string(apperr.Internal), Message: err.Error()}
+}

@@ -1,0 +1,91 @@
+package api
+
+import (
+	"net/http"
+	"time"
+
+	"github.com/gin-gonic/gin"
+
+	"github.com/ontoflow/ontoflow/apperr"
+	"github.com/ontoflow/ontoflow/models"
+)
+
+type tokenRequest struct {
+	Name       string `json:"name"`
+	TTLSeconds int64  `json:"ttl_seconds"`
+	Guest      bool   `json:"guest"`
+}
+
+type tokenResponse struct {
+	Token string           `json:"token"`
+	Info  *models.APIToken `json:"token_info"`
+}
+
+func (s *Server) registerAuthRoutes(g *gin.RouterGroup) {
+	g.POST("/auth/tokens", s.issueToken)
+	g.GET("/auth/tokens", s.listTokens)
+	g.DELETE("/auth/tokens/:id", s.revokeToken)
+	g.GET("/me", func(c *gin.Context) {
+		p := principal(c)
+		c.JSON(http.StatusOK, gin.H{"user": p.User, "guest": p.Guest, "auth_method": p.Method})
+	})
+}
+
+// issueToken issues a bearer token for the caller. A guest session may only
+// issue further guest tokens, so a guest can never escalate.
+func (s *Server) issueToken(c *gin.Context) {
+	var req tokenRequest
+	if c.Request.ContentLength != 0 {
+		if err := decodeJSON(c, &req); err != nil {
+			fail(c, err)
+			return
+		}
+	}
+	ttl := s.deps.TokenTTL
+	if req.TTLSeconds < 0 {
+		fail(c, apperr.New(apperr.InvalidArgument, "ttl_seconds must be positive"))
+		return
+	}
+	if req.TTLSeconds > 0 {
+		ttl = time.Duration(req.TTLSeconds) * time.Second
+	}
+	if ttl > s.deps.MaxTokenTTL {
+		fail(c, apperr.New(apperr.InvalidArgument, "ttl_seconds must be at most %d", int64(s.deps.MaxTokenTTL/time.Second)))
+		return
+	}
+	if len(req.Name) > 128 {
+		fail(c, apperr.New(apperr.InvalidArgument, "name must be at most 128 characters"))
+		return
+	}
+	p := principal(c)
+	secret, tok, err := s.deps.Auth.IssueToken(c.Request.Context(), p.User, req.Name, ttl, req.Guest || p.Guest)
+	if err != nil {
+		fail(c, err)
+		return
+	}
+	c.JSON(http.StatusCreated, tokenResponse{Token: secret, Info: tok})
+}
+
+func (s *Server) listTokens(c *gin.Context) {
+	pr, err := ParsePage(c)
+	if err != nil {
+		fail(c, err)
+		return
+	}
+	var toks []*models.APIToken
+	err = s.deps.DB.WithContext(c.Request.Context()).Where("user_id = ?", principal(c).User.ID).
+		Order("created_at DESC, id").Offset(pr.Offset).Limit(pr.Limit + 1).Find(&toks).Error
+	if err != nil {
+		fail(c, err)
+		return
+	}
+	c.JSON(http.StatusOK, NewPage(pr, toks))
+}
+
+func (s *Server) revokeToken(c *gin.Context) {
+	if err := s.deps.Auth.RevokeToken(c.Request.Context(), principal(c), c.Param("id")); err != nil {
+		fail(c, err)
+		return
+	}
+	c.Status(http.StatusNoContent)
+}

@@ -1,0 +1,95 @@
+package api
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"strings"
+
+	"github.com/gin-gonic/gin"
+	"gorm.io/gorm"
+
+	"github.com/ontoflow/ontoflow/apperr"
+)
+
+// errorBody is the one error shape of every route.
+type errorBody struct {
+	Error *apperr.Error `json:"error"`
+}
+
+// fail renders err as the JSON error body and aborts the request. Errors
+// that are not *apperr.Error are logged and answered as a generic 500, so
+// internals never reach the client.
+func fail(c *gin.Context, err error) {
+	e, ok := apperr.As(err)
+	if !ok {
+		switch {
+		case errors.Is(err, gorm.ErrRecordNotFound):
+			e = apperr.New(apperr.NotFound, "not found")
+		case errors.Is(err, gorm.ErrDuplicatedKey):
+			e = apperr.New(apperr.Conflict, "a record with the same unique value already exists")
+		default:
+			slog.ErrorContext(c.Request.Context(), "request failed", "method", c.Request.Method,
+				"path", c.Request.URL.Path, "err", err)
+			e = apperr.New(apperr.Internal, "internal error")
+		}
+	}
+	status := e.Code.Status()
+	if status == http.StatusUnauthorized {
+		c.Header("WWW-Authenticate", `Basic realm="ontoflow", charset="UTF-8"`)
+	}
+	c.AbortWithStatusJSON(status, errorBody{Error: e})
+}
+
+// decodeJSON strictly decodes the request body into v: unknown fields,
+// trailing data, wrong types and oversize bodies are refused with a clear
+// 400 (or 413) naming what was wrong.
+func decodeJSON(c *gin.Context, v any) error {
+	if ct := c.ContentType(); ct != "" && ct != "application/json" {
+		return apperr.New(apperr.InvalidJSON, "Content-Type must be application/json, got %q", ct)
+	}
+	dec := json.NewDecoder(c.Request.Body)
+	dec.DisallowUnknownFields()
+	dec.UseNumber()
+	if err := dec.Decode(v); err != nil {
+		return jsonError(err)
+	}
+	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
+		return apperr.New(apperr.InvalidJSON, "request body must hold a single JSON value")
+	}
+	return nil
+}
+
+func jsonError(err error) error {
+	var (
+		maxErr    *http.MaxBytesError
+		syntaxErr *json.SyntaxError
+		typeErr   *json.UnmarshalTypeError
+	)
+	switch {
+	case errors.As(err, &maxErr):
+		return apperr.New(apperr.RequestTooLarge, "request body exceeds %d bytes", maxErr.Limit)
+	case errors.Is(err, io.EOF):
+		return apperr.New(apperr.InvalidJSON, "request body is empty; a JSON object is required")
+	case errors.Is(err, io.ErrUnexpectedEOF):
+		return apperr.New(apperr.InvalidJSON, "request body is truncated JSON")
+	case errors.As(err, &syntaxErr):
+		return apperr.New(apperr.InvalidJSON, "malformed JSON at byte %d: %v", syntaxErr.Offset, syntaxErr)
+	case errors.As(err, &typeErr):
+		field := typeErr.Field
+		if field == "" {
+			field = "(body)"
+		}
+		return apperr.New(apperr.InvalidJSON, "field %q: expected %s, got JSON %s", field, typeErr.Type, typeErr.Value).
+			WithDetails(apperr.Detail{Field: field, Reason: "type", Message: fmt.Sprintf("expected %s", typeErr.Type)})
+	case strings.HasPrefix(err.Error(), "json: unknown field "):
+		f := strings.Trim(strings.TrimPrefix(err.Error(), "json: unknown field "), `"`)
+		return apperr.New(apperr.InvalidJSON, "unknown field %q", f).
+			WithDetails(apperr.Detail{Field: f, Reason: "unknown", Message: "unknown field"})
+	default:
+		return apperr.New(apperr.InvalidJSON, "invalid JSON body: %v", err)
+	}
+}

@@ -1,0 +1,120 @@
+package api
+
+import (
+	"fmt"
+	"net/http"
+	"runtime/debug"
+	"strconv"
+	"time"
+
+	"github.com/gin-gonic/gin"
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/ontoflow/ontoflow/apperr"
+	"github.com/ontoflow/ontoflow/auth"
+)
+
+const principalKey = "ontoflow.principal"
+
+// authenticate admits callers with valid Basic credentials or a bearer
+// token; everyone else gets 401 with WWW-Authenticate and the JSON body.
+func (s *Server) authenticate(c *gin.Context) {
+	p, err := s.deps.Auth.Authenticate(c.Request)
+	if err != nil {
+		if !apperr.Is(err, apperr.Unauthorized) {
+			fail(c, fmt.Errorf("authenticate: %w", err))
+			return
+		}
+		fail(c, err)
+		return
+	}
+	c.Set(principalKey, p)
+	c.Next()
+}
+
+// principal is the authenticated caller of a route behind authenticate.
+func principal(c *gin.Context) *auth.Principal {
+	p, _ := c.Get(principalKey)
+	pr, _ := p.(*auth.Principal)
+	return pr
+}
+
+// Principal is principal for route groups registered from other packages.
+func Principal(c *gin.Context) *auth.Principal { return principal(c) }
+
+// requirePermission answers 403 unless the caller holds key.
+func requirePermission(c *gin.Context, key string) bool {
+	p := principal(c)
+	if p == nil || !auth.HasPermission(p.User, key) {
+		fail(c, apperr.New(apperr.PermissionDenied, "permission %q is required", key).
+			WithDetails(apperr.Detail{Reason: "missing_permission", Field: key, Message: "missing permission " + key}))
+		return false
+	}
+	return true
+}
+
+// RequirePermission is requirePermission for other packages' routes.
+func RequirePermission(c *gin.Context, key string) bool { return requirePermission(c, key) }
+
+func (s *Server) limitBody(c *gin.Context) {
+	if c.Request.Body != nil && c.Request.ContentLength > s.deps.MaxBodyBytes {
+		fail(c, apperr.New(apperr.RequestTooLarge, "request body exceeds %d bytes", s.deps.MaxBodyBytes))
+		return
+	}
+	if c.Request.Body != nil {
+		c.Request.Body = http.MaxBytesReader(c.Writer, c.Request.Body, s.deps.MaxBodyBytes)
+	}
+	c.Next()
+}
+
+func (s *Server) recoverer(c *gin.Context) {
+	defer func() {
+		if v := recover(); v != nil {
+			if v == http.ErrAbortHandler {
+				panic(v)
+			}
+			s.deps.Logger.Error("panic in handler", "method", c.Request.Method, "path", c.Request.URL.Path,
+				"panic", fmt.Sprint(v), "stack", string(debug.Stack()))
+			fail(c, apperr.New(apperr.Internal, "internal error"))
+		}
+	}()
+	c.Next()
+}
+
+func (s *Server) accessLog(c *gin.Context) {
+	start := time.Now()
+	c.Next()
+	d := time.Since(start)
+	route := c.FullPath()
+	if route == "" {
+		route = "unmatched"
+	}
+	status := c.Writer.Status()
+	s.metrics.requests.WithLabelValues(c.Request.Method, route, strconv.Itoa(status)).Inc()
+	s.metrics.duration.WithLabelValues(c.Request.Method, route).Observe(d.Seconds())
+	user := ""
+	if p := principal(c); p != nil {
+		user = p.User.Username
+	}
+	s.deps.Logger.LogAttrs(c.Request.Context(), levelFor(status), "http",
+		slogAttrs(c.Request.Method, c.Request.URL.Path, status, c.Writer.Size(), d, user)...)
+}
+
+type httpMetrics struct {
+	requests *prometheus.CounterVec
+	duration *prometheus.HistogramVec
+}
+
+func newHTTPMetrics(reg prometheus.Registerer) *httpMetrics {
+	m := &httpMetrics{
+		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "ontoflow_api_requests_total", Help: "API requests by method, route and status.",
+		}, []string{"method", "route", "status"}),
+		duration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name: "ontoflow_api_request_duration_seconds", Help: "API request latency by method and route.",
+			Buckets: prometheus.ExponentialBuckets(0.001, 2, 14),
+		}, []string{"method", "route"}),
+	}
+	reg.MustRegister(m.requests, m.duration)
+	return m
+}

@@ -1,0 +1,63 @@
+package api
+
+import (
+	"encoding/base64"
+	"strconv"
+
+	"github.com/gin-gonic/gin"
+
+	"github.com/ontoflow/ontoflow/apperr"
+)
+
+// Page is the shape of every list response.
+type Page[T any] struct {
+	Data          []T    `json:"data"`
+	NextPageToken string `json:"next_page_token,omitempty"`
+}
+
+// PageRequest is a parsed ?page_size=&page_token= pair.
+type PageRequest struct {
+	Limit  int
+	Offset int
+}
+
+const (
+	defaultPageSize = 50
+	maxPageSize     = 500
+)
+
+// ParsePage reads page_size (1..500, default 50) and page_token (opaque,
+// from a previous response).
+func ParsePage(c *gin.Context) (PageRequest, error) {
+	pr := PageRequest{Limit: defaultPageSize}
+	if s := c.Query("page_size"); s != "" {
+		n, err := strconv.Atoi(s)
+		if err != nil || n < 1 || n > maxPageSize {
+			return pr, apperr.New(apperr.InvalidArgument, "page_size must be an integer from 1 to %d", maxPageSize)
+		}
+		pr.Limit = n
+	}
+	if t := c.Query("page_token"); t != "" {
+		b, err := base64.RawURLEncoding.DecodeString(t)
+		n, err2 := strconv.Atoi(string(b))
+		if err != nil || err2 != nil || n < 0 {
+			return pr, apperr.New(apperr.InvalidArgument, "page_token is not a token this API issued")
+		}
+		pr.Offset = n
+	}
+	return pr, nil
+}
+
+// NewPage builds a page from items fetched with Limit+1 rows: the extra row
+// only tells whether another page exists.
+func NewPage[T any](pr PageRequest, items []T) Page[T] {
+	p := Page[T]{Data: items}
+	if p.Data == nil {
+		p.Data = []T{}
+	}
+	if len(items) > pr.Limit {
+		p.Data = items[:pr.Limit]
+		p.NextPageToken = base64.RawURLEncoding.EncodeToString([]byte(strconv.Itoa(pr.Offset + pr.Limit)))
+	}
+	return p
+}

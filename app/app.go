@@ -1,0 +1,335 @@
+// Package app assembles Ontoflow's processes from their parts: the database,
+// authentication, the Temporal client (and in dev mode the embedded Temporal
+// server and UI), the action engine's worker, and the HTTP server for the
+// API and WebDAV. Each subcommand of cmd/ontoflow is one Mode here.
+package app
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/gin-gonic/gin"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"go.temporal.io/sdk/client"
+	sdklog "go.temporal.io/sdk/log"
+	sdkworker "go.temporal.io/sdk/worker"
+	"gorm.io/gorm"
+
+	"github.com/ontoflow/ontoflow/activities"
+	"github.com/ontoflow/ontoflow/api"
+	"github.com/ontoflow/ontoflow/auth"
+	"github.com/ontoflow/ontoflow/config"
+	"github.com/ontoflow/ontoflow/devserver"
+	"github.com/ontoflow/ontoflow/engine"
+	"github.com/ontoflow/ontoflow/models"
+	"github.com/ontoflow/ontoflow/ontology"
+	"github.com/ontoflow/ontoflow/users"
+	"github.com/ontoflow/ontoflow/webdav"
+	"github.com/ontoflow/ontoflow/worker"
+	"github.com/ontoflow/ontoflow/workflows"
+)
+
+// Mode is what a process runs.
+type Mode int
+
+const (
+	// Dev runs everything in one process on embedded defaults.
+	Dev Mode = iota
+	// Serve runs the API and WebDAV against external Postgres and Temporal.
+	Serve
+	// Worker runs the action engine's Temporal worker only.
+	Worker
+)
+
+// App is a running Ontoflow process.
+type App struct {
+	Mode     Mode
+	Cfg      *config.Config
+	Log      *slog.Logger
+	DB       *gorm.DB
+	Auth     *auth.Service
+	Temporal client.Client
+	Dev      *devserver.Server
+	Worker   sdkworker.Worker
+	Registry *prometheus.Registry
+
+	// APIURL is the base URL the HTTP server listens on ("" without one).
+	APIURL string
+	// AdminPassword is set when this start created the admin user with a
+	// generated password (printed once).
+	AdminPassword string
+
+	http     *http.Server
+	httpDone chan error
+}
+
+// Start brings up the parts of mode and returns once they are serving.
+func Start(ctx context.Context, mode Mode, cfg *config.Config, log *slog.Logger) (a *App, err error) {
+	a = &App{Mode: mode, Cfg: cfg, Log: log, Registry: prometheus.NewRegistry()}
+	a.Registry.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	defer func() {
+		if err != nil {
+			a.Stop(context.Background())
+		}
+	}()
+
+	temporalAddr := cfg.TemporalAddress
+	if mode == Dev {
+		if err := os.MkdirAll(cfg.DataDir, 0o750); err != nil {
+			return nil, fmt.Errorf("create data directory: %w", err)
+		}
+		a.Dev, err = devserver.Start(ctx, devserver.Config{
+			DataDir:          filepath.Join(cfg.DataDir, "temporal"),
+			FrontendPort:     cfg.TemporalPort,
+			UIPort:           cfg.UIPort,
+			Namespace:        cfg.TemporalNamespace,
+			SearchAttributes: workflows.SearchAttributes(),
+			Logger:           log,
+		})
+		if err != nil {
+			return nil, fmt.Errorf("start embedded temporal: %w", err)
+		}
+		temporalAddr = a.Dev.FrontendAddress()
+		if cfg.UIURL == "" {
+			cfg.UIURL = a.Dev.UIAddress()
+		}
+	}
+
+	a.DB, err = models.Open(ctx, cfg.DatabaseURL)
+	if err != nil {
+		return nil, err
+	}
+	if err := models.Migrate(ctx, a.DB); err != nil {
+		return nil, err
+	}
+	a.Auth = auth.NewService(a.DB, auth.Options{})
+
+	if mode == Dev {
+		if err := a.ensureAdmin(ctx); err != nil {
+			return nil, err
+		}
+	}
+
+	a.Temporal, err = Dial(ctx, temporalAddr, cfg.TemporalNamespace, log)
+	if err != nil {
+		return nil, err
+	}
+	if mode != Dev {
+		if err := devserver.EnsureSearchAttributes(ctx, a.Temporal, cfg.TemporalNamespace, workflows.SearchAttributes()); err != nil {
+			return nil, err
+		}
+	}
+
+	store := ontology.NewStore(a.DB, cfg.Markings)
+	eng := engine.New(engine.Deps{DB: a.DB, Store: store, Levels: cfg.Markings, Log: log, Registerer: a.Registry})
+
+	if mode == Dev || mode == Worker {
+		a.Worker = worker.New(a.Temporal, worker.Options{
+			TaskQueue:       cfg.TaskQueue,
+			StopTimeout:     cfg.ShutdownTimeout,
+			Activities:      activities.New(eng),
+			Registerer:      a.Registry,
+			BatchChildItems: cfg.BatchChildItems,
+		})
+		if err := a.Worker.Start(); err != nil {
+			return nil, fmt.Errorf("start worker: %w", err)
+		}
+	}
+
+	if mode == Dev || mode == Serve {
+		if err := a.startHTTP(ctx, store, eng); err != nil {
+			return nil, err
+		}
+	}
+	return a, nil
+}
+
+func (a *App) startHTTP(ctx context.Context, store *ontology.Store, eng *engine.Engine) error {
+	cfg := a.Cfg
+	dav, err := webdav.New(a.DB, a.Auth, webdav.Options{
+		Root:           filepath.Join(cfg.DataDir, "files"),
+		Prefix:         "/webdav",
+		MaxUploadBytes: cfg.WebDAVMaxUpload,
+		DefaultQuota:   cfg.WebDAVQuota,
+		MaxLockTimeout: cfg.WebDAVMaxLockTTL,
+		Registerer:     a.Registry,
+		Logger:         a.Log,
+	})
+	if err != nil {
+		return fmt.Errorf("set up webdav: %w", err)
+	}
+	starter := workflows.NewStarter(a.Temporal, workflows.StarterOptions{
+		TaskQueue:        cfg.TaskQueue,
+		BatchChildItems:  cfg.BatchChildItems,
+		BatchConcurrency: cfg.BatchConcurrency,
+	})
+	srv := api.New(api.Deps{
+		DB:           a.DB,
+		Auth:         a.Auth,
+		Levels:       cfg.Markings,
+		Logger:       a.Log,
+		MaxBodyBytes: cfg.MaxBodyBytes,
+		WebDAV:       dav,
+		Registry:     a.Registry,
+		TokenTTL:     cfg.TokenTTL,
+		UIURL:        cfg.UIURL,
+		Ready:        a.ready,
+		Routes: []func(g *gin.RouterGroup){
+			api.OntologyRoutes(store),
+			api.ActionRoutes(api.ActionDeps{
+				Store: store, Engine: eng, Starter: starter, DB: a.DB, UIURL: cfg.UIURL,
+				Namespace: cfg.TemporalNamespace, BatchMaxItems: cfg.BatchMaxItems,
+				BatchSyncMax: cfg.BatchSyncMax, ExecuteTimeout: cfg.ExecuteTimeout,
+			}),
+		},
+	})
+	ln, err := net.Listen("tcp", cfg.HTTPAddr)
+	if err != nil {
+		return fmt.Errorf("listen on %s: %w", cfg.HTTPAddr, err)
+	}
+	scheme := "http"
+	a.http = &http.Server{
+		Handler:           srv.Handler(),
+		ReadHeaderTimeout: 30 * time.Second,
+		IdleTimeout:       5 * time.Minute,
+		ErrorLog:          slog.NewLogLogger(a.Log.Handler(), slog.LevelWarn),
+		BaseContext:       func(net.Listener) context.Context { return context.WithoutCancel(ctx) },
+	}
+	if cfg.TLSCert != "" {
+		cert, err := tls.LoadX509KeyPair(cfg.TLSCert, cfg.TLSKey)
+		if err != nil {
+			ln.Close()
+			return fmt.Errorf("load TLS certificate: %w", err)
+		}
+		a.http.TLSConfig = &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}
+		ln = tls.NewListener(ln, a.http.TLSConfig)
+		scheme = "https"
+	}
+	a.APIURL = scheme + "://" + ln.Addr().String()
+	a.httpDone = make(chan error, 1)
+	go func() { a.httpDone <- a.http.Serve(ln) }()
+	return nil
+}
+
+func (a *App) ready(ctx context.Context) error {
+	if err := models.Ping(ctx, a.DB); err != nil {
+		return fmt.Errorf("database: %w", err)
+	}
+	if _, err := a.Temporal.CheckHealth(ctx, &client.CheckHealthRequest{}); err != nil {
+		return fmt.Errorf("temporal: %w", err)
+	}
+	return nil
+}
+
+// ensureAdmin creates the first admin user on an empty database.
+func (a *App) ensureAdmin(ctx context.Context) error {
+	us := &users.Store{DB: a.DB, Levels: a.Cfg.Markings}
+	n, err := us.Count(ctx)
+	if err != nil {
+		return fmt.Errorf("count users: %w", err)
+	}
+	if n > 0 {
+		return nil
+	}
+	pw := a.Cfg.AdminPassword
+	generated := pw == ""
+	if generated {
+		pw = auth.RandomSecret(18)
+	}
+	name := a.Cfg.AdminUser
+	roles := []string{auth.AdminRole}
+	perms := []string{"*:*"}
+	top := a.Cfg.Markings[len(a.Cfg.Markings)-1]
+	if _, err := us.Create(ctx, users.Spec{Username: &name, Password: &pw, Roles: &roles, Permissions: &perms, Clearance: &top}); err != nil {
+		return fmt.Errorf("create admin user: %w", err)
+	}
+	if generated {
+		a.AdminPassword = pw
+	}
+	return nil
+}
+
+// Wait blocks until ctx ends or the HTTP server fails.
+func (a *App) Wait(ctx context.Context) error {
+	if a.httpDone == nil {
+		<-ctx.Done()
+		return nil
+	}
+	select {
+	case <-ctx.Done():
+		return nil
+	case err := <-a.httpDone:
+		if errors.Is(err, http.ErrServerClosed) {
+			return nil
+		}
+		return fmt.Errorf("http server: %w", err)
+	}
+}
+
+// Stop shuts down gracefully: in-flight HTTP requests finish (up to the
+// shutdown timeout), the worker stops polling and lets running activities
+// finish, then the clients, database and embedded server close.
+func (a *App) Stop(ctx context.Context) {
+	timeout := a.Cfg.ShutdownTimeout
+	if timeout == 0 {
+		timeout = 30 * time.Second
+	}
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	if a.http != nil {
+		if err := a.http.Shutdown(ctx); err != nil {
+			a.Log.Warn("http shutdown", "err", err)
+		}
+	}
+	if a.Worker != nil {
+		a.Worker.Stop()
+	}
+	if a.Temporal != nil {
+		a.Temporal.Close()
+	}
+	if a.DB != nil {
+		if sqlDB, err := a.DB.DB(); err == nil {
+			sqlDB.Close()
+		}
+	}
+	if a.Dev != nil {
+		if err := a.Dev.Stop(); err != nil {
+			a.Log.Warn("embedded temporal stop", "err", err)
+		}
+	}
+}
+
+// Dial connects to a Temporal frontend, retrying for up to a minute while it
+// comes up.
+func Dial(ctx context.Context, addr, ns string, log *slog.Logger) (client.Client, error) {
+	var (
+		c   client.Client
+		err error
+	)
+	// The frontend may still be coming up (compose starts both at once).
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		c, err = client.DialContext(ctx, client.Options{
+			HostPort:  addr,
+			Namespace: ns,
+			Logger:    sdklog.NewStructuredLogger(log.With("component", "temporal-sdk")),
+		})
+		if err == nil {
+			return c, nil
+		}
+		if time.Now().After(deadline) || ctx.Err() != nil {
+			return nil, fmt.Errorf("connect to temporal at %s: %w", addr, err)
+		}
+		log.Info("waiting for temporal", "address", addr, "err", err)
+		time.Sleep(time.Second)
+	}
+}

@@ -1,0 +1,233 @@
+// Package config holds Ontoflow's configuration: every setting has a flag,
+// an environment variable and a documented default (see --help and the
+// README).
+package config
+
+import (
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/ontoflow/ontoflow/auth"
+)
+
+// Config is the configuration of every subcommand; each uses the part it
+// needs.
+type Config struct {
+	DataDir     string
+	HTTPAddr    string
+	DatabaseURL string
+	TLSCert     string
+	TLSKey      string
+	LogLevel    string
+	LogFormat   string
+
+	TemporalAddress   string
+	TemporalNamespace string
+	TaskQueue         string
+	// Embedded Temporal (dev only).
+	TemporalPort int
+	UIPort       int
+	UIURL        string
+
+	AdminUser     string
+	AdminPassword string
+	Markings      auth.Levels
+
+	MaxBodyBytes     int64
+	TokenTTL         time.Duration
+	WebDAVMaxUpload  int64
+	WebDAVQuota      int64
+	WebDAVMaxLockTTL time.Duration
+
+	BatchMaxItems    int
+	BatchSyncMax     int
+	BatchChildItems  int
+	BatchConcurrency int
+	ShutdownTimeout  time.Duration
+	ExecuteTimeout   time.Duration
+}
+
+func env(key, def string) string {
+	if v, ok := os.LookupEnv(key); ok {
+		return v
+	}
+	return def
+}
+
+type bindings struct {
+	fs   *flag.FlagSet
+	errs []error
+}
+
+func (b *bindings) str(p *string, name, envKey, def, usage string) {
+	b.fs.StringVar(p, name, env(envKey, def), fmt.Sprintf("%s (env %s)", usage, envKey))
+}
+
+func (b *bindings) int(p *int, name, envKey string, def int, usage string) {
+	v := def
+	if s, ok := os.LookupEnv(envKey); ok {
+		n, err := strconv.Atoi(s)
+		if err != nil {
+			b.errs = append(b.errs, fmt.Errorf("%s: %q is not an integer", envKey, s))
+		}
+		v = n
+	}
+	b.fs.IntVar(p, name, v, fmt.Sprintf("%s (env %s)", usage, envKey))
+}
+
+func (b *bindings) bytes(p *int64, name, envKey string, def int64, usage string) {
+	v := def
+	if s, ok := os.LookupEnv(envKey); ok {
+		n, err := ParseBytes(s)
+		if err != nil {
+			b.errs = append(b.errs, fmt.Errorf("%s: %w", envKey, err))
+		}
+		v = n
+	}
+	b.fs.Func(name, fmt.Sprintf("%s, e.g. 512MiB (env %s) (default %s)", usage, envKey, FormatBytes(def)), func(s string) error {
+		n, err := ParseBytes(s)
+		*p = n
+		return err
+	})
+	*p = v
+}
+
+func (b *bindings) dur(p *time.Duration, name, envKey string, def time.Duration, usage string) {
+	v := def
+	if s, ok := os.LookupEnv(envKey); ok {
+		d, err := time.ParseDuration(s)
+		if err != nil {
+			b.errs = append(b.errs, fmt.Errorf("%s: %w", envKey, err))
+		}
+		v = d
+	}
+	b.fs.DurationVar(p, name, v, fmt.Sprintf("%s (env %s)", usage, envKey))
+}
+
+// Mode selects which settings a subcommand registers.
+type Mode int
+
+const (
+	ModeDev Mode = iota
+	ModeServe
+	ModeWorker
+	ModeAdmin // migrate, users
+)
+
+// Bind registers the flags of mode on fs, with defaults from the
+// environment, and returns the config they fill and a check to run after
+// fs.Parse.
+func Bind(fs *flag.FlagSet, mode Mode) (*Config, func() error) {
+	c := &Config{}
+	b := &bindings{fs: fs}
+	var markings string
+	b.str(&c.DataDir, "data-dir", "ONTOFLOW_DATA_DIR", "./data", "directory for the embedded database, Temporal's state and WebDAV files")
+	b.str(&c.LogLevel, "log-level", "ONTOFLOW_LOG_LEVEL", "info", "log level: debug, info, warn, error")
+	b.str(&c.LogFormat, "log-format", "ONTOFLOW_LOG_FORMAT", "text", "log format: text or json")
+	b.str(&markings, "markings", "ONTOFLOW_MARKINGS", "public,confidential,pii", "ordered classification levels, lowest first (object markings and user clearances)")
+	dbDefault := ""
+	if mode == ModeDev {
+		dbDefault = "" // derived from data-dir below
+	}
+	b.str(&c.DatabaseURL, "database-url", "DATABASE_URL", dbDefault, "database: postgres://... or sqlite:PATH (dev default: sqlite:<data-dir>/ontoflow.db)")
+	if mode != ModeAdmin {
+		b.str(&c.TemporalNamespace, "temporal-namespace", "TEMPORAL_NAMESPACE", "default", "Temporal namespace")
+		b.str(&c.TaskQueue, "task-queue", "ONTOFLOW_TASK_QUEUE", "ontoflow-actions", "Temporal task queue of the action engine")
+		b.dur(&c.ShutdownTimeout, "shutdown-timeout", "ONTOFLOW_SHUTDOWN_TIMEOUT", 30*time.Second, "how long in-flight requests and activities get to finish on SIGTERM")
+		b.int(&c.BatchChildItems, "batch-child-items", "ONTOFLOW_BATCH_CHILD_ITEMS", 100, "batch items carried by one child workflow")
+		b.int(&c.BatchConcurrency, "batch-concurrency", "ONTOFLOW_BATCH_CONCURRENCY", 8, "child workflows a batch runs at once")
+	}
+	if mode == ModeServe || mode == ModeWorker {
+		b.str(&c.TemporalAddress, "temporal-address", "TEMPORAL_ADDRESS", "127.0.0.1:7233", "Temporal frontend host:port")
+	}
+	if mode == ModeDev || mode == ModeServe {
+		b.str(&c.HTTPAddr, "http-addr", "ONTOFLOW_HTTP_ADDR", "127.0.0.1:8080", "API and WebDAV listen address")
+		b.str(&c.TLSCert, "tls-cert", "ONTOFLOW_TLS_CERT", "", "serve HTTPS with this certificate (PEM); needs --tls-key")
+		b.str(&c.TLSKey, "tls-key", "ONTOFLOW_TLS_KEY", "", "private key (PEM) for --tls-cert")
+		b.bytes(&c.MaxBodyBytes, "max-body", "ONTOFLOW_MAX_BODY", 4<<20, "largest JSON request body")
+		b.dur(&c.TokenTTL, "token-ttl", "ONTOFLOW_TOKEN_TTL", 24*time.Hour, "default lifetime of issued API tokens")
+		b.bytes(&c.WebDAVMaxUpload, "webdav-max-upload", "ONTOFLOW_WEBDAV_MAX_UPLOAD", 10<<30, "largest WebDAV upload (413 beyond)")
+		b.bytes(&c.WebDAVQuota, "webdav-quota", "ONTOFLOW_WEBDAV_QUOTA", 0, "default per-user WebDAV quota; 0 = unlimited (a user's own quota_bytes wins)")
+		b.dur(&c.WebDAVMaxLockTTL, "webdav-max-lock-timeout", "ONTOFLOW_WEBDAV_MAX_LOCK_TIMEOUT", time.Hour, "cap on WebDAV lock timeouts")
+		b.int(&c.BatchMaxItems, "batch-max-items", "ONTOFLOW_BATCH_MAX_ITEMS", 10000, "largest batch accepted by execute-batch (413 beyond)")
+		b.int(&c.BatchSyncMax, "batch-sync-max", "ONTOFLOW_BATCH_SYNC_MAX", 100, "batches up to this size answer synchronously; larger ones answer 202")
+		b.dur(&c.ExecuteTimeout, "execute-timeout", "ONTOFLOW_EXECUTE_TIMEOUT", 60*time.Second, "how long a synchronous execute waits before answering 202")
+		b.str(&c.UIURL, "temporal-ui-url", "ONTOFLOW_TEMPORAL_UI_URL", "", "Temporal Web UI base URL for workflow links (dev: the embedded UI)")
+	}
+	if mode == ModeDev {
+		b.int(&c.TemporalPort, "temporal-port", "ONTOFLOW_TEMPORAL_PORT", 7233, "embedded Temporal frontend port (0 = any free port)")
+		b.int(&c.UIPort, "ui-port", "ONTOFLOW_UI_PORT", 8233, "embedded Temporal Web UI port (0 = any free port, -1 = off)")
+		b.str(&c.AdminUser, "admin-user", "ONTOFLOW_ADMIN_USER", "admin", "admin user created on first start")
+		b.str(&c.AdminPassword, "admin-password", "ONTOFLOW_ADMIN_PASSWORD", "", "password of that admin user (generated and printed once if empty)")
+	}
+	check := func() error {
+		if len(b.errs) > 0 {
+			return b.errs[0]
+		}
+		c.Markings = nil
+		for _, m := range strings.Split(markings, ",") {
+			m = strings.TrimSpace(m)
+			if m == "" {
+				return fmt.Errorf("--markings: empty level in %q", markings)
+			}
+			if auth.Levels(c.Markings).Valid(m) {
+				return fmt.Errorf("--markings: %q listed twice", m)
+			}
+			c.Markings = append(c.Markings, m)
+		}
+		if c.DatabaseURL == "" {
+			if mode != ModeDev && mode != ModeAdmin {
+				return fmt.Errorf("DATABASE_URL (or --database-url) is required")
+			}
+			c.DatabaseURL = "sqlite:" + filepath.Join(c.DataDir, "ontoflow.db")
+		}
+		if (c.TLSCert == "") != (c.TLSKey == "") {
+			return fmt.Errorf("--tls-cert and --tls-key go together")
+		}
+		if c.BatchChildItems < 1 || c.BatchConcurrency < 1 && mode != ModeAdmin {
+			return fmt.Errorf("--batch-child-items and --batch-concurrency must be positive")
+		}
+		return nil
+	}
+	return c, check
+}
+
+// ParseBytes reads "1024", "4KiB", "512MiB", "10GiB" (also KB/MB/GB as
+// powers of 1000).
+func ParseBytes(s string) (int64, error) {
+	s = strings.TrimSpace(s)
+	units := []struct {
+		suffix string
+		mult   int64
+	}{{"KiB", 1 << 10}, {"MiB", 1 << 20}, {"GiB", 1 << 30}, {"TiB", 1 << 40}, {"KB", 1e3}, {"MB", 1e6}, {"GB", 1e9}, {"TB", 1e12}, {"B", 1}}
+	mult := int64(1)
+	for _, u := range units {
+		if strings.HasSuffix(s, u.suffix) {
+			mult, s = u.mult, strings.TrimSpace(strings.TrimSuffix(s, u.suffix))
+			break
+		}
+	}
+	n, err := strconv.ParseInt(s, 10, 64)
+	if err != nil || n < 0 {
+		return 0, fmt.Errorf("%q is not a byte size", s)
+	}
+	return n * mult, nil
+}
+
+// FormatBytes renders n in the largest exact binary unit.
+func FormatBytes(n int64) string {
+	for _, u := range []struct {
+		s string
+		m int64
+	}{{"GiB", 1 << 30}, {"MiB", 1 << 20}, {"KiB", 1 << 10}} {
+		if n >= u.m && n%u.m == 0 {
+			return fmt.Sprintf("%d%s", n/u.m, u.s)
+		}
+	}
+	return strconv.FormatInt(n, 10)
+}

@@ -1,0 +1,362 @@
+// Package devserver embeds a real Temporal server (SQLite persistence) and the
+// Temporal Web UI in the Ontoflow process. It backs `ontoflow dev` and tests.
+//
+// Everything binds to 127.0.0.1 by default, ports are picked free unless fixed,
+// the server makes no outbound calls (version check and UI news fetch are off)
+// and its logs go to an slog.Logger at WARN and above unless told otherwise.
+package devserver
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"os"
+	"path/filepath"
+	"strconv"
+	"sync"
+	"time"
+
+	enumspb "go.temporal.io/api/enums/v1"
+	"go.temporal.io/server/common/config"
+	"go.temporal.io/server/common/dynamicconfig"
+	"go.temporal.io/server/common/metrics"
+	"go.temporal.io/server/schema/sqlite"
+	"go.temporal.io/server/temporal"
+)
+
+// Config configures an embedded Temporal dev server.
+type Config struct {
+	// DataDir holds the SQLite file (DataDir/temporal.db). The schema is
+	// created on the first start only; later starts reuse the database.
+	// Required unless Ephemeral is set.
+	DataDir string
+	// Host is the bind address of every listener. Default "127.0.0.1".
+	Host string
+	// FrontendPort is the frontend gRPC port; 0 picks a free port.
+	FrontendPort int
+	// UIPort is the Web UI port; 0 picks a free port, -1 disables the UI.
+	UIPort int
+	// Namespace is created if missing. Default "default".
+	Namespace string
+	// SearchAttributes are registered on Namespace at every start
+	// (idempotently; attributes already present are kept).
+	SearchAttributes map[string]enumspb.IndexedValueType
+	// NumHistoryShards is used only when the database is created. Default 4.
+	NumHistoryShards int32
+	// Logger receives the server's logs. Default slog.Default().
+	Logger *slog.Logger
+	// LogLevel is the minimum level passed to Logger: debug, info, warn
+	// (default) or error.
+	LogLevel string
+	// Ephemeral uses an in-memory SQLite database; DataDir is ignored.
+	Ephemeral bool
+	// DynamicConfig holds extra dynamic config values (key -> value), merged
+	// over this package's defaults. A value may be a plain value or a
+	// []dynamicconfig.ConstrainedValue.
+	DynamicConfig map[string]any
+}
+
+// Server is a running embedded Temporal server (and optionally its Web UI).
+type Server struct {
+	namespace    string
+	frontendAddr string
+	httpAddr     string
+	uiAddr       string
+
+	temporal temporal.Server
+	ui       *uiServer
+	unlock   func()
+
+	stopOnce sync.Once
+	stopErr  error
+}
+
+const (
+	dbFileName         = "temporal.db"
+	clusterName        = "active"
+	defaultHost        = "127.0.0.1"
+	defaultNamespace   = "default"
+	defaultShards      = 4
+	readinessTimeout   = 60 * time.Second
+	uiShutdownDeadline = 5 * time.Second
+)
+
+// defaultDynamicConfig are the settings that make the SQLite-backed server fast
+// and silent. See /work/shared/notes/temporal-embedding.md for the measurements.
+func defaultDynamicConfig() map[string]any {
+	return map[string]any{
+		// Default 20/s per shard adds 40-50 ms to every hand-off under load.
+		"history.transferProcessorMaxPollRPS":   1000,
+		"history.timerProcessorMaxPollRPS":      1000,
+		"history.visibilityProcessorMaxPollRPS": 1000,
+		"history.outboundProcessorMaxPollRPS":   1000,
+		// No outbound call to the version-check service.
+		"frontend.enableServerVersionCheck": false,
+	}
+}
+
+// Start starts the server and returns once the frontend is usable: the
+// namespace is describable, history and matching answer, and every configured
+// search attribute is registered and accepted in visibility queries. If the
+// UI is enabled it is listening when Start returns.
+//
+// ctx bounds the start-up; it is not retained.
+func Start(ctx context.Context, cfg Config) (_ *Server, retErr error) {
+	if err := cfg.normalize(); err != nil {
+		return nil, err
+	}
+	filtered, err := newFilteredLogger(cfg.Logger, cfg.LogLevel)
+	if err != nil {
+		return nil, err
+	}
+	logger := newServerLogger(filtered)
+
+	s := &Server{namespace: cfg.Namespace}
+	var cleanups []func()
+	defer func() {
+		if retErr != nil {
+			for i := len(cleanups) - 1; i >= 0; i-- {
+				cleanups[i]()
+			}
+		}
+	}()
+
+	// Persistence.
+	sqlCfg, unlock, err := prepareDatabase(cfg)
+	if err != nil {
+		return nil, err
+	}
+	s.unlock = unlock
+	cleanups = append(cleanups, unlock)
+
+	// Ports. Explicit ports are checked up front: the server treats a failed
+	// listen as fatal, which we turn into an error rather than an exit.
+	ports, err := pickFreePorts(cfg.Host, 9)
+	if err != nil {
+		return nil, err
+	}
+	frontendPort := cfg.FrontendPort
+	if frontendPort == 0 {
+		frontendPort = ports[0]
+	} else if err := checkBindable(cfg.Host, frontendPort); err != nil {
+		return nil, fmt.Errorf("devserver: frontend port: %w", err)
+	}
+	advertise := advertiseHost(cfg.Host)
+	s.frontendAddr = net.JoinHostPort(advertise, strconv.Itoa(frontendPort))
+	s.httpAddr = net.JoinHostPort(advertise, strconv.Itoa(ports[1]))
+
+	// The UI listener is bound before the server starts so a taken UI port
+	// fails fast; it only serves once the frontend is usable.
+	var uiLn net.Listener
+	if cfg.UIPort >= 0 {
+		uiLn, err = net.Listen("tcp", net.JoinHostPort(cfg.Host, strconv.Itoa(cfg.UIPort)))
+		if err != nil {
+			return nil, fmt.Errorf("devserver: UI port: %w", err)
+		}
+		cleanups = append(cleanups, func() { _ = uiLn.Close() })
+	}
+
+	// Namespace (and its search attributes when the namespace is new).
+	nsCfg, err := sqlite.NewNamespaceConfig(clusterName, cfg.Namespace, false, cfg.SearchAttributes)
+	if err != nil {
+		return nil, fmt.Errorf("devserver: namespace config: %w", err)
+	}
+	if err := sqlite.CreateNamespaces(sqlCfg, nsCfg); err != nil {
+		return nil, fmt.Errorf("devserver: create namespace: %w", err)
+	}
+
+	srvCfg := buildServerConfig(cfg, sqlCfg, advertise, frontendPort, ports[1], ports[2:9])
+	dc := dynamicconfig.StaticClient{}
+	for k, v := range mergedDynamicConfig(cfg.DynamicConfig) {
+		dc[dynamicconfig.MakeKey(k)] = v
+	}
+
+	var srv temporal.Server
+	err = catchFatal(func() error {
+		var err error
+		srv, err = temporal.NewServer(
+			temporal.ForServices(temporal.DefaultServices),
+			temporal.WithConfig(srvCfg),
+			temporal.WithLogger(logger),
+			temporal.WithDynamicConfigClient(dc),
+			temporal.WithCustomMetricsHandler(metrics.NoopMetricsHandler),
+		)
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("devserver: new server: %w", err)
+	}
+	if err := catchFatal(srv.Start); err != nil {
+		_ = catchFatal(srv.Stop)
+		return nil, fmt.Errorf("devserver: start server: %w", err)
+	}
+	s.temporal = srv
+	cleanups = append(cleanups, func() { _ = catchFatal(srv.Stop) })
+
+	readyCtx, cancel := context.WithTimeout(ctx, readinessTimeout)
+	defer cancel()
+	if err := waitReady(readyCtx, s.frontendAddr, cfg.Namespace, cfg.SearchAttributes, namespaceRefreshInterval(cfg.DynamicConfig)); err != nil {
+		return nil, fmt.Errorf("devserver: server not ready: %w", err)
+	}
+
+	if uiLn != nil {
+		ui, err := startUI(uiLn, s.frontendAddr, cfg.Namespace, filtered)
+		if err != nil {
+			return nil, fmt.Errorf("devserver: UI: %w", err)
+		}
+		s.ui = ui
+		s.uiAddr = "http://" + net.JoinHostPort(advertise, strconv.Itoa(uiLn.Addr().(*net.TCPAddr).Port))
+	}
+	return s, nil
+}
+
+// FrontendAddress is the frontend gRPC host:port, e.g. "127.0.0.1:7233".
+func (s *Server) FrontendAddress() string { return s.frontendAddr }
+
+// HTTPAddress is the frontend's HTTP API host:port (Temporal's HTTP/JSON API).
+func (s *Server) HTTPAddress() string { return s.httpAddr }
+
+// UIAddress is the Web UI base URL, e.g. "http://127.0.0.1:8233", or "" when
+// the UI is disabled.
+func (s *Server) UIAddress() string { return s.uiAddr }
+
+// Namespace is the namespace created/registered at start.
+func (s *Server) Namespace() string { return s.namespace }
+
+// Stop stops the UI and the server gracefully. It is idempotent; later calls
+// return the first call's result.
+func (s *Server) Stop() error {
+	s.stopOnce.Do(func() {
+		var errs []error
+		if s.ui != nil {
+			ctx, cancel := context.WithTimeout(context.Background(), uiShutdownDeadline)
+			errs = append(errs, s.ui.stop(ctx))
+			cancel()
+		}
+		if s.temporal != nil {
+			errs = append(errs, catchFatal(s.temporal.Stop))
+		}
+		if s.unlock != nil {
+			s.unlock()
+		}
+		s.stopErr = errors.Join(errs...)
+	})
+	return s.stopErr
+}
+
+func (cfg *Config) normalize() error {
+	if cfg.Host == "" {
+		cfg.Host = defaultHost
+	}
+	if cfg.Host == "localhost" {
+		cfg.Host = defaultHost
+	}
+	if net.ParseIP(cfg.Host) == nil {
+		return fmt.Errorf("devserver: Host must be an IP address, got %q", cfg.Host)
+	}
+	if cfg.Namespace == "" {
+		cfg.Namespace = defaultNamespace
+	}
+	if cfg.NumHistoryShards <= 0 {
+		cfg.NumHistoryShards = defaultShards
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	if cfg.FrontendPort < 0 || cfg.FrontendPort > 65535 {
+		return fmt.Errorf("devserver: invalid FrontendPort %d", cfg.FrontendPort)
+	}
+	if cfg.UIPort < -1 || cfg.UIPort > 65535 {
+		return fmt.Errorf("devserver: invalid UIPort %d", cfg.UIPort)
+	}
+	if !cfg.Ephemeral && cfg.DataDir == "" {
+		return errors.New("devserver: DataDir is required unless Ephemeral is set")
+	}
+	return nil
+}
+
+// advertiseHost is the address clients dial: the bind address, or loopback
+// when binding to all interfaces.
+func advertiseHost(host string) string {
+	if ip := net.ParseIP(host); ip != nil && ip.IsUnspecified() {
+		return defaultHost
+	}
+	return host
+}
+
+func mergedDynamicConfig(extra map[string]any) map[string]any {
+	m := defaultDynamicConfig()
+	for k, v := range extra {
+		m[k] = v
+	}
+	return m
+}
+
+// namespaceRefreshInterval is how long other services may take to see a
+// namespace change (system.namespaceCacheRefreshInterval, default 2s).
+func namespaceRefreshInterval(extra map[string]any) time.Duration {
+	for k, v := range extra {
+		if dynamicconfig.MakeKey(k) == dynamicconfig.MakeKey("system.namespaceCacheRefreshInterval") {
+			if d, ok := v.(time.Duration); ok {
+				return d
+			}
+		}
+	}
+	return 2 * time.Second
+}
+
+// prepareDatabase returns the SQLite config, creating the schema when the
+// database file is new. For a file database it also takes an exclusive lock
+// on DataDir so that two servers cannot share one database.
+func prepareDatabase(cfg Config) (*config.SQL, func(), error) {
+	sqlCfg := &config.SQL{
+		PluginName:        "sqlite",
+		ConnectAttributes: map[string]string{},
+		// Exactly one connection: more give SQLITE_BUSY and are slower.
+		MaxConns:     1,
+		MaxIdleConns: 1,
+	}
+	if cfg.Ephemeral {
+		sqlCfg.DatabaseName = "devserver-" + randomHex(8)
+		sqlCfg.ConnectAttributes["mode"] = "memory"
+		sqlCfg.ConnectAttributes["cache"] = "shared"
+		// The sqlite plugin creates the schema of an in-memory database itself.
+		return sqlCfg, func() {}, nil
+	}
+
+	if err := os.MkdirAll(cfg.DataDir, 0o755); err != nil {
+		return nil, nil, fmt.Errorf("devserver: data dir: %w", err)
+	}
+	dbPath, err := filepath.Abs(filepath.Join(cfg.DataDir, dbFileName))
+	if err != nil {
+		return nil, nil, fmt.Errorf("devserver: data dir: %w", err)
+	}
+	unlock, err := lockFile(dbPath + ".lock")
+	if err != nil {
+		return nil, nil, fmt.Errorf("devserver: data dir %s is in use by another server: %w", cfg.DataDir, err)
+	}
+	sqlCfg.DatabaseName = dbPath
+	sqlCfg.ConnectAttributes["mode"] = "rwc"
+	sqlCfg.ConnectAttributes["journal_mode"] = "wal"
+	sqlCfg.ConnectAttributes["synchronous"] = "normal"
+
+	fi, err := os.Stat(dbPath)
+	switch {
+	case err == nil && fi.Size() > 0:
+		// Existing database: reuse it as is.
+	case err == nil || errors.Is(err, os.ErrNotExist):
+		if err := sqlite.SetupSchema(sqlCfg); err != nil {
+			for _, suffix := range []string{"", "-wal", "-shm"} {
+				_ = os.Remove(dbPath + suffix)
+			}
+			unlock()
+			return nil, nil, fmt.Errorf("devserver: create schema: %w", err)
+		}
+	default:
+		unlock()
+		return nil, nil, fmt.Errorf("devserver: database: %w", err)
+	}
+	return sqlCfg, unlock, nil
+}

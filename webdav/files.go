@@ -1,0 +1,832 @@
+package webdav
+
+import (
+	"crypto/md5"
+	"crypto/rand"
+	"crypto/sha1"
+	"encoding/hex"
+	"errors"
+	"hash"
+	"io"
+	"io/fs"
+	"mime"
+	"net/http"
+	"net/url"
+	"os"
+	"path"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"gorm.io/gorm"
+	"gorm.io/gorm/clause"
+
+	"github.com/ontoflow/ontoflow/models"
+)
+
+const xmlHeader = `<?xml version="1.0" encoding="utf-8"?>` + "\n"
+
+// etagOf is a strong entity tag: inode, modification time (ns) and size.
+// Every PUT writes a new inode, so two versions never share a tag.
+func etagOf(fi fs.FileInfo) string {
+	var ino uint64
+	if st, ok := fi.Sys().(*syscall.Stat_t); ok {
+		ino = st.Ino
+	}
+	b := make([]byte, 0, 48)
+	b = append(b, '"')
+	b = strconv.AppendUint(b, ino, 16)
+	b = append(b, '-')
+	b = strconv.AppendInt(b, fi.ModTime().UnixNano(), 16)
+	b = append(b, '-')
+	b = strconv.AppendInt(b, fi.Size(), 16)
+	b = append(b, '"')
+	return string(b)
+}
+
+// contentType is derived from the extension only: no file is opened.
+func contentType(name string, dir bool) string {
+	if dir {
+		return "httpd/unix-directory"
+	}
+	if ext := path.Ext(name); ext != "" {
+		if t := mime.TypeByExtension(ext); t != "" {
+			return t
+		}
+	}
+	return "application/octet-stream"
+}
+
+func (rq *request) fail(err error) {
+	rq.h.log.Error("webdav", "user", rq.user.Username, "method", rq.r.Method, "path", rq.path, "err", err)
+	if rw, ok := rq.w.(*respWriter); ok && rw.wrote {
+		return
+	}
+	http.Error(rq.w, "internal error", http.StatusInternalServerError)
+}
+
+// statFail answers a failed stat/open: 404 for missing, 403 for paths that
+// would escape the user's tree (symlinks), 500 otherwise.
+func (rq *request) statFail(err error) {
+	switch {
+	case errors.Is(err, os.ErrNotExist), errors.Is(err, syscall.ENOTDIR):
+		http.Error(rq.w, "not found", http.StatusNotFound)
+	case isEscape(err), errors.Is(err, os.ErrPermission), errors.Is(err, syscall.ELOOP):
+		http.Error(rq.w, "forbidden", http.StatusForbidden)
+	default:
+		rq.fail(err)
+	}
+}
+
+func isEscape(err error) bool {
+	return err != nil && strings.Contains(err.Error(), "escapes from parent")
+}
+
+func (h *Handler) readXML(r *http.Request) (*xmlNode, error) {
+	if r.Body == nil || r.ContentLength == 0 {
+		return nil, nil
+	}
+	if r.ContentLength > h.opts.MaxXMLBytes {
+		return nil, errXMLTooLarge
+	}
+	return parseXML(r.Body, h.opts.MaxXMLBytes, h.opts.MaxXMLDepth)
+}
+
+func (rq *request) xmlError(err error) {
+	if errors.Is(err, errXMLTooLarge) {
+		http.Error(rq.w, "xml body too large", http.StatusRequestEntityTooLarge)
+		return
+	}
+	http.Error(rq.w, "malformed xml body", http.StatusBadRequest)
+}
+
+// ---- GET / HEAD ----
+
+func (rq *request) serveGet() {
+	f, err := rq.root.Open(rel(rq.path))
+	if err != nil {
+		rq.statFail(err)
+		return
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		rq.fail(err)
+		return
+	}
+	h := rq.w.Header()
+	if fi.IsDir() {
+		rq.serveListing(f)
+		return
+	}
+	if !fi.Mode().IsRegular() {
+		http.Error(rq.w, "not a regular file", http.StatusForbidden)
+		return
+	}
+	h.Set("ETag", etagOf(fi))
+	h.Set("Content-Type", contentType(fi.Name(), false))
+	h.Set("X-Content-Type-Options", "nosniff")
+	h.Set("Accept-Ranges", "bytes")
+	http.ServeContent(rq.w, rq.r, fi.Name(), fi.ModTime(), f)
+}
+
+// serveListing writes a minimal HTML index of a collection, streamed.
+func (rq *request) serveListing(dir *os.File) {
+	w := rq.w
+	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	w.Header().Set("X-Content-Type-Options", "nosniff")
+	w.Header().Set("Content-Security-Policy", "default-src 'none'; style-src 'unsafe-inline'")
+	if rq.r.Method == http.MethodHead {
+		w.WriteHeader(http.StatusOK)
+		return
+	}
+	var b strings.Builder
+	b.WriteString("<!doctype html><meta charset=utf-8><title>")
+	escapeText(&b, rq.path)
+	b.WriteString("</title><h1>")
+	escapeText(&b, rq.path)
+	b.WriteString("</h1><ul>\n")
+	_, _ = io.WriteString(w, b.String())
+	for {
+		ents, err := dir.ReadDir(256)
+		b.Reset()
+		for _, e := range ents {
+			if strings.HasPrefix(e.Name(), tmpPrefix) {
+				continue
+			}
+			isDir := e.IsDir()
+			b.WriteString(`<li><a href="`)
+			escapeAttr(&b, rq.h.href(pathJoin(rq.path, e.Name()), isDir))
+			b.WriteString(`">`)
+			escapeText(&b, e.Name())
+			if isDir {
+				b.WriteString("/")
+			}
+			b.WriteString("</a>\n")
+		}
+		_, _ = io.WriteString(w, b.String())
+		if err != nil || len(ents) == 0 {
+			break
+		}
+	}
+	_, _ = io.WriteString(w, "</ul>\n")
+}
+
+// ---- PUT ----
+
+var bufPool = sync.Pool{New: func() any { b := make([]byte, 1<<20); return &b }}
+
+func randName() string {
+	var b [8]byte
+	_, _ = rand.Read(b[:])
+	return tmpPrefix + hex.EncodeToString(b[:])
+}
+
+// stage runs fn on chunks in its own goroutine.
+type stage struct {
+	in   chan []byte
+	done chan error
+}
+
+func newStage(fn func([]byte) error) *stage {
+	s := &stage{in: make(chan []byte), done: make(chan error, 1)}
+	go func() {
+		for p := range s.in {
+			s.done <- fn(p)
+		}
+	}()
+	return s
+}
+
+var errTooLarge = errors.New("upload too large")
+var errQuota = errors.New("quota exceeded")
+
+// copyHashed copies r to f while computing MD5 and SHA-1. Reading the next
+// chunk, writing the current one and the two hashes run concurrently.
+// limit < 0 means none; beyond it the copy fails with limitErr.
+func copyHashed(f *os.File, r io.Reader, limit int64, limitErr error) (n int64, md5sum, sha1sum string, err error) {
+	md, sh := md5.New(), sha1.New()
+	stages := []*stage{
+		newStage(func(p []byte) error { _, err := f.Write(p); return err }),
+		newStage(func(p []byte) error { md.Write(p); return nil }),
+		newStage(func(p []byte) error { sh.Write(p); return nil }),
+	}
+	defer func() {
+		for _, s := range stages {
+			close(s.in)
+		}
+	}()
+	b1 := bufPool.Get().(*[]byte)
+	b2 := bufPool.Get().(*[]byte)
+	defer bufPool.Put(b1)
+	defer bufPool.Put(b2)
+	bufs := [2][]byte{*b1, *b2}
+	pending := false
+	wait := func() error {
+		var first error
+		for _, s := range stages {
+			if e := <-s.done; e != nil && first == nil {
+				first = e
+			}
+		}
+		pending = false
+		return first
+	}
+	for i := 0; ; i++ {
+		buf := bufs[i%2]
+		k, rerr := io.ReadFull(r, buf)
+		if pending {
+			if werr := wait(); werr != nil {
+				return n, "", "", werr
+			}
+		}
+		if k > 0 {
+			n += int64(k)
+			if limit >= 0 && n > limit {
+				return n, "", "", limitErr
+			}
+			for _, s := range stages {
+				s.in <- buf[:k]
+			}
+			pending = true
+		}
+		if rerr == io.EOF || rerr == io.ErrUnexpectedEOF {
+			break
+		}
+		if rerr != nil {
+			if pending {
+				wait()
+			}
+			return n, "", "", rerr
+		}
+	}
+	if pending {
+		if werr := wait(); werr != nil {
+			return n, "", "", werr
+		}
+	}
+	return n, hex.EncodeToString(md.Sum(nil)), hex.EncodeToString(sh.Sum(nil)), nil
+}
+
+func (rq *request) servePut() {
+	h := rq.h
+	ctx := rq.r.Context()
+	if rq.path == "/" {
+		http.Error(rq.w, "cannot PUT to the root collection", http.StatusMethodNotAllowed)
+		return
+	}
+	if rq.r.Header.Get("Content-Range") != "" {
+		http.Error(rq.w, "partial PUT is not supported", http.StatusBadRequest)
+		return
+	}
+	if max := h.opts.MaxUploadBytes; max > 0 && rq.r.ContentLength > max {
+		http.Error(rq.w, "upload too large", http.StatusRequestEntityTooLarge)
+		return
+	}
+	pfi, err := rq.root.Stat(rel(pathParent(rq.path)))
+	if err != nil || !pfi.IsDir() {
+		if err != nil && isEscape(err) {
+			http.Error(rq.w, "forbidden", http.StatusForbidden)
+			return
+		}
+		http.Error(rq.w, "parent collection does not exist", http.StatusConflict)
+		return
+	}
+	old, err := rq.root.Stat(rel(rq.path))
+	exists := err == nil
+	if err != nil && !errors.Is(err, os.ErrNotExist) {
+		rq.statFail(err)
+		return
+	}
+	if exists && old.IsDir() {
+		http.Error(rq.w, "a collection exists at this path", http.StatusMethodNotAllowed)
+		return
+	}
+	if !checkHTTPPreconditions(rq.w, rq.r, old, exists) {
+		return
+	}
+	if rq.precheck(target{path: rq.path, membership: !exists}) == nil {
+		return
+	}
+	var oldSize int64
+	if exists {
+		oldSize = old.Size()
+	}
+	// Upload limit and quota both bound the body.
+	limit := int64(-1)
+	limitErr := errTooLarge
+	if max := h.opts.MaxUploadBytes; max > 0 {
+		limit = max
+	}
+	quota := h.quotaOf(rq.user)
+	if quota > 0 {
+		used, err := h.usedBytes(rq.root, rq.user.ID)
+		if err != nil {
+			rq.fail(err)
+			return
+		}
+		room := quota - used + oldSize
+		if room < 0 {
+			room = 0
+		}
+		if rq.r.ContentLength > room {
+			http.Error(rq.w, "quota exceeded", http.StatusInsufficientStorage)
+			return
+		}
+		if limit < 0 || room < limit {
+			limit, limitErr = room, errQuota
+		}
+	}
+	tmp := pathJoin(pathParent(rq.path), randName())
+	f, err := rq.root.OpenFile(rel(tmp), os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o644)
+	if err != nil {
+		rq.fail(err)
+		return
+	}
+	committed := false
+	defer func() {
+		if !committed {
+			f.Close()
+			rq.root.Remove(rel(tmp))
+		}
+	}()
+	n, md5sum, sha1sum, err := copyHashed(f, rq.r.Body, limit, limitErr)
+	if err != nil {
+		switch {
+		case errors.Is(err, errTooLarge):
+			http.Error(rq.w, "upload too large", http.StatusRequestEntityTooLarge)
+		case errors.Is(err, errQuota):
+			http.Error(rq.w, "quota exceeded", http.StatusInsufficientStorage)
+		default:
+			var mbe *http.MaxBytesError
+			if errors.As(err, &mbe) {
+				http.Error(rq.w, "upload too large", http.StatusRequestEntityTooLarge)
+				return
+			}
+			// Client went away or the body was cut short: the old
+			// content stays in place.
+			h.log.Info("webdav upload aborted", "user", rq.user.Username, "path", rq.path, "err", err)
+			http.Error(rq.w, "upload incomplete", http.StatusBadRequest)
+		}
+		return
+	}
+	if rq.r.ContentLength >= 0 && n != rq.r.ContentLength {
+		http.Error(rq.w, "upload incomplete", http.StatusBadRequest)
+		return
+	}
+	// ownCloud-style checksum the client sent: verify it.
+	if v := rq.r.Header.Get("OC-Checksum"); v != "" {
+		if !checksumMatches(v, md5sum, sha1sum) {
+			http.Error(rq.w, "checksum mismatch", http.StatusBadRequest)
+			return
+		}
+	}
+	if err := f.Close(); err != nil {
+		rq.fail(err)
+		return
+	}
+	mtimeAccepted := false
+	if v := rq.r.Header.Get("X-OC-Mtime"); v != "" {
+		if t, ok := parseMtime(v); ok {
+			if err := rq.root.Chtimes(rel(tmp), t, t); err == nil {
+				mtimeAccepted = true
+			}
+		}
+	}
+	mu := h.lockStripe(rq.user.ID, rq.path)
+	mu.Lock()
+	err = rq.root.Rename(rel(tmp), rel(rq.path))
+	var fi fs.FileInfo
+	if err == nil {
+		committed = true
+		fi, err = rq.root.Stat(rel(rq.path))
+	}
+	if err == nil {
+		err = h.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+			if !exists {
+				// Stale metadata of an earlier resource at this path.
+				if err := deleteMeta(tx, rq.user.ID, rq.path, false); err != nil {
+					return err
+				}
+			}
+			return tx.Clauses(clause.OnConflict{UpdateAll: true}).Create(&models.DavChecksum{
+				UserID: rq.user.ID, Path: rq.path, Size: fi.Size(), MtimeNs: fi.ModTime().UnixNano(),
+				SHA1: sha1sum, MD5: md5sum,
+			}).Error
+		})
+	}
+	mu.Unlock()
+	if err != nil {
+		rq.fail(err)
+		return
+	}
+	h.addUsage(rq.user.ID, n-oldSize)
+	hd := rq.w.Header()
+	hd.Set("ETag", etagOf(fi))
+	hd.Set("OC-ETag", etagOf(fi))
+	if mtimeAccepted {
+		hd.Set("X-OC-Mtime", "accepted")
+	}
+	if exists {
+		rq.w.WriteHeader(http.StatusNoContent)
+	} else {
+		hd.Set("Location", rq.h.href(rq.path, false))
+		rq.w.WriteHeader(http.StatusCreated)
+	}
+}
+
+// parseMtime reads a Unix time in seconds (possibly fractional).
+func parseMtime(v string) (time.Time, bool) {
+	f, err := strconv.ParseFloat(strings.TrimSpace(v), 64)
+	if err != nil || f < 0 || f > 1e11 {
+		return time.Time{}, false
+	}
+	sec := int64(f)
+	return time.Unix(sec, int64((f-float64(sec))*1e9)), true
+}
+
+// checksumMatches checks an "SHA1:hex MD5:hex" style header.
+func checksumMatches(v, md5sum, sha1sum string) bool {
+	for _, part := range strings.Fields(v) {
+		typ, sum, ok := strings.Cut(part, ":")
+		if !ok {
+			continue
+		}
+		switch strings.ToUpper(typ) {
+		case "MD5":
+			if !strings.EqualFold(sum, md5sum) {
+				return false
+			}
+		case "SHA1":
+			if !strings.EqualFold(sum, sha1sum) {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// checkHTTPPreconditions applies If-Match / If-None-Match (RFC 9110) to a
+// write; on failure it answers 412 and returns false.
+func checkHTTPPreconditions(w http.ResponseWriter, r *http.Request, fi fs.FileInfo, exists bool) bool {
+	etag := ""
+	if exists {
+		etag = etagOf(fi)
+	}
+	if im := r.Header.Get("If-Match"); im != "" {
+		if !exists || !etagListMatch(im, etag) {
+			http.Error(w, "precondition failed", http.StatusPreconditionFailed)
+			return false
+		}
+	}
+	if inm := r.Header.Get("If-None-Match"); inm != "" {
+		if exists && etagListMatch(inm, etag) {
+			http.Error(w, "precondition failed", http.StatusPreconditionFailed)
+			return false
+		}
+	}
+	if ius := r.Header.Get("If-Unmodified-Since"); ius != "" && r.Header.Get("If-Match") == "" && exists {
+		if t, err := http.ParseTime(ius); err == nil && fi.ModTime().Truncate(time.Second).After(t) {
+			http.Error(w, "precondition failed", http.StatusPreconditionFailed)
+			return false
+		}
+	}
+	return true
+}
+
+func etagListMatch(list, etag string) bool {
+	for _, e := range strings.Split(list, ",") {
+		e = strings.TrimSpace(e)
+		if e == "*" {
+			return true
+		}
+		if e != "" && e == etag {
+			return true
+		}
+	}
+	return false
+}
+
+// ---- DELETE ----
+
+func (rq *request) serveDelete() {
+	if rq.path == "/" {
+		http.Error(rq.w, "cannot delete the root collection", http.StatusForbidden)
+		return
+	}
+	fi, err := rq.root.Lstat(rel(rq.path))
+	if err != nil {
+		rq.statFail(err)
+		return
+	}
+	if fi.IsDir() {
+		if d := rq.r.Header.Get("Depth"); d != "" && !strings.EqualFold(d, "infinity") {
+			http.Error(rq.w, "DELETE of a collection needs Depth: infinity", http.StatusBadRequest)
+			return
+		}
+	}
+	if !checkHTTPPreconditions(rq.w, rq.r, fi, true) {
+		return
+	}
+	if rq.precheck(target{path: rq.path, membership: true, subtree: true}) == nil {
+		return
+	}
+	if fi.IsDir() {
+		err = rq.root.RemoveAll(rel(rq.path))
+	} else {
+		err = rq.root.Remove(rel(rq.path))
+	}
+	if err != nil && !errors.Is(err, os.ErrNotExist) {
+		rq.fail(err)
+		return
+	}
+	if err := rq.h.db.WithContext(rq.r.Context()).Transaction(func(tx *gorm.DB) error {
+		return deleteMeta(tx, rq.user.ID, rq.path, true)
+	}); err != nil {
+		rq.fail(err)
+		return
+	}
+	if fi.IsDir() {
+		rq.h.invalidateUsage(rq.user.ID)
+	} else {
+		rq.h.addUsage(rq.user.ID, -fi.Size())
+	}
+	rq.w.WriteHeader(http.StatusNoContent)
+}
+
+// ---- MKCOL ----
+
+func (rq *request) serveMkcol() {
+	if rq.r.ContentLength > 0 || (rq.r.ContentLength < 0 && len(rq.r.TransferEncoding) > 0) {
+		http.Error(rq.w, "MKCOL with a body is not supported", http.StatusUnsupportedMediaType)
+		return
+	}
+	if rq.path == "/" {
+		http.Error(rq.w, "the root collection exists", http.StatusMethodNotAllowed)
+		return
+	}
+	if _, err := rq.root.Lstat(rel(rq.path)); err == nil {
+		http.Error(rq.w, "resource exists", http.StatusMethodNotAllowed)
+		return
+	}
+	pfi, err := rq.root.Stat(rel(pathParent(rq.path)))
+	if err != nil || !pfi.IsDir() {
+		if err != nil && isEscape(err) {
+			http.Error(rq.w, "forbidden", http.StatusForbidden)
+			return
+		}
+		http.Error(rq.w, "parent collection does not exist", http.StatusConflict)
+		return
+	}
+	if rq.precheck(target{path: rq.path, membership: true}) == nil {
+		return
+	}
+	if err := rq.root.Mkdir(rel(rq.path), 0o755); err != nil {
+		if errors.Is(err, os.ErrExist) {
+			http.Error(rq.w, "resource exists", http.StatusMethodNotAllowed)
+			return
+		}
+		rq.statFail(err)
+		return
+	}
+	if err := rq.h.db.WithContext(rq.r.Context()).Transaction(func(tx *gorm.DB) error {
+		return deleteMeta(tx, rq.user.ID, rq.path, false)
+	}); err != nil {
+		rq.fail(err)
+		return
+	}
+	rq.w.Header().Set("Location", rq.h.href(rq.path, true))
+	rq.w.WriteHeader(http.StatusCreated)
+}
+
+// ---- COPY / MOVE ----
+
+func (rq *request) serveCopyMove() {
+	h := rq.h
+	move := rq.r.Method == "MOVE"
+	dh := rq.r.Header.Get("Destination")
+	if dh == "" {
+		http.Error(rq.w, "missing Destination", http.StatusBadRequest)
+		return
+	}
+	u, err := url.Parse(dh)
+	if err != nil {
+		http.Error(rq.w, "malformed Destination", http.StatusBadRequest)
+		return
+	}
+	if u.Host != "" && !strings.EqualFold(u.Host, rq.r.Host) {
+		http.Error(rq.w, "Destination is on another server", http.StatusBadGateway)
+		return
+	}
+	if u.Path != h.opts.Prefix && !strings.HasPrefix(u.Path, h.opts.Prefix+"/") {
+		http.Error(rq.w, "Destination is outside the WebDAV tree", http.StatusForbidden)
+		return
+	}
+	dst, ok := h.internalPath(u.Path)
+	if !ok {
+		http.Error(rq.w, "invalid Destination", http.StatusBadRequest)
+		return
+	}
+	if isReserved(dst) || dst == "/" || rq.path == "/" {
+		http.Error(rq.w, "forbidden", http.StatusForbidden)
+		return
+	}
+	infinite := true
+	switch d := rq.r.Header.Get("Depth"); {
+	case d == "" || strings.EqualFold(d, "infinity"):
+	case d == "0" && !move:
+		infinite = false
+	default:
+		http.Error(rq.w, "invalid Depth", http.StatusBadRequest)
+		return
+	}
+	overwrite := true
+	switch rq.r.Header.Get("Overwrite") {
+	case "", "T", "t":
+	case "F", "f":
+		overwrite = false
+	default:
+		http.Error(rq.w, "invalid Overwrite", http.StatusBadRequest)
+		return
+	}
+	sfi, err := rq.root.Stat(rel(rq.path))
+	if err != nil {
+		rq.statFail(err)
+		return
+	}
+	if dst == rq.path {
+		http.Error(rq.w, "source and destination are the same", http.StatusForbidden)
+		return
+	}
+	if sfi.IsDir() && isUnder(dst, rq.path) {
+		http.Error(rq.w, "destination is inside the source", http.StatusForbidden)
+		return
+	}
+	pfi, err := rq.root.Stat(rel(pathParent(dst)))
+	if err != nil || !pfi.IsDir() {
+		http.Error(rq.w, "destination parent does not exist", http.StatusConflict)
+		return
+	}
+	dfi, err := rq.root.Lstat(rel(dst))
+	dexists := err == nil
+	if dexists && !overwrite {
+		http.Error(rq.w, "destination exists", http.StatusPreconditionFailed)
+		return
+	}
+	targets := []target{{path: dst, membership: true, subtree: true}}
+	if move {
+		targets = append(targets, target{path: rq.path, membership: true, subtree: true})
+	}
+	if rq.precheck(targets...) == nil {
+		return
+	}
+	ctx := rq.r.Context()
+	if dexists {
+		if dfi.IsDir() {
+			err = rq.root.RemoveAll(rel(dst))
+		} else {
+			err = rq.root.Remove(rel(dst))
+		}
+		if err != nil {
+			rq.fail(err)
+			return
+		}
+		if err := h.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+			return deleteMeta(tx, rq.user.ID, dst, true)
+		}); err != nil {
+			rq.fail(err)
+			return
+		}
+	}
+	if move {
+		if err := rq.root.Rename(rel(rq.path), rel(dst)); err != nil {
+			rq.fail(err)
+			return
+		}
+		err = h.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+			if !dexists {
+				if err := deleteMeta(tx, rq.user.ID, dst, false); err != nil {
+					return err
+				}
+			}
+			return moveMeta(tx, rq.user.ID, rq.path, dst)
+		})
+	} else {
+		if sfi.IsDir() {
+			err = rq.copyTree(rq.path, dst, infinite)
+		} else {
+			err = rq.copyFile(rq.path, dst, sfi)
+		}
+		if err == nil {
+			err = h.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+				if !dexists {
+					if err := deleteMeta(tx, rq.user.ID, dst, false); err != nil {
+						return err
+					}
+				}
+				return copyMeta(tx, rq.user.ID, rq.path, dst, infinite)
+			})
+		}
+		h.invalidateUsage(rq.user.ID)
+	}
+	if err != nil {
+		rq.fail(err)
+		return
+	}
+	if dexists {
+		rq.w.WriteHeader(http.StatusNoContent)
+	} else {
+		rq.w.Header().Set("Location", h.href(dst, sfi.IsDir()))
+		rq.w.WriteHeader(http.StatusCreated)
+	}
+}
+
+// copyFile copies src to dst through a temporary file, keeping the
+// modification time (so recorded checksums stay valid).
+func (rq *request) copyFile(src, dst string, fi fs.FileInfo) error {
+	in, err := rq.root.Open(rel(src))
+	if err != nil {
+		return err
+	}
+	defer in.Close()
+	tmp := pathJoin(pathParent(dst), randName())
+	out, err := rq.root.OpenFile(rel(tmp), os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o644)
+	if err != nil {
+		return err
+	}
+	_, err = io.Copy(out, in)
+	if cerr := out.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = rq.root.Chtimes(rel(tmp), fi.ModTime(), fi.ModTime())
+	}
+	if err == nil {
+		err = rq.root.Rename(rel(tmp), rel(dst))
+	}
+	if err != nil {
+		rq.root.Remove(rel(tmp))
+	}
+	return err
+}
+
+// copyTree copies a collection, reading directories in batches.
+func (rq *request) copyTree(src, dst string, infinite bool) error {
+	if err := rq.root.Mkdir(rel(dst), 0o755); err != nil {
+		return err
+	}
+	if !infinite {
+		return nil
+	}
+	d, err := rq.root.Open(rel(src))
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	for {
+		ents, rerr := d.ReadDir(256)
+		for _, e := range ents {
+			name := e.Name()
+			if strings.HasPrefix(name, tmpPrefix) {
+				continue
+			}
+			s, t := pathJoin(src, name), pathJoin(dst, name)
+			if e.Type()&fs.ModeSymlink != 0 {
+				// Symlinked content is copied as files; symlinked
+				// directories are skipped (no loops, no escapes).
+				fi, err := rq.root.Stat(rel(s))
+				if err != nil || fi.IsDir() {
+					continue
+				}
+				if err := rq.copyFile(s, t, fi); err != nil {
+					return err
+				}
+				continue
+			}
+			if e.IsDir() {
+				if err := rq.copyTree(s, t, true); err != nil {
+					return err
+				}
+				continue
+			}
+			if !e.Type().IsRegular() {
+				continue
+			}
+			fi, err := e.Info()
+			if err != nil {
+				continue
+			}
+			if err := rq.copyFile(s, t, fi); err != nil {
+				return err
+			}
+		}
+		if rerr == io.EOF || len(ents) == 0 {
+			return nil
+		}
+		if rerr != nil {
+			return rerr
+		}
+	}
+}

@@ -1,0 +1,429 @@
+// Package webdav serves every service user's own file tree over WebDAV
+// (RFC 4918 classes 1 and 2, RFC 4331 quotas) from the API process.
+//
+// Each user sees only Root/<user-id>, opened with os.Root so that no path,
+// encoded traversal or symlink can leave it. Locks, dead properties and
+// upload checksums live in the database (see models/dav.go), so they
+// survive restarts and are shared between API replicas. Writes are atomic
+// (temporary file + rename), PROPFIND streams directories in batches, and
+// checksums are published the ownCloud way so sync clients such as rclone
+// compare by hash.
+package webdav
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"gorm.io/gorm"
+
+	"github.com/ontoflow/ontoflow/auth"
+	"github.com/ontoflow/ontoflow/models"
+)
+
+// Options configure a Handler.
+type Options struct {
+	// Root is the data directory; each user's tree is Root/<user-id>.
+	Root string
+	// Prefix is the URL path the tree is served at (default "/webdav").
+	Prefix string
+	// MaxUploadBytes caps one PUT body (413 beyond it); <= 0 = unlimited.
+	MaxUploadBytes int64
+	// DefaultQuota is the per-user quota in bytes when User.QuotaBytes is
+	// 0; < 0 = unlimited, 0 = unlimited too.
+	DefaultQuota int64
+	// MaxLockTimeout caps requested lock timeouts (default 24h); it is
+	// also the timeout of "Infinite" and of requests naming none.
+	MaxLockTimeout time.Duration
+	// MaxXMLBytes caps XML request bodies (default 1 MiB, 413 beyond).
+	MaxXMLBytes int64
+	// MaxXMLDepth caps XML nesting (default 64, 400 beyond).
+	MaxXMLDepth int
+	// Registerer receives the Prometheus metrics; nil = not registered.
+	Registerer prometheus.Registerer
+	// Logger receives access logs (Info) and errors; nil = slog.Default().
+	Logger *slog.Logger
+}
+
+// Handler is the WebDAV http.Handler. It is safe for concurrent use, and
+// several Handlers (replicas) may share one database and data directory.
+type Handler struct {
+	db     *gorm.DB
+	authn  *auth.Service
+	opts   Options
+	log    *slog.Logger
+	m      *metrics
+	realm  string
+	usage  sync.Map // user id -> *usageEntry
+	made   sync.Map // user id -> struct{}: root directory exists
+	stripe [256]sync.Mutex
+	sweep  atomic.Int64
+}
+
+// New returns a Handler serving users authenticated by authn.
+func New(db *gorm.DB, authn *auth.Service, opts Options) (*Handler, error) {
+	if db == nil || authn == nil {
+		return nil, errors.New("webdav: db and auth service are required")
+	}
+	if opts.Root == "" {
+		return nil, errors.New("webdav: Root is required")
+	}
+	root, err := filepath.Abs(opts.Root)
+	if err != nil {
+		return nil, fmt.Errorf("webdav: root: %w", err)
+	}
+	if err := os.MkdirAll(root, 0o750); err != nil {
+		return nil, fmt.Errorf("webdav: create root: %w", err)
+	}
+	opts.Root = root
+	if opts.Prefix == "" {
+		opts.Prefix = "/webdav"
+	}
+	opts.Prefix = "/" + strings.Trim(opts.Prefix, "/")
+	if opts.Prefix == "/" {
+		return nil, errors.New("webdav: Prefix must not be /")
+	}
+	if opts.MaxLockTimeout <= 0 {
+		opts.MaxLockTimeout = 24 * time.Hour
+	}
+	if opts.MaxXMLBytes <= 0 {
+		opts.MaxXMLBytes = 1 << 20
+	}
+	if opts.MaxXMLDepth <= 0 {
+		opts.MaxXMLDepth = 64
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.Default()
+	}
+	m, err := newMetrics(opts.Registerer)
+	if err != nil {
+		return nil, err
+	}
+	return &Handler{db: db, authn: authn, opts: opts, log: opts.Logger, m: m, realm: "Ontoflow WebDAV"}, nil
+}
+
+// davMethods is the Allow list.
+const davMethods = "OPTIONS, GET, HEAD, PUT, DELETE, MKCOL, COPY, MOVE, PROPFIND, PROPPATCH, LOCK, UNLOCK"
+
+// request is one authenticated request against a user's tree.
+type request struct {
+	h    *Handler
+	w    http.ResponseWriter
+	r    *http.Request
+	user *models.User
+	root *os.Root
+	path string // "/" or "/a/b"
+}
+
+// ServeHTTP implements http.Handler.
+func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	start := time.Now()
+	rw := &respWriter{ResponseWriter: w}
+	body := &countingBody{ReadCloser: r.Body}
+	if r.Body != nil && r.Body != http.NoBody {
+		r.Body = body
+	}
+	var username string
+	defer func() {
+		if p := recover(); p != nil {
+			if p == http.ErrAbortHandler {
+				panic(p)
+			}
+			h.log.Error("webdav panic", "panic", p, "method", r.Method, "path", r.URL.Path)
+			if !rw.wrote {
+				http.Error(rw, "internal error", http.StatusInternalServerError)
+			}
+		}
+		status := rw.status
+		if status == 0 {
+			status = http.StatusOK
+		}
+		d := time.Since(start)
+		h.m.observe(r.Method, status, d, body.n, rw.n)
+		h.log.Info("webdav",
+			"user", username, "method", r.Method, "path", r.URL.Path,
+			"status", status, "bytes_in", body.n, "bytes_out", rw.n,
+			"duration_ms", float64(d.Microseconds())/1000)
+	}()
+	w = rw
+
+	p := requestPath(r)
+	if p != h.opts.Prefix && !strings.HasPrefix(p, h.opts.Prefix+"/") {
+		h.serveServerRoot(w, r, p)
+		return
+	}
+	principal, err := h.authn.Authenticate(r)
+	if err != nil {
+		w.Header().Set("WWW-Authenticate", `Basic realm="`+h.realm+`", charset="UTF-8"`)
+		http.Error(w, "authentication required", http.StatusUnauthorized)
+		return
+	}
+	username = principal.User.Username
+	ip, ok := h.internalPath(p)
+	if !ok {
+		http.Error(w, "invalid path", http.StatusBadRequest)
+		return
+	}
+	if isReserved(ip) {
+		http.Error(w, "reserved name", http.StatusForbidden)
+		return
+	}
+	root, err := h.openRoot(principal.User.ID)
+	if err != nil {
+		h.log.Error("webdav open user root", "user", username, "err", err)
+		http.Error(w, "storage unavailable", http.StatusInternalServerError)
+		return
+	}
+	defer root.Close()
+	rq := &request{h: h, w: w, r: r, user: principal.User, root: root, path: ip}
+	switch r.Method {
+	case http.MethodOptions:
+		h.writeOptions(w)
+	case http.MethodGet, http.MethodHead:
+		rq.serveGet()
+	case http.MethodPut:
+		rq.servePut()
+	case http.MethodDelete:
+		rq.serveDelete()
+	case "MKCOL":
+		rq.serveMkcol()
+	case "COPY", "MOVE":
+		rq.serveCopyMove()
+	case "PROPFIND":
+		rq.servePropfind()
+	case "PROPPATCH":
+		rq.serveProppatch()
+	case "LOCK":
+		rq.serveLock()
+	case "UNLOCK":
+		rq.serveUnlock()
+	case http.MethodPost, http.MethodPatch, "TRACE", "CONNECT":
+		w.Header().Set("Allow", davMethods)
+		http.Error(w, "method not allowed", http.StatusMethodNotAllowed)
+	default:
+		http.Error(w, "method not implemented", http.StatusNotImplemented)
+	}
+}
+
+func (h *Handler) writeOptions(w http.ResponseWriter) {
+	hd := w.Header()
+	hd.Set("DAV", "1, 2")
+	hd.Set("MS-Author-Via", "DAV")
+	hd.Set("Allow", davMethods)
+	hd.Set("Accept-Ranges", "bytes")
+	hd.Set("Content-Length", "0")
+	w.WriteHeader(http.StatusOK)
+}
+
+// serveServerRoot answers the probes Windows and macOS send to "/" (and
+// anything else outside the prefix that reaches the handler): OPTIONS with
+// the DAV headers, PROPFIND with a plain collection whose only member is
+// the WebDAV tree.
+func (h *Handler) serveServerRoot(w http.ResponseWriter, r *http.Request, p string) {
+	switch r.Method {
+	case http.MethodOptions:
+		h.writeOptions(w)
+	case "PROPFIND":
+		if p != "/" {
+			http.NotFound(w, r)
+			return
+		}
+		depth := r.Header.Get("Depth")
+		var b strings.Builder
+		b.WriteString(xmlHeader + `<D:multistatus xmlns:D="DAV:">`)
+		now := time.Now()
+		writeStaticCollection(&b, "/", "", now)
+		if depth == "1" {
+			writeStaticCollection(&b, h.opts.Prefix+"/", strings.TrimPrefix(h.opts.Prefix, "/"), now)
+		}
+		b.WriteString(`</D:multistatus>`)
+		w.Header().Set("Content-Type", `application/xml; charset="utf-8"`)
+		w.Header().Set("DAV", "1, 2")
+		w.WriteHeader(http.StatusMultiStatus)
+		_, _ = w.Write([]byte(b.String()))
+	default:
+		http.NotFound(w, r)
+	}
+}
+
+func writeStaticCollection(b *strings.Builder, href, name string, t time.Time) {
+	b.WriteString(`<D:response><D:href>`)
+	escapeText(b, href)
+	b.WriteString(`</D:href><D:propstat><D:prop><D:resourcetype><D:collection/></D:resourcetype><D:displayname>`)
+	escapeText(b, name)
+	b.WriteString(`</D:displayname><D:getlastmodified>` + t.UTC().Format(http.TimeFormat) + `</D:getlastmodified>`)
+	b.WriteString(`<D:supportedlock/><D:lockdiscovery/></D:prop><D:status>HTTP/1.1 200 OK</D:status></D:propstat></D:response>`)
+}
+
+// requestPath is the decoded request path. A literal '#' in the request
+// line starts a fragment, which HTTP clients should not send but some do.
+func requestPath(r *http.Request) string {
+	if i := strings.IndexByte(r.RequestURI, '#'); i >= 0 {
+		if u, err := url.ParseRequestURI(r.RequestURI[:i]); err == nil {
+			return u.Path
+		}
+	}
+	return r.URL.Path
+}
+
+// internalPath maps a decoded URL path under the prefix to "/" or "/a/b".
+// It refuses ".." segments, NUL bytes and over-long names.
+func (h *Handler) internalPath(p string) (string, bool) {
+	rest := strings.TrimPrefix(p, h.opts.Prefix)
+	if strings.IndexByte(rest, 0) >= 0 || len(rest) > 4096 {
+		return "", false
+	}
+	var b strings.Builder
+	for _, seg := range strings.Split(rest, "/") {
+		switch seg {
+		case "", ".":
+			continue
+		case "..":
+			return "", false
+		}
+		if len(seg) > 255 {
+			return "", false
+		}
+		b.WriteByte('/')
+		b.WriteString(seg)
+	}
+	if b.Len() == 0 {
+		return "/", true
+	}
+	return b.String(), true
+}
+
+// tmpPrefix starts the names of in-progress uploads; such names are never
+// listed and cannot be addressed by clients.
+const tmpPrefix = ".~davtmp-"
+
+func isReserved(p string) bool {
+	return strings.HasPrefix(pathBase(p), tmpPrefix)
+}
+
+// openRoot opens the user's tree, creating it on first use.
+func (h *Handler) openRoot(userID string) (*os.Root, error) {
+	if userID == "" || strings.ContainsAny(userID, `/\`) || userID == "." || userID == ".." {
+		return nil, errors.New("invalid user id")
+	}
+	dir := filepath.Join(h.opts.Root, userID)
+	if _, ok := h.made.Load(userID); !ok {
+		if err := os.MkdirAll(dir, 0o750); err != nil {
+			return nil, err
+		}
+		h.made.Store(userID, struct{}{})
+	}
+	root, err := os.OpenRoot(dir)
+	if errors.Is(err, os.ErrNotExist) {
+		if err := os.MkdirAll(dir, 0o750); err != nil {
+			return nil, err
+		}
+		root, err = os.OpenRoot(dir)
+	}
+	return root, err
+}
+
+// rel turns an internal path into a name for os.Root.
+func rel(p string) string {
+	if p == "/" {
+		return "."
+	}
+	return p[1:]
+}
+
+func pathBase(p string) string {
+	if i := strings.LastIndexByte(p, '/'); i >= 0 {
+		return p[i+1:]
+	}
+	return p
+}
+
+func pathParent(p string) string {
+	i := strings.LastIndexByte(p, '/')
+	if i <= 0 {
+		return "/"
+	}
+	return p[:i]
+}
+
+func pathJoin(dir, name string) string {
+	if dir == "/" {
+		return "/" + name
+	}
+	return dir + "/" + name
+}
+
+// isUnder reports whether p is anc or inside it.
+func isUnder(p, anc string) bool {
+	if anc == "/" || p == anc {
+		return true
+	}
+	return strings.HasPrefix(p, anc) && p[len(anc)] == '/'
+}
+
+// href is the escaped URL path of internal path p.
+func (h *Handler) href(p string, dir bool) string {
+	var b strings.Builder
+	b.WriteString(h.opts.Prefix)
+	if p != "/" {
+		for _, seg := range strings.Split(p[1:], "/") {
+			b.WriteByte('/')
+			b.WriteString(escapeSegment(seg))
+		}
+	}
+	if dir {
+		b.WriteByte('/')
+	}
+	return b.String()
+}
+
+// escapeSegment percent-encodes a path segment; unlike url.PathEscape it
+// also encodes characters some clients mishandle (&, +, ;, =, :, @...).
+func escapeSegment(s string) string {
+	const hex = "0123456789ABCDEF"
+	n := 0
+	for i := 0; i < len(s); i++ {
+		if !segSafe(s[i]) {
+			n++
+		}
+	}
+	if n == 0 {
+		return s
+	}
+	out := make([]byte, 0, len(s)+2*n)
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if segSafe(c) {
+			out = append(out, c)
+		} else {
+			out = append(out, '%', hex[c>>4], hex[c&15])
+		}
+	}
+	return string(out)
+}
+
+func segSafe(c byte) bool {
+	return 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' ||
+		c == '-' || c == '_' || c == '.' || c == '~'
+}
+
+// lockStripe serialises work on one path of one user within this process.
+func (h *Handler) lockStripe(userID, p string) *sync.Mutex {
+	var x uint32 = 2166136261
+	for i := 0; i < len(userID); i++ {
+		x = (x ^ uint32(userID[i])) * 16777619
+	}
+	for i := 0; i < len(p); i++ {
+		x = (x ^ uint32(p[i])) * 16777619
+	}
+	return &h.stripe[x%uint32(len(h.stripe))]
+}

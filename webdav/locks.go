@@ -1,0 +1,552 @@
+package webdav
+
+import (
+	"context"
+	"errors"
+	"hash/fnv"
+	"io"
+	"net/http"
+	"net/url"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/google/uuid"
+	"gorm.io/gorm"
+
+	"github.com/ontoflow/ontoflow/models"
+)
+
+// ifCondition is one condition of an If header list.
+type ifCondition struct {
+	Not   bool
+	Token string // state token (Coded-URL content), or ""
+	ETag  string // entity tag including quotes, or ""
+}
+
+// ifList is one parenthesised list, optionally tagged with a resource.
+type ifList struct {
+	Tag   string // resource tag URL, "" for untagged
+	Conds []ifCondition
+}
+
+var errBadIf = errors.New("malformed If header")
+
+// parseIf parses an RFC 4918 §10.4 If header.
+func parseIf(s string) ([]ifList, error) {
+	var (
+		out    []ifList
+		tag    string
+		tagged = -1 // -1 unknown, 0 untagged form, 1 tagged form
+	)
+	i := 0
+	skip := func() {
+		for i < len(s) && (s[i] == ' ' || s[i] == '\t' || s[i] == '\r' || s[i] == '\n') {
+			i++
+		}
+	}
+	for {
+		skip()
+		if i >= len(s) {
+			break
+		}
+		switch s[i] {
+		case '<':
+			if tagged == 0 {
+				return nil, errBadIf
+			}
+			tagged = 1
+			j := strings.IndexByte(s[i:], '>')
+			if j < 0 {
+				return nil, errBadIf
+			}
+			tag = s[i+1 : i+j]
+			i += j + 1
+			skip()
+			if i >= len(s) || s[i] != '(' {
+				return nil, errBadIf
+			}
+		case '(':
+			if tagged == -1 {
+				tagged = 0
+			}
+			i++
+			l := ifList{Tag: tag}
+			for {
+				skip()
+				if i >= len(s) {
+					return nil, errBadIf
+				}
+				if s[i] == ')' {
+					i++
+					break
+				}
+				c := ifCondition{}
+				if strings.HasPrefix(s[i:], "Not") || strings.HasPrefix(s[i:], "not") || strings.HasPrefix(s[i:], "NOT") {
+					c.Not = true
+					i += 3
+					skip()
+				}
+				if i >= len(s) {
+					return nil, errBadIf
+				}
+				switch s[i] {
+				case '<':
+					j := strings.IndexByte(s[i:], '>')
+					if j < 0 {
+						return nil, errBadIf
+					}
+					c.Token = s[i+1 : i+j]
+					i += j + 1
+				case '[':
+					j := strings.IndexByte(s[i:], ']')
+					if j < 0 {
+						return nil, errBadIf
+					}
+					c.ETag = s[i+1 : i+j]
+					i += j + 1
+				default:
+					return nil, errBadIf
+				}
+				if c.Token == "" && c.ETag == "" {
+					return nil, errBadIf
+				}
+				l.Conds = append(l.Conds, c)
+			}
+			if len(l.Conds) == 0 {
+				return nil, errBadIf
+			}
+			out = append(out, l)
+		default:
+			return nil, errBadIf
+		}
+	}
+	if len(out) == 0 {
+		return nil, errBadIf
+	}
+	return out, nil
+}
+
+// target is a resource a write touches.
+type target struct {
+	path       string
+	membership bool // the parent collection's membership changes
+	subtree    bool // everything below path is affected too
+}
+
+// preconds holds what precheck learned, for the method to use.
+type preconds struct {
+	locks  []models.DavLock
+	ifs    []ifList
+	tokens map[string]bool
+}
+
+// covers reports whether lock l applies to path p.
+func covers(l *models.DavLock, p string) bool {
+	if l.Path == p {
+		return true
+	}
+	return l.Infinite && isUnder(p, l.Path)
+}
+
+// precheck evaluates the If header and the locks for a write to targets.
+// On failure it writes 400, 412 or 423 and returns nil.
+func (rq *request) precheck(targets ...target) *preconds {
+	pc := &preconds{tokens: map[string]bool{}}
+	if v := rq.r.Header.Values("If"); len(v) > 0 {
+		ifs, err := parseIf(strings.Join(v, " "))
+		if err != nil {
+			http.Error(rq.w, "malformed If header", http.StatusBadRequest)
+			return nil
+		}
+		pc.ifs = ifs
+		for _, l := range ifs {
+			for _, c := range l.Conds {
+				if c.Token != "" && !c.Not {
+					pc.tokens[c.Token] = true
+				}
+			}
+		}
+	}
+	locks, err := rq.h.activeLocks(rq.r.Context(), rq.user.ID)
+	if err != nil {
+		rq.fail(err)
+		return nil
+	}
+	pc.locks = locks
+	// 423 when no lock protecting a target has been submitted (exclusive
+	// locks never overlap others; of overlapping shared locks, any one
+	// submitted token suffices).
+	for _, t := range targets {
+		hits := func(l *models.DavLock) bool {
+			return covers(l, t.path) ||
+				(t.membership && t.path != "/" && l.Path == pathParent(t.path)) ||
+				(t.subtree && isUnder(l.Path, t.path))
+		}
+		for i := range locks {
+			l := &locks[i]
+			if !hits(l) || pc.tokens[l.Token] {
+				continue
+			}
+			satisfied := false
+			if l.Shared {
+				for j := range locks {
+					o := &locks[j]
+					if o.Shared && pc.tokens[o.Token] && hits(o) &&
+						(o.Path == l.Path || covers(o, l.Path) || covers(l, o.Path)) {
+						satisfied = true
+						break
+					}
+				}
+			}
+			if !satisfied {
+				rq.writeLocked(l.Path)
+				return nil
+			}
+		}
+	}
+	if len(pc.ifs) > 0 && !rq.evalIf(pc) {
+		http.Error(rq.w, "precondition failed", http.StatusPreconditionFailed)
+		return nil
+	}
+	return pc
+}
+
+// evalIf reports whether any list of the If header matches.
+func (rq *request) evalIf(pc *preconds) bool {
+	etags := map[string]string{}
+	etagOf := func(p string) string {
+		if e, ok := etags[p]; ok {
+			return e
+		}
+		e := ""
+		if fi, err := rq.root.Stat(rel(p)); err == nil {
+			e = etagOf(fi)
+		}
+		etags[p] = e
+		return e
+	}
+	for _, l := range pc.ifs {
+		res := rq.path
+		if l.Tag != "" {
+			p, ok := rq.h.tagPath(l.Tag, rq.r.Host)
+			if !ok {
+				continue
+			}
+			res = p
+		}
+		match := true
+		for _, c := range l.Conds {
+			var ok bool
+			if c.Token != "" {
+				for i := range pc.locks {
+					if pc.locks[i].Token == c.Token && covers(&pc.locks[i], res) {
+						ok = true
+						break
+					}
+				}
+			} else {
+				e := etagOf(res)
+				ok = e != "" && (c.ETag == e || strings.TrimPrefix(c.ETag, "W/") == e)
+			}
+			if c.Not {
+				ok = !ok
+			}
+			if !ok {
+				match = false
+				break
+			}
+		}
+		if match {
+			return true
+		}
+	}
+	return false
+}
+
+// tagPath maps an If header resource tag (absolute URL or path) to an
+// internal path of the caller's tree.
+func (h *Handler) tagPath(tag, host string) (string, bool) {
+	u, err := url.Parse(tag)
+	if err != nil {
+		return "", false
+	}
+	if u.Host != "" && !strings.EqualFold(u.Host, host) {
+		return "", false
+	}
+	p := u.Path
+	if p != h.opts.Prefix && !strings.HasPrefix(p, h.opts.Prefix+"/") {
+		return "", false
+	}
+	return h.internalPath(p)
+}
+
+func (rq *request) writeLocked(root string) {
+	rq.w.Header().Set("Content-Type", `application/xml; charset="utf-8"`)
+	rq.w.WriteHeader(http.StatusLocked)
+	var b strings.Builder
+	b.WriteString(xmlHeader + `<D:error xmlns:D="DAV:"><D:lock-token-submitted><D:href>`)
+	escapeText(&b, rq.h.href(root, false))
+	b.WriteString(`</D:href></D:lock-token-submitted></D:error>`)
+	_, _ = io.WriteString(rq.w, b.String())
+}
+
+// withUserLock runs fn in a transaction serialised per user across every
+// replica: SQLite transactions take the write lock up front (the DSN sets
+// _txlock=immediate); Postgres takes a transaction advisory lock.
+func (h *Handler) withUserLock(ctx context.Context, userID string, fn func(tx *gorm.DB) error) error {
+	return h.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+		if models.IsPostgres(tx) {
+			f := fnv.New64a()
+			f.Write([]byte("webdav-lock:" + userID))
+			if err := tx.Exec("SELECT pg_advisory_xact_lock(?)", int64(f.Sum64())).Error; err != nil {
+				return err
+			}
+		}
+		return fn(tx)
+	})
+}
+
+// parseTimeout reads the Timeout header, capped by MaxLockTimeout.
+func (h *Handler) parseTimeout(v string) time.Duration {
+	max := h.opts.MaxLockTimeout
+	for _, part := range strings.Split(v, ",") {
+		part = strings.TrimSpace(part)
+		if strings.EqualFold(part, "Infinite") {
+			return max
+		}
+		if s, ok := strings.CutPrefix(part, "Second-"); ok {
+			n, err := strconv.ParseInt(s, 10, 64)
+			if err != nil || n <= 0 {
+				continue
+			}
+			d := time.Duration(n) * time.Second
+			if n > int64(max/time.Second) || d > max {
+				return max
+			}
+			return d
+		}
+	}
+	return max
+}
+
+func (rq *request) serveLock() {
+	h := rq.h
+	depthInf := true
+	switch rq.r.Header.Get("Depth") {
+	case "", "infinity", "Infinity":
+	case "0":
+		depthInf = false
+	default:
+		http.Error(rq.w, "invalid Depth", http.StatusBadRequest)
+		return
+	}
+	doc, err := h.readXML(rq.r)
+	if err != nil {
+		rq.xmlError(err)
+		return
+	}
+	timeout := h.parseTimeout(rq.r.Header.Get("Timeout"))
+	ctx := rq.r.Context()
+	if doc == nil {
+		rq.refreshLock(timeout)
+		return
+	}
+	if doc.Name != (xmlName{"DAV:", "lockinfo"}) {
+		http.Error(rq.w, "expected lockinfo", http.StatusBadRequest)
+		return
+	}
+	scope := doc.child("DAV:", "lockscope")
+	ltype := doc.child("DAV:", "locktype")
+	if scope == nil || ltype == nil || ltype.child("DAV:", "write") == nil {
+		http.Error(rq.w, "lockinfo needs lockscope and write locktype", http.StatusBadRequest)
+		return
+	}
+	shared := false
+	switch {
+	case scope.child("DAV:", "exclusive") != nil:
+	case scope.child("DAV:", "shared") != nil:
+		shared = true
+	default:
+		http.Error(rq.w, "unknown lockscope", http.StatusBadRequest)
+		return
+	}
+	owner := ""
+	if o := doc.child("DAV:", "owner"); o != nil {
+		owner = o.inner()
+	}
+	// The resource may be unmapped: a LOCK then creates an empty file
+	// (RFC 4918 §7.3), which needs the parent collection.
+	fi, err := rq.root.Stat(rel(rq.path))
+	exists := err == nil
+	if !exists {
+		if !errors.Is(err, os.ErrNotExist) {
+			rq.statFail(err)
+			return
+		}
+		if pfi, err := rq.root.Stat(rel(pathParent(rq.path))); err != nil || !pfi.IsDir() {
+			http.Error(rq.w, "parent collection does not exist", http.StatusConflict)
+			return
+		}
+	}
+	_ = fi
+	// Creating the file changes the parent's membership: honour its locks.
+	if !exists {
+		if rq.precheck(target{path: pathParent(rq.path)}) == nil {
+			return
+		}
+	} else if len(rq.r.Header.Values("If")) > 0 {
+		// Evaluate a given If header like any other request.
+		if rq.precheckIfOnly() == false {
+			return
+		}
+	}
+	lock := models.DavLock{
+		Token:          "opaquelocktoken:" + uuid.NewString(),
+		UserID:         rq.user.ID,
+		Path:           rq.path,
+		Infinite:       depthInf,
+		Shared:         shared,
+		Owner:          owner,
+		TimeoutSeconds: int64(timeout / time.Second),
+		Expires:        time.Now().Add(timeout).Unix(),
+	}
+	var conflict *models.DavLock
+	err = h.withUserLock(ctx, rq.user.ID, func(tx *gorm.DB) error {
+		var rows []models.DavLock
+		if err := tx.Where("user_id = ?", rq.user.ID).Find(&rows).Error; err != nil {
+			return err
+		}
+		now := time.Now().Unix()
+		for i := range rows {
+			l := &rows[i]
+			if l.Expires <= now {
+				continue
+			}
+			overlap := covers(l, rq.path) || (depthInf && isUnder(l.Path, rq.path))
+			if overlap && (!shared || !l.Shared) {
+				conflict = l
+				return nil
+			}
+		}
+		return tx.Create(&lock).Error
+	})
+	if err != nil {
+		rq.fail(err)
+		return
+	}
+	if conflict != nil {
+		rq.writeLocked(conflict.Path)
+		return
+	}
+	status := http.StatusOK
+	if !exists {
+		f, err := rq.root.OpenFile(rel(rq.path), os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o644)
+		if err == nil {
+			f.Close()
+			status = http.StatusCreated
+			h.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error { return deleteMeta(tx, rq.user.ID, rq.path, false) })
+		}
+	}
+	rq.w.Header().Set("Lock-Token", "<"+lock.Token+">")
+	rq.writeLockDiscovery(status, &lock)
+}
+
+// precheckIfOnly evaluates the If header (no lock enforcement).
+func (rq *request) precheckIfOnly() bool {
+	return rq.precheck() != nil
+}
+
+func (rq *request) refreshLock(timeout time.Duration) {
+	pc := rq.precheck()
+	if pc == nil {
+		return
+	}
+	var found *models.DavLock
+	for i := range pc.locks {
+		l := &pc.locks[i]
+		if pc.tokens[l.Token] && covers(l, rq.path) {
+			found = l
+			break
+		}
+	}
+	if found == nil {
+		http.Error(rq.w, "no lock to refresh: submit its token in the If header", http.StatusPreconditionFailed)
+		return
+	}
+	found.TimeoutSeconds = int64(timeout / time.Second)
+	found.Expires = time.Now().Add(timeout).Unix()
+	if err := rq.h.db.WithContext(rq.r.Context()).Model(&models.DavLock{}).Where("token = ?", found.Token).
+		Updates(map[string]any{"timeout_seconds": found.TimeoutSeconds, "expires": found.Expires}).Error; err != nil {
+		rq.fail(err)
+		return
+	}
+	rq.writeLockDiscovery(http.StatusOK, found)
+}
+
+func (rq *request) writeLockDiscovery(status int, l *models.DavLock) {
+	var b strings.Builder
+	b.WriteString(xmlHeader + `<D:prop xmlns:D="DAV:"><D:lockdiscovery>`)
+	rq.h.writeActiveLock(&b, l)
+	b.WriteString(`</D:lockdiscovery></D:prop>`)
+	rq.w.Header().Set("Content-Type", `application/xml; charset="utf-8"`)
+	rq.w.WriteHeader(status)
+	_, _ = io.WriteString(rq.w, b.String())
+}
+
+func (h *Handler) writeActiveLock(b stringWriter, l *models.DavLock) {
+	b.WriteString(`<D:activelock><D:locktype><D:write/></D:locktype><D:lockscope>`)
+	if l.Shared {
+		b.WriteString(`<D:shared/>`)
+	} else {
+		b.WriteString(`<D:exclusive/>`)
+	}
+	b.WriteString(`</D:lockscope><D:depth>`)
+	if l.Infinite {
+		b.WriteString("infinity")
+	} else {
+		b.WriteString("0")
+	}
+	b.WriteString(`</D:depth>`)
+	if l.Owner != "" {
+		b.WriteString(`<D:owner>` + l.Owner + `</D:owner>`)
+	}
+	left := l.Expires - time.Now().Unix()
+	if left < 0 {
+		left = 0
+	}
+	b.WriteString(`<D:timeout>Second-` + strconv.FormatInt(left, 10) + `</D:timeout><D:locktoken><D:href>`)
+	escapeText(b, l.Token)
+	b.WriteString(`</D:href></D:locktoken><D:lockroot><D:href>`)
+	escapeText(b, h.href(l.Path, false))
+	b.WriteString(`</D:href></D:lockroot></D:activelock>`)
+}
+
+func (rq *request) serveUnlock() {
+	tok := strings.TrimSpace(rq.r.Header.Get("Lock-Token"))
+	if len(tok) < 3 || tok[0] != '<' || tok[len(tok)-1] != '>' {
+		http.Error(rq.w, "missing or malformed Lock-Token", http.StatusBadRequest)
+		return
+	}
+	tok = tok[1 : len(tok)-1]
+	locks, err := rq.h.activeLocks(rq.r.Context(), rq.user.ID)
+	if err != nil {
+		rq.fail(err)
+		return
+	}
+	for i := range locks {
+		if locks[i].Token == tok && covers(&locks[i], rq.path) {
+			if err := rq.h.db.WithContext(rq.r.Context()).Where("token = ? AND user_id = ?", tok, rq.user.ID).
+				Delete(&models.DavLock{}).Error; err != nil {
+				rq.fail(err)
+				return
+			}
+			rq.w.WriteHeader(http.StatusNoContent)
+			return
+		}
+	}
+	rq.w.Header().Set("Content-Type", `application/xml; charset="utf-8"`)
+	rq.w.WriteHeader(http.StatusConflict)
+	_, _ = io.WriteString(rq.w, xmlHeader+`<D:error xmlns:D="DAV:"><D:lock-token-matches-request-uri/></D:error>`)
+}

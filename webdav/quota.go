@@ -1,0 +1,133 @@
+package webdav
+
+import (
+	"io"
+	"io/fs"
+	"os"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/ontoflow/ontoflow/models"
+)
+
+// usageEntry caches a user's used bytes. It is computed by walking the
+// tree (at most every usageTTL) and adjusted in place by this process's
+// writes; other replicas' writes show up at the next walk.
+type usageEntry struct {
+	mu    sync.Mutex
+	bytes int64
+	at    time.Time
+	valid bool
+}
+
+const usageTTL = 30 * time.Second
+
+// quotaOf is the user's quota in bytes, or <= 0 for unlimited.
+func (h *Handler) quotaOf(u *models.User) int64 {
+	if u.QuotaBytes > 0 {
+		return u.QuotaBytes
+	}
+	if u.QuotaBytes < 0 {
+		return -1
+	}
+	return h.opts.DefaultQuota
+}
+
+func (h *Handler) usageEntry(userID string) *usageEntry {
+	e, _ := h.usage.LoadOrStore(userID, &usageEntry{})
+	return e.(*usageEntry)
+}
+
+// usedBytes returns the bytes used by the user's tree.
+func (h *Handler) usedBytes(root *os.Root, userID string) (int64, error) {
+	e := h.usageEntry(userID)
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.valid && time.Since(e.at) < usageTTL {
+		return e.bytes, nil
+	}
+	n, err := treeSize(root, ".")
+	if err != nil {
+		return 0, err
+	}
+	e.bytes, e.at, e.valid = n, time.Now(), true
+	return n, nil
+}
+
+func (h *Handler) addUsage(userID string, delta int64) {
+	e := h.usageEntry(userID)
+	e.mu.Lock()
+	if e.valid {
+		e.bytes += delta
+		if e.bytes < 0 {
+			e.bytes = 0
+		}
+	}
+	e.mu.Unlock()
+}
+
+func (h *Handler) invalidateUsage(userID string) {
+	e := h.usageEntry(userID)
+	e.mu.Lock()
+	e.valid = false
+	e.mu.Unlock()
+}
+
+// treeSize sums regular file sizes below dir (symlinks not followed).
+func treeSize(root *os.Root, dir string) (int64, error) {
+	d, err := root.Open(dir)
+	if err != nil {
+		return 0, err
+	}
+	defer d.Close()
+	var total int64
+	for {
+		ents, rerr := d.ReadDir(512)
+		for _, e := range ents {
+			if e.IsDir() {
+				n, err := treeSize(root, dir+"/"+e.Name())
+				if err == nil {
+					total += n
+				}
+				continue
+			}
+			if e.Type().IsRegular() {
+				if fi, err := e.Info(); err == nil {
+					total += fi.Size()
+				}
+			}
+		}
+		if rerr == io.EOF || len(ents) == 0 {
+			return total, nil
+		}
+		if rerr != nil {
+			return total, rerr
+		}
+	}
+}
+
+// quotaValues returns (available, used) for RFC 4331. Without a quota,
+// available is the free space of the file system.
+func (h *Handler) quotaValues(root *os.Root, u *models.User) (int64, int64, error) {
+	used, err := h.usedBytes(root, u.ID)
+	if err != nil {
+		return 0, 0, err
+	}
+	if q := h.quotaOf(u); q > 0 {
+		avail := q - used
+		if avail < 0 {
+			avail = 0
+		}
+		return avail, used, nil
+	}
+	var st syscall.Statfs_t
+	if err := syscall.Statfs(h.opts.Root, &st); err != nil {
+		return 0, used, nil
+	}
+	return int64(st.Bavail) * int64(st.Bsize), used, nil
+}
+
+var _ = fs.ModeDir
+var _ = strings.Contains

@@ -1,0 +1,155 @@
+package webdav
+
+import (
+	"context"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"gorm.io/gorm"
+
+	"github.com/ontoflow/ontoflow/models"
+)
+
+// subtree returns a SQL condition matching col == p or anything below p.
+// SQLite's LIKE ignores ASCII case, so the LIKE only narrows and an exact
+// prefix comparison decides.
+func subtree(col, p string) (string, []any) {
+	if p == "/" {
+		return "1 = 1", nil
+	}
+	prefix := p + "/"
+	like := escapeLike(prefix) + "%"
+	return "(" + col + " = ? OR (" + col + ` LIKE ? ESCAPE '\' AND substr(` + col + ", 1, ?) = ?))",
+		[]any{p, like, utf8.RuneCountInString(prefix), prefix}
+}
+
+func escapeLike(s string) string {
+	r := strings.NewReplacer(`\`, `\\`, `%`, `\%`, `_`, `\_`)
+	return r.Replace(s)
+}
+
+// batchPaths bounds IN lists.
+const batchPaths = 500
+
+// hasProps reports whether the user has any dead property at all: PROPFIND
+// skips the per-batch property queries for users who never set one.
+func (h *Handler) hasProps(ctx context.Context, userID string) bool {
+	var n int64
+	h.db.WithContext(ctx).Raw("SELECT 1 FROM dav_props WHERE user_id = ? LIMIT 1", userID).Scan(&n)
+	return n == 1
+}
+
+// propsFor loads the dead properties of paths.
+func (h *Handler) propsFor(ctx context.Context, userID string, paths []string) (map[string][]models.DavProp, error) {
+	out := map[string][]models.DavProp{}
+	for len(paths) > 0 {
+		n := min(len(paths), batchPaths)
+		var rows []models.DavProp
+		if err := h.db.WithContext(ctx).Where("user_id = ? AND path IN ?", userID, paths[:n]).
+			Order("path, space, name").Find(&rows).Error; err != nil {
+			return nil, err
+		}
+		for _, r := range rows {
+			out[r.Path] = append(out[r.Path], r)
+		}
+		paths = paths[n:]
+	}
+	return out, nil
+}
+
+// sumsFor loads recorded checksums of paths.
+func (h *Handler) sumsFor(ctx context.Context, userID string, paths []string) (map[string]models.DavChecksum, error) {
+	out := map[string]models.DavChecksum{}
+	for len(paths) > 0 {
+		n := min(len(paths), batchPaths)
+		var rows []models.DavChecksum
+		if err := h.db.WithContext(ctx).Where("user_id = ? AND path IN ?", userID, paths[:n]).Find(&rows).Error; err != nil {
+			return nil, err
+		}
+		for _, r := range rows {
+			out[r.Path] = r
+		}
+		paths = paths[n:]
+	}
+	return out, nil
+}
+
+// deleteMeta drops the properties, checksums and locks of p and below.
+func deleteMeta(tx *gorm.DB, userID, p string, locks bool) error {
+	cond, args := subtree("path", p)
+	args = append([]any{userID}, args...)
+	tables := []string{"dav_props", "dav_checksums"}
+	if locks {
+		tables = append(tables, "dav_locks")
+	}
+	for _, t := range tables {
+		if err := tx.Exec("DELETE FROM "+t+" WHERE user_id = ? AND "+cond, args...).Error; err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// moveMeta renames the properties and checksums of src (and below) to dst,
+// and drops the locks rooted in src: RFC 4918 §9.9.4 says a MOVE does not
+// move locks; the moved resources fall under dst's ancestors' locks.
+func moveMeta(tx *gorm.DB, userID, src, dst string) error {
+	cond, args := subtree("path", src)
+	for _, t := range []string{"dav_props", "dav_checksums"} {
+		a := append([]any{dst, utf8.RuneCountInString(src) + 1, userID}, args...)
+		if err := tx.Exec("UPDATE "+t+" SET path = CAST(? AS TEXT) || substr(path, CAST(? AS INTEGER)) WHERE user_id = ? AND "+cond, a...).Error; err != nil {
+			return err
+		}
+	}
+	a := append([]any{userID}, args...)
+	return tx.Exec("DELETE FROM dav_locks WHERE user_id = ? AND "+cond, a...).Error
+}
+
+// copyMeta copies the properties and checksums of src (and below when
+// infinite) to dst. Checksums stay valid because copies keep the size and
+// modification time.
+func copyMeta(tx *gorm.DB, userID, src, dst string, infinite bool) error {
+	cond, args := "path = ?", []any{src}
+	if infinite {
+		cond, args = subtree("path", src)
+	}
+	n := utf8.RuneCountInString(src) + 1
+	a := append([]any{dst, n, userID}, args...)
+	if err := tx.Exec("INSERT INTO dav_props (user_id, path, space, name, value) SELECT user_id, CAST(? AS TEXT) || substr(path, CAST(? AS INTEGER)), space, name, value FROM dav_props WHERE user_id = ? AND "+cond, a...).Error; err != nil {
+		return err
+	}
+	return tx.Exec("INSERT INTO dav_checksums (user_id, path, size, mtime_ns, sha1, md5) SELECT user_id, CAST(? AS TEXT) || substr(path, CAST(? AS INTEGER)), size, mtime_ns, sha1, md5 FROM dav_checksums WHERE user_id = ? AND "+cond, a...).Error
+}
+
+// activeLocks returns the user's unexpired locks: a single indexed query.
+// Expired rows are swept now and then.
+func (h *Handler) activeLocks(ctx context.Context, userID string) ([]models.DavLock, error) {
+	var rows []models.DavLock
+	if err := h.db.WithContext(ctx).Where("user_id = ?", userID).Find(&rows).Error; err != nil {
+		return nil, err
+	}
+	now := time.Now().Unix()
+	out := rows[:0]
+	expired := false
+	for _, l := range rows {
+		if l.Expires > now {
+			out = append(out, l)
+		} else {
+			expired = true
+		}
+	}
+	if expired {
+		h.sweepLocks(ctx)
+	}
+	return out, nil
+}
+
+func (h *Handler) sweepLocks(ctx context.Context) {
+	now := time.Now().Unix()
+	last := h.sweep.Load()
+	if now-last < 10 || !h.sweep.CompareAndSwap(last, now) {
+		return
+	}
+	h.db.WithContext(ctx).Exec("DELETE FROM dav_locks WHERE expires <= ?", now)
+}

@@ -1,0 +1,324 @@
+package webdav
+
+import (
+	"encoding/xml"
+	"errors"
+	"io"
+	"strings"
+)
+
+// xmlName is a namespace-resolved XML name.
+type xmlName struct{ Space, Local string }
+
+// xmlNode is an element of a parsed request body: resolved name, attributes
+// (namespace declarations removed), child elements and the mixed content in
+// document order (string or *xmlNode).
+type xmlNode struct {
+	Name    xmlName
+	Attrs   []xml.Attr
+	Kids    []*xmlNode
+	Content []any
+	// Lang is the effective xml:lang.
+	Lang string
+}
+
+const xmlNS = "http://www.w3.org/XML/1998/namespace"
+
+var (
+	errXMLTooLarge = errors.New("xml body too large")
+	errXMLInvalid  = errors.New("malformed xml body")
+)
+
+// parseXML reads a whole XML document from r, refusing bodies over max
+// bytes and nesting deeper than maxDepth. It resolves namespaces itself,
+// so undeclared prefixes and empty prefixed declarations (xmlns:p="")
+// are errors, as XML Namespaces 1.0 requires. A nil node with nil error
+// means an empty body.
+func parseXML(r io.Reader, max int64, maxDepth int) (*xmlNode, error) {
+	lr := &countingLimitReader{r: r, n: max}
+	d := xml.NewDecoder(lr)
+	d.Strict = true
+	type frame struct {
+		node *xmlNode
+		raw  xml.Name
+		ns   map[string]string
+	}
+	var (
+		stack []frame
+		root  *xmlNode
+		seen  bool
+	)
+	lookup := func(prefix string) (string, bool) {
+		if prefix == "xml" {
+			return xmlNS, true
+		}
+		for i := len(stack) - 1; i >= 0; i-- {
+			if v, ok := stack[i].ns[prefix]; ok {
+				return v, true
+			}
+		}
+		if prefix == "" {
+			return "", true
+		}
+		return "", false
+	}
+	for {
+		tok, err := d.RawToken()
+		if lr.over {
+			return nil, errXMLTooLarge
+		}
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return nil, errXMLInvalid
+		}
+		switch t := tok.(type) {
+		case xml.StartElement:
+			if len(stack) == 0 && seen {
+				return nil, errXMLInvalid
+			}
+			seen = true
+			if len(stack) >= maxDepth {
+				return nil, errXMLInvalid
+			}
+			var ns map[string]string
+			for _, a := range t.Attr {
+				switch {
+				case a.Name.Space == "" && a.Name.Local == "xmlns":
+					if ns == nil {
+						ns = map[string]string{}
+					}
+					ns[""] = a.Value
+				case a.Name.Space == "xmlns":
+					if a.Value == "" || a.Name.Local == "xmlns" || (a.Name.Local == "xml" && a.Value != xmlNS) {
+						return nil, errXMLInvalid
+					}
+					if ns == nil {
+						ns = map[string]string{}
+					}
+					ns[a.Name.Local] = a.Value
+				}
+			}
+			n := &xmlNode{}
+			if len(stack) > 0 {
+				n.Lang = stack[len(stack)-1].node.Lang
+			}
+			stack = append(stack, frame{node: n, raw: t.Name, ns: ns})
+			space, ok := lookup(t.Name.Space)
+			if !ok {
+				return nil, errXMLInvalid
+			}
+			n.Name = xmlName{space, t.Name.Local}
+			for _, a := range t.Attr {
+				if (a.Name.Space == "" && a.Name.Local == "xmlns") || a.Name.Space == "xmlns" {
+					continue
+				}
+				as := ""
+				if a.Name.Space != "" {
+					as, ok = lookup(a.Name.Space)
+					if !ok {
+						return nil, errXMLInvalid
+					}
+				}
+				if as == xmlNS && a.Name.Local == "lang" {
+					n.Lang = a.Value
+				}
+				n.Attrs = append(n.Attrs, xml.Attr{Name: xml.Name{Space: as, Local: a.Name.Local}, Value: a.Value})
+			}
+			if len(stack) > 1 {
+				p := stack[len(stack)-2].node
+				p.Kids = append(p.Kids, n)
+				p.Content = append(p.Content, n)
+			} else {
+				root = n
+			}
+		case xml.EndElement:
+			if len(stack) == 0 || stack[len(stack)-1].raw != t.Name {
+				return nil, errXMLInvalid
+			}
+			stack = stack[:len(stack)-1]
+		case xml.CharData:
+			if len(stack) == 0 {
+				if strings.TrimSpace(string(t)) != "" {
+					return nil, errXMLInvalid
+				}
+				continue
+			}
+			top := stack[len(stack)-1].node
+			top.Content = append(top.Content, string(t))
+		case xml.ProcInst, xml.Comment:
+		case xml.Directive:
+			// DTDs are refused: no entity expansion games.
+			return nil, errXMLInvalid
+		}
+	}
+	if len(stack) != 0 {
+		return nil, errXMLInvalid
+	}
+	return root, nil
+}
+
+// text returns the character data directly inside n.
+func (n *xmlNode) text() string {
+	var b strings.Builder
+	for _, c := range n.Content {
+		if s, ok := c.(string); ok {
+			b.WriteString(s)
+		}
+	}
+	return b.String()
+}
+
+// inner serialises n's content as self-contained XML: every element
+// declares its namespace when it differs from its parent's.
+func (n *xmlNode) inner() string {
+	var b strings.Builder
+	writeContent(&b, n, "\x00")
+	return b.String()
+}
+
+func writeContent(b *strings.Builder, n *xmlNode, parentSpace string) {
+	for _, c := range n.Content {
+		switch v := c.(type) {
+		case string:
+			escapeText(b, v)
+		case *xmlNode:
+			writeStart(b, v, parentSpace)
+			writeContent(b, v, v.Name.Space)
+			b.WriteString("</")
+			b.WriteString(v.Name.Local)
+			b.WriteString(">")
+		}
+	}
+}
+
+// writeStart writes n's start tag to b, unprefixed, with a default
+// namespace declaration when its namespace differs from its parent's.
+func writeStart(b *strings.Builder, n *xmlNode, parentSpace string) {
+	b.WriteString("<")
+	b.WriteString(n.Name.Local)
+	if n.Name.Space != parentSpace {
+		b.WriteString(` xmlns="`)
+		escapeAttr(b, n.Name.Space)
+		b.WriteString(`"`)
+	}
+	for i, a := range n.Attrs {
+		b.WriteString(" ")
+		if a.Name.Space == xmlNS {
+			b.WriteString("xml:")
+		} else if a.Name.Space != "" {
+			p := "a" + itoa(i)
+			b.WriteString("xmlns:" + p + `="`)
+			escapeAttr(b, a.Name.Space)
+			b.WriteString(`" ` + p + ":")
+		}
+		b.WriteString(a.Name.Local)
+		b.WriteString(`="`)
+		escapeAttr(b, a.Value)
+		b.WriteString(`"`)
+	}
+	b.WriteString(">")
+}
+
+func itoa(i int) string {
+	const digits = "0123456789"
+	if i < 10 {
+		return digits[i : i+1]
+	}
+	return itoa(i/10) + digits[i%10:i%10+1]
+}
+
+type countingLimitReader struct {
+	r    io.Reader
+	n    int64
+	over bool
+}
+
+func (l *countingLimitReader) Read(p []byte) (int, error) {
+	if l.n <= 0 {
+		// Probe one byte to tell "exactly max" from "more than max".
+		var one [1]byte
+		k, err := l.r.Read(one[:])
+		if k > 0 {
+			l.over = true
+			return 0, errXMLTooLarge
+		}
+		return 0, err
+	}
+	if int64(len(p)) > l.n {
+		p = p[:l.n]
+	}
+	k, err := l.r.Read(p)
+	l.n -= int64(k)
+	return k, err
+}
+
+type stringWriter interface {
+	WriteString(string) (int, error)
+	WriteByte(byte) error
+}
+
+// escapeText writes s with XML text escaping.
+func escapeText(b stringWriter, s string) {
+	last := 0
+	for i := 0; i < len(s); i++ {
+		var esc string
+		switch s[i] {
+		case '<':
+			esc = "&lt;"
+		case '>':
+			esc = "&gt;"
+		case '&':
+			esc = "&amp;"
+		case '\r':
+			esc = "&#xD;"
+		default:
+			continue
+		}
+		b.WriteString(s[last:i])
+		b.WriteString(esc)
+		last = i + 1
+	}
+	b.WriteString(s[last:])
+}
+
+// escapeAttr writes s escaped for a double-quoted attribute.
+func escapeAttr(b stringWriter, s string) {
+	last := 0
+	for i := 0; i < len(s); i++ {
+		var esc string
+		switch s[i] {
+		case '<':
+			esc = "&lt;"
+		case '>':
+			esc = "&gt;"
+		case '&':
+			esc = "&amp;"
+		case '"':
+			esc = "&quot;"
+		case '\n':
+			esc = "&#xA;"
+		case '\r':
+			esc = "&#xD;"
+		case '\t':
+			esc = "&#x9;"
+		default:
+			continue
+		}
+		b.WriteString(s[last:i])
+		b.WriteString(esc)
+		last = i + 1
+	}
+	b.WriteString(s[last:])
+}
+
+// child returns n's first child named {space}local.
+func (n *xmlNode) child(space, local string) *xmlNode {
+	for _, k := range n.Kids {
+		if k.Name.Space == space && k.Name.Local == local {
+			return k
+		}
+	}
+	return nil
+}

@@ -1,0 +1,48 @@
+// Package worker builds the Temporal worker that runs the action engine's
+// workflows and activities.
+package worker
+
+import (
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"go.temporal.io/sdk/activity"
+	"go.temporal.io/sdk/client"
+	sdkworker "go.temporal.io/sdk/worker"
+	"go.temporal.io/sdk/workflow"
+
+	"github.com/ontoflow/ontoflow/activities"
+	"github.com/ontoflow/ontoflow/workflows"
+)
+
+// Options configure the worker.
+type Options struct {
+	TaskQueue  string
+	Activities *activities.Activities
+	// StopTimeout is how long running activities get to finish when the
+	// worker stops; after it they are cancelled and handed back to
+	// Temporal for another worker.
+	StopTimeout time.Duration
+	Registerer  prometheus.Registerer
+	// BatchChildItems sizes the local-activity slots a worker offers.
+	BatchChildItems int
+}
+
+// New registers the engine on a worker for opts.TaskQueue (not started).
+func New(c client.Client, opts Options) sdkworker.Worker {
+	w := sdkworker.New(c, opts.TaskQueue, sdkworker.Options{
+		WorkerStopTimeout: opts.StopTimeout,
+		// Pollers and slots sized for a 2-core machine running batches of
+		// child workflows: the steps are short local activities, and the
+		// database (SQLite: one writer) is the real limit.
+		MaxConcurrentWorkflowTaskExecutionSize:  64,
+		MaxConcurrentLocalActivityExecutionSize: 64,
+		MaxConcurrentWorkflowTaskPollers:        4,
+		DeadlockDetectionTimeout:                5 * time.Second,
+	})
+	w.RegisterWorkflowWithOptions(workflows.ActionWorkflow, workflow.RegisterOptions{Name: "ActionWorkflow"})
+	w.RegisterWorkflowWithOptions(workflows.BatchWorkflow, workflow.RegisterOptions{Name: "BatchWorkflow"})
+	w.RegisterWorkflowWithOptions(workflows.BatchChunkWorkflow, workflow.RegisterOptions{Name: "BatchChunkWorkflow"})
+	w.RegisterActivityWithOptions(opts.Activities, activity.RegisterOptions{})
+	return w
+}

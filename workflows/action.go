@@ -1,0 +1,96 @@
+// Package workflows holds the action engine's Temporal workflows. Every
+// action execution, single or in a batch, runs the same four steps as local
+// activities — validate, authorize, run the operation, notify — through
+// runItem. Local activities keep each step visible in the Temporal UI (as
+// markers with their inputs and results) while costing no extra round trip
+// through the server per step.
+//
+// Workflow inputs carry only ids: the request itself is the execution row
+// the API wrote before starting the workflow, so histories stay small and a
+// batch of 10,000 items does not push its items through the workflow's
+// payload limits.
+//
+// Versioning: workflow code must stay deterministic for histories in
+// flight. Change it with workflow.GetVersion at the point of change; the
+// replay test (workflows/replay_test.go) replays recorded histories against
+// the current code and fails on a non-deterministic change.
+package workflows
+
+import (
+	"time"
+
+	"go.temporal.io/sdk/temporal"
+	"go.temporal.io/sdk/workflow"
+
+	"github.com/ontoflow/ontoflow/activities"
+	"github.com/ontoflow/ontoflow/engine"
+	"github.com/ontoflow/ontoflow/models"
+)
+
+// ActionInput starts ActionWorkflow.
+type ActionInput struct {
+	ExecutionID string `json:"execution_id"`
+}
+
+// ItemResult is the outcome of one execution.
+type ItemResult struct {
+	ExecutionID  string `json:"execution_id"`
+	Status       string `json:"status"`
+	ErrorCode    string `json:"error_code,omitempty"`
+	ErrorMessage string `json:"error_message,omitempty"`
+}
+
+// stepOptions are the local activity options of the engine's steps.
+// Refusals (validation, authorization, conflicts) are non-retryable
+// application errors raised by the activities; anything else — a database
+// that is briefly unavailable — is retried with backoff for up to five
+// minutes.
+func stepOptions(ctx workflow.Context) workflow.Context {
+	return workflow.WithLocalActivityOptions(ctx, workflow.LocalActivityOptions{
+		StartToCloseTimeout:    30 * time.Second,
+		ScheduleToCloseTimeout: 5 * time.Minute,
+		RetryPolicy: &temporal.RetryPolicy{
+			InitialInterval:    100 * time.Millisecond,
+			BackoffCoefficient: 2,
+			MaximumInterval:    10 * time.Second,
+		},
+	})
+}
+
+// ActionWorkflow runs one execution (kinds execute and inline-edit).
+func ActionWorkflow(ctx workflow.Context, in ActionInput) (ItemResult, error) {
+	ctx = stepOptions(ctx)
+	res := runItem(ctx, in.ExecutionID)
+	_ = workflow.UpsertTypedSearchAttributes(ctx, SAStatus.ValueSet(res.Status))
+	if res.Status != models.StatusSucceeded {
+		return res, temporal.NewNonRetryableApplicationError(res.ErrorMessage, res.ErrorCode, nil)
+	}
+	return res, nil
+}
+
+// runItem is the one path every execution takes.
+func runItem(ctx workflow.Context, executionID string) ItemResult {
+	var prep engine.Prepared
+	err := workflow.ExecuteLocalActivity(ctx, activities.Validate, executionID).Get(ctx, &prep)
+	if err == nil {
+		err = workflow.ExecuteLocalActivity(ctx, activities.Authorize, &prep).Get(ctx, nil)
+	}
+	var out engine.Outcome
+	if err == nil {
+		err = workflow.ExecuteLocalActivity(ctx, activities.RunOperation, &prep).Get(ctx, &out)
+	}
+	if err != nil {
+		f := activities.FailureOf(err)
+		// Recording the failure retries like any step; if even that gives
+		// up, the execution row stays queued and the workflow's own
+		// failure is the record.
+		_ = workflow.ExecuteLocalActivity(ctx, activities.RecordFailure, executionID, f).Get(ctx, nil)
+		return ItemResult{ExecutionID: executionID, Status: models.StatusFailed, ErrorCode: f.Code, ErrorMessage: f.Message}
+	}
+	if prep.HasNotifications {
+		// Best effort: Notify records its own outcome and never fails the
+		// action, which has already committed.
+		_ = workflow.ExecuteLocalActivity(ctx, activities.Notify, &prep, &out).Get(ctx, nil)
+	}
+	return ItemResult{ExecutionID: executionID, Status: models.StatusSucceeded}
+}

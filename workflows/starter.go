@@ -1,0 +1,87 @@
+package workflows
+
+import (
+	"context"
+	"fmt"
+
+	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/temporal"
+
+	"github.com/ontoflow/ontoflow/models"
+)
+
+// Starter starts the engine's workflows for the API.
+type Starter struct {
+	c    client.Client
+	opts StarterOptions
+}
+
+// StarterOptions configure a Starter.
+type StarterOptions struct {
+	TaskQueue        string
+	BatchChildItems  int
+	BatchConcurrency int
+}
+
+// NewStarter returns a Starter over c.
+func NewStarter(c client.Client, opts StarterOptions) *Starter {
+	if opts.BatchChildItems < 1 {
+		opts.BatchChildItems = 100
+	}
+	if opts.BatchConcurrency < 1 {
+		opts.BatchConcurrency = 8
+	}
+	return &Starter{c: c, opts: opts}
+}
+
+// WorkflowID is the readable workflow id of an execution.
+func WorkflowID(actionName, executionID string) string {
+	return fmt.Sprintf("action/%s/%s", actionName, executionID)
+}
+
+func (s *Starter) options(ex *models.Execution) client.StartWorkflowOptions {
+	return client.StartWorkflowOptions{
+		ID:        ex.WorkflowID,
+		TaskQueue: s.opts.TaskQueue,
+		// With the worker in this process (dev), the first workflow task
+		// runs here without a round trip through matching.
+		EnableEagerStart:      true,
+		WorkflowIDReusePolicy: 0,
+		TypedSearchAttributes: temporal.NewSearchAttributes(
+			SAActionType.ValueSet(ex.ActionTypeName),
+			SAActor.ValueSet(ex.ActorName),
+			SATarget.ValueSet(ex.TargetObjectID),
+			SAKind.ValueSet(ex.Kind),
+			SAStatus.ValueSet(models.StatusRunning),
+			SAExecutionID.ValueSet(ex.ID),
+		),
+	}
+}
+
+// StartAction starts ActionWorkflow for an execution row the caller wrote.
+func (s *Starter) StartAction(ctx context.Context, ex *models.Execution) (client.WorkflowRun, error) {
+	run, err := s.c.ExecuteWorkflow(ctx, s.options(ex), ActionWorkflow, ActionInput{ExecutionID: ex.ID})
+	if err != nil {
+		return nil, fmt.Errorf("start workflow %s: %w", ex.WorkflowID, err)
+	}
+	return run, nil
+}
+
+// StartBatch starts BatchWorkflow for a batch row and its item rows.
+func (s *Starter) StartBatch(ctx context.Context, batch *models.Execution) (client.WorkflowRun, error) {
+	opts := s.options(batch)
+	opts.EnableEagerStart = false
+	run, err := s.c.ExecuteWorkflow(ctx, opts, BatchWorkflow, BatchInput{
+		BatchID: batch.ID, Total: batch.TotalItems,
+		ChildItems: s.opts.BatchChildItems, Concurrency: s.opts.BatchConcurrency,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("start batch workflow %s: %w", batch.WorkflowID, err)
+	}
+	return run, nil
+}
+
+// Run returns a handle on an existing workflow run (to wait on it).
+func (s *Starter) Run(workflowID, runID string) client.WorkflowRun {
+	return s.c.GetWorkflow(context.Background(), workflowID, runID)
+}

@@ -71,19 +71,6 @@ var (
 	_ log.SLogWrapper = (*slogAdapter)(nil)
 	_ log.SkipLogger  = (*slogAdapter)(nil)
 )
-	_ log.WithLogger   = (*slogAdapter)(nil)
-	_ log.SLogWrapper  = (*slogAdapter)(nil)
-	_ log.SkipLogger   = (*slogAdapter)(nil)
-	_ slog.Leveler     = slog.LevelWarn
-	_ fmt.Stringer     = fatalError("")
-	_ error            = fatalError("")
-	_ context.Context  = context.Background()
-	_ *bytes.Buffer    = nil
-	_ tag.Tag          = tag.NewStringTag("", "")
-	_ log.WithLogger   = (*slogAdapter)(nil)
-	_ log.Logger       = log.NewNoopLogger()
-	_ func(string) any = func(string) any { return nil }
-)
 
 func (a *slogAdapter) emit(level slog.Level, msg string, tags []tag.Tag) {
 	ctx := context.Background()

@@ -7,13 +7,15 @@ import (
 	"sort"
 	"time"
 
+	commonpb "go.temporal.io/api/common/v1"
 	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/api/operatorservice/v1"
 	"go.temporal.io/api/serviceerror"
 	taskqueuepb "go.temporal.io/api/taskqueue/v1"
-	commonpb "go.temporal.io/api/common/v1"
 	"go.temporal.io/api/workflowservice/v1"
+	"go.temporal.io/sdk/client"
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials/insecure"
 )
 
@@ -49,8 +51,9 @@ func waitReady(ctx context.Context, addr, ns string, sas map[string]enumspb.Inde
 			Namespace: ns,
 			Execution: &commonpb.WorkflowExecution{WorkflowId: "devserver-readiness-probe"},
 		})
-		var nf *serviceerror.NotFound
-		if errors.As(err, &nf) {
+		// NotFound is the healthy answer; the raw gRPC client returns it as
+		// a status, not as a serviceerror.
+		if hasCode(err, codes.NotFound) {
 			return nil
 		}
 		return err
@@ -65,8 +68,9 @@ func waitReady(ctx context.Context, addr, ns string, sas map[string]enumspb.Inde
 			TaskQueue:     &taskqueuepb.TaskQueue{Name: "devserver-readiness-probe", Kind: enumspb.TASK_QUEUE_KIND_NORMAL},
 			TaskQueueType: enumspb.TASK_QUEUE_TYPE_WORKFLOW,
 		})
-		var nf *serviceerror.NotFound
-		if errors.As(err, &nf) {
+		// NotFound is the healthy answer; the raw gRPC client returns it as
+		// a status, not as a serviceerror.
+		if hasCode(err, codes.NotFound) {
 			return nil
 		}
 		return err
@@ -74,11 +78,29 @@ func waitReady(ctx context.Context, addr, ns string, sas map[string]enumspb.Inde
 		return err
 	}
 
+	return ensureSearchAttributes(ctx, op, wf, ns, sas, nsRefresh)
+}
+
+// EnsureSearchAttributes registers the missing custom search attributes sas
+// on namespace ns of the cluster c talks to (an external cluster in
+// production; the embedded server does this itself at start). Attributes
+// already present are kept; a type conflict is an error.
+func EnsureSearchAttributes(ctx context.Context, c client.Client, ns string, sas map[string]enumspb.IndexedValueType) error {
+	ctx, cancel := context.WithTimeout(ctx, readinessTimeout)
+	defer cancel()
+	if err := ensureSearchAttributes(ctx, c.OperatorService(), c.WorkflowService(), ns, sas, 2*time.Second); err != nil {
+		return fmt.Errorf("register search attributes on namespace %s: %w", ns, err)
+	}
+	return nil
+}
+
+func ensureSearchAttributes(ctx context.Context, op operatorservice.OperatorServiceClient, wf workflowservice.WorkflowServiceClient,
+	ns string, sas map[string]enumspb.IndexedValueType, nsRefresh time.Duration) error {
 	if len(sas) == 0 {
 		return nil
 	}
 
-	// 4. Search attributes: add the missing ones, refuse type conflicts.
+	// Search attributes: add the missing ones, refuse type conflicts.
 	var current map[string]enumspb.IndexedValueType
 	if err := retry(ctx, "list search attributes", func(c context.Context) error {
 		resp, err := op.ListSearchAttributes(c, &operatorservice.ListSearchAttributesRequest{Namespace: ns})
@@ -109,12 +131,10 @@ func waitReady(ctx context.Context, addr, ns string, sas map[string]enumspb.Inde
 			Namespace:        ns,
 			SearchAttributes: missing,
 		})
-		var exists *serviceerror.AlreadyExists
-		if errors.As(err, &exists) {
+		if hasCode(err, codes.AlreadyExists) {
 			return nil
 		}
-		var invalid *serviceerror.InvalidArgument
-		if errors.As(err, &invalid) { // e.g. no free column of that type left
+		if hasCode(err, codes.InvalidArgument) { // e.g. no free column of that type left
 			return permanent{err}
 		}
 		return err
@@ -122,7 +142,7 @@ func waitReady(ctx context.Context, addr, ns string, sas map[string]enumspb.Inde
 		return err
 	}
 
-	// 5. Wait until the frontend accepts queries on the new attributes, then
+	// Wait until the frontend accepts queries on the new attributes, then
 	// one namespace refresh interval so that history (which validates
 	// UpsertSearchAttributes) has reloaded the namespace as well.
 	names := make([]string, 0, len(missing))
@@ -177,4 +197,10 @@ func retry(ctx context.Context, what string, f func(context.Context) error) erro
 		case <-time.After(probeInterval):
 		}
 	}
+}
+
+// hasCode reports whether err carries the gRPC code c, whether it comes
+// from a raw gRPC client (a status) or from the SDK (a serviceerror).
+func hasCode(err error, c codes.Code) bool {
+	return err != nil && serviceerror.ToStatus(err).Code() == c
 }

@@ -77,7 +77,9 @@ type PropertyType struct {
 func T(base string) PropertyType { return PropertyType{Base: base} }
 
 // ArrayOf is an array type of elem.
-func ArrayOf(elem PropertyType) PropertyType { return PropertyType{Base: TypeArray, ElementType: &elem} }
+func ArrayOf(elem PropertyType) PropertyType {
+	return PropertyType{Base: TypeArray, ElementType: &elem}
+}
 
 // ReferenceTo is a reference type to objects of objectTypeID.
 func ReferenceTo(objectTypeID string) PropertyType {

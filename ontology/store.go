@@ -1,0 +1,217 @@
+// Package ontology is Ontoflow's ontology store: object types and their
+// properties, objects, link types and links, and action type definitions,
+// on gorm (SQLite and Postgres alike). Every write is validated at
+// definition time with the rules of package domain; object property writes
+// are checked against the object type (unknown, required, type, unique).
+//
+// The action engine uses the store through engine.Ontology (ActionType,
+// Object, ObjectExists, UpdateObject, CreateObject, DeleteObject,
+// CreateLink); those methods take the engine's transaction so an action's
+// edits commit together with its execution record.
+//
+// Deletion rules (see docs/ontology.md): deleting an object type cascades to
+// its properties and is refused (409 DependentsExist) while objects, link
+// types, action types or reference properties of other types depend on it;
+// deleting a property removes its values from the objects of the type and
+// is refused while action types use it or it is the primary key; deleting
+// an action type is refused while a property's inline_edit_config names
+// it; deleting a link type deletes its links and is refused while action
+// types use it; deleting an object deletes its links.
+package ontology
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+
+	"github.com/google/uuid"
+	"gorm.io/gorm"
+
+	"github.com/ontoflow/ontoflow/apperr"
+	"github.com/ontoflow/ontoflow/auth"
+	"github.com/ontoflow/ontoflow/models"
+	"github.com/ontoflow/ontoflow/ontology/domain"
+)
+
+// PermWrite is the permission key that creating, changing and deleting
+// ontology definitions and objects needs.
+const PermWrite = "ontology:write"
+
+// Store is the ontology store. It is safe for concurrent use and keeps no
+// state of its own beyond the database handle.
+type Store struct {
+	db     *gorm.DB
+	levels auth.Levels
+	log    *slog.Logger
+}
+
+// NewStore returns a Store over db; markings are the configured marking
+// levels (also the clearance levels), lowest first. Empty means
+// auth.DefaultLevels.
+func NewStore(db *gorm.DB, markings auth.Levels) *Store {
+	if len(markings) == 0 {
+		markings = auth.DefaultLevels
+	}
+	return &Store{db: db, levels: markings, log: slog.Default().With("component", "ontology")}
+}
+
+// Levels are the configured marking levels.
+func (s *Store) Levels() auth.Levels { return s.levels }
+
+// DB is the store's database handle (tests, the engine's transactions).
+func (s *Store) DB() *gorm.DB { return s.db }
+
+// conn is tx when the caller runs a transaction, else the store's handle.
+func (s *Store) conn(ctx context.Context, tx *gorm.DB) *gorm.DB {
+	if tx != nil {
+		return tx.WithContext(ctx)
+	}
+	return s.db.WithContext(ctx)
+}
+
+// inTx runs fn in tx when given, else in a new transaction.
+func (s *Store) inTx(ctx context.Context, tx *gorm.DB, fn func(tx *gorm.DB) error) error {
+	if tx != nil {
+		return fn(tx.WithContext(ctx))
+	}
+	return s.db.WithContext(ctx).Transaction(fn)
+}
+
+func newID() string { return uuid.NewString() }
+
+// isUnique reports whether err is a unique-constraint violation on either
+// dialect (the modernc SQLite driver's errors are not translated by gorm).
+func isUnique(err error) bool {
+	if err == nil {
+		return false
+	}
+	if errors.Is(err, gorm.ErrDuplicatedKey) {
+		return true
+	}
+	msg := err.Error()
+	return strings.Contains(msg, "UNIQUE constraint failed") || strings.Contains(msg, "SQLSTATE 23505") ||
+		strings.Contains(msg, "duplicate key value")
+}
+
+// ontErr is a definition failure of an object type, property or link type:
+// InvalidOntology naming the member.
+func ontErr(field, reason, format string, args ...any) *apperr.Error {
+	msg := fmt.Sprintf(format, args...)
+	return apperr.New(apperr.InvalidOntology, "%s: %s", field, msg).
+		WithDetails(apperr.Detail{Field: field, Reason: reason, Message: msg})
+}
+
+// dependents is the 409 refusing a delete while others depend on it; each
+// dependant is one detail.
+func dependents(what string, deps []apperr.Detail) *apperr.Error {
+	names := make([]string, 0, len(deps))
+	for _, d := range deps {
+		names = append(names, d.Message)
+	}
+	return apperr.New(apperr.DependentsExist, "cannot delete %s: %s depend on it", what, strings.Join(names, "; ")).
+		WithDetails(deps...)
+}
+
+// checkEnv is the value-check environment; tx resolves references inside
+// the caller's transaction so objects created earlier in it count.
+func (s *Store) checkEnv(ctx context.Context, tx *gorm.DB) domain.CheckEnv {
+	return domain.CheckEnv{
+		Markings: s.levels,
+		ResolveReference: func(objectTypeID, id string) (bool, error) {
+			return s.objectExists(ctx, tx, objectTypeID, id)
+		},
+	}
+}
+
+// canRead reports whether u may read an object of marking and
+// organization: clearance at least the marking and the same organization,
+// admins excepted.
+func (s *Store) canRead(u *models.User, marking, organization string) bool {
+	if u == nil {
+		return false
+	}
+	if u.IsAdmin() {
+		return true
+	}
+	return s.levels.Dominates(u.Clearance, marking) && u.Organization == organization
+}
+
+// dbLookup is a domain.Lookup over the database.
+type dbLookup struct {
+	ctx context.Context
+	db  *gorm.DB
+}
+
+func (l dbLookup) ObjectType(id string) (*domain.ObjectTypeInfo, error) {
+	var ot models.ObjectType
+	err := l.db.WithContext(l.ctx).Where("id = ?", id).Take(&ot).Error
+	if errors.Is(err, gorm.ErrRecordNotFound) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("look up object type %s: %w", id, err)
+	}
+	props, err := loadProperties(l.ctx, l.db, ot.ID)
+	if err != nil {
+		return nil, err
+	}
+	return typeInfo(&ot, props), nil
+}
+
+func (l dbLookup) LinkType(id string) (*domain.LinkTypeInfo, error) {
+	var lt models.LinkType
+	err := l.db.WithContext(l.ctx).Where("id = ?", id).Take(&lt).Error
+	if errors.Is(err, gorm.ErrRecordNotFound) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("look up link type %s: %w", id, err)
+	}
+	return &domain.LinkTypeInfo{ID: lt.ID, Name: lt.Name, SourceObjectTypeID: lt.SourceObjectTypeID,
+		TargetObjectTypeID: lt.TargetObjectTypeID, Cardinality: lt.Cardinality}, nil
+}
+
+func typeInfo(ot *models.ObjectType, props []models.Property) *domain.ObjectTypeInfo {
+	info := &domain.ObjectTypeInfo{ID: ot.ID, Name: ot.Name}
+	for _, p := range props {
+		info.Properties = append(info.Properties, propInfo(p))
+	}
+	return info
+}
+
+func propInfo(p models.Property) domain.PropertyInfo {
+	return domain.PropertyInfo{Name: p.Name, Type: p.Type.V, Required: p.Required, Unique: p.Unique,
+		HasDefault: p.DefaultValue.V != nil}
+}
+
+func loadProperties(ctx context.Context, db *gorm.DB, objectTypeID string) ([]models.Property, error) {
+	var props []models.Property
+	if err := db.WithContext(ctx).Where("object_type_id = ?", objectTypeID).
+		Order("position, name").Find(&props).Error; err != nil {
+		return nil, fmt.Errorf("load properties of %s: %w", objectTypeID, err)
+	}
+	return props, nil
+}
+
+// escapeLike escapes LIKE wildcards in a search term.
+func escapeLike(s string) string {
+	r := strings.NewReplacer(`\`, `\\`, `%`, `\%`, `_`, `\_`)
+	return "%" + strings.ToLower(r.Replace(s)) + "%"
+}
+
+// searchClause matches q in the lower-cased columns (same on both dialects).
+func searchClause(q *gorm.DB, term string, cols ...string) *gorm.DB {
+	if term == "" {
+		return q
+	}
+	like := escapeLike(term)
+	parts := make([]string, len(cols))
+	args := make([]any, len(cols))
+	for i, c := range cols {
+		parts[i] = "LOWER(" + c + `) LIKE ? ESCAPE '\'`
+		args[i] = like
+	}
+	return q.Where("("+strings.Join(parts, " OR ")+")", args...)
+}

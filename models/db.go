@@ -16,6 +16,10 @@ import (
 	"gorm.io/driver/sqlite"
 	"gorm.io/gorm"
 	"gorm.io/gorm/logger"
+	// The pure-Go SQLite driver, registered as "sqlite". The embedded
+	// Temporal server links the same one, so the binary has one driver and
+	// needs no cgo.
+	_ "modernc.org/sqlite"
 )
 
 // Dialect names the database family behind a *gorm.DB.

@@ -1,0 +1,252 @@
+package auth_test
+
+import (
+	"context"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"gorm.io/gorm"
+
+	"github.com/ontoflow/ontoflow/apperr"
+	"github.com/ontoflow/ontoflow/auth"
+	"github.com/ontoflow/ontoflow/internal/testdb"
+	"github.com/ontoflow/ontoflow/models"
+	"github.com/ontoflow/ontoflow/users"
+)
+
+func addUser(t *testing.T, db *gorm.DB, name, pw string, disabled bool) *models.User {
+	t.Helper()
+	st := &users.Store{DB: db, Levels: auth.DefaultLevels}
+	u, err := st.Create(context.Background(), users.Spec{Username: &name, Password: &pw, Disabled: &disabled})
+	if err != nil {
+		t.Fatalf("create user %s: %v", name, err)
+	}
+	return u
+}
+
+func basicRequest(user, pass string) *http.Request {
+	r := httptest.NewRequest("GET", "/api/v1/me", nil)
+	r.SetBasicAuth(user, pass)
+	return r
+}
+
+func bearerRequest(tok string) *http.Request {
+	r := httptest.NewRequest("GET", "/api/v1/me", nil)
+	r.Header.Set("Authorization", "Bearer "+tok)
+	return r
+}
+
+func wantUnauthorized(t *testing.T, what string, p *auth.Principal, err error) {
+	t.Helper()
+	if p != nil || !apperr.Is(err, apperr.Unauthorized) {
+		t.Errorf("%s: got principal %v, err %v; want Unauthorized", what, p, err)
+	}
+}
+
+func TestBasic(t *testing.T) {
+	testdb.Each(t, func(t *testing.T, db *gorm.DB) {
+		s := auth.NewService(db, auth.Options{})
+		addUser(t, db, "alice", "alice-password", false)
+		addUser(t, db, "dora", "dora-password", true)
+
+		p, err := s.Authenticate(basicRequest("alice", "alice-password"))
+		if err != nil || p.User.Username != "alice" || p.Method != "basic" || p.Guest {
+			t.Fatalf("alice: %+v, %v", p, err)
+		}
+		// A second request is served from the verification cache and must
+		// give the same answer.
+		if p, err := s.Authenticate(basicRequest("alice", "alice-password")); err != nil || p.User.Username != "alice" {
+			t.Fatalf("alice (cached): %+v, %v", p, err)
+		}
+		p, err = s.Authenticate(basicRequest("alice", "wrong"))
+		wantUnauthorized(t, "wrong password", p, err)
+		p, err = s.Authenticate(basicRequest("nobody", "alice-password"))
+		wantUnauthorized(t, "unknown user", p, err)
+		p, err = s.Authenticate(basicRequest("dora", "dora-password"))
+		wantUnauthorized(t, "disabled user", p, err)
+		p, err = s.Authenticate(httptest.NewRequest("GET", "/", nil))
+		wantUnauthorized(t, "no header", p, err)
+		r := httptest.NewRequest("GET", "/", nil)
+		r.Header.Set("Authorization", "Basic !!!not-base64")
+		p, err = s.Authenticate(r)
+		wantUnauthorized(t, "malformed basic", p, err)
+		p, err = s.Authenticate(basicRequest(strings.Repeat("x", 300), "p"))
+		wantUnauthorized(t, "oversized username", p, err)
+	})
+}
+
+// A changed password or a disabled flag takes effect at once, even though
+// the old password's verification is cached.
+func TestCacheDropsOnChange(t *testing.T) {
+	testdb.Each(t, func(t *testing.T, db *gorm.DB) {
+		ctx := context.Background()
+		s := auth.NewService(db, auth.Options{})
+		addUser(t, db, "alice", "alice-password", false)
+		if _, err := s.Authenticate(basicRequest("alice", "alice-password")); err != nil {
+			t.Fatal(err)
+		}
+		st := &users.Store{DB: db, Levels: auth.DefaultLevels}
+		newPW := "another-password"
+		if _, err := st.Update(ctx, "alice", users.Spec{Password: &newPW}); err != nil {
+			t.Fatal(err)
+		}
+		p, err := s.Authenticate(basicRequest("alice", "alice-password"))
+		wantUnauthorized(t, "old password after change", p, err)
+		if _, err := s.Authenticate(basicRequest("alice", newPW)); err != nil {
+			t.Fatalf("new password: %v", err)
+		}
+		yes := true
+		if _, err := st.Update(ctx, "alice", users.Spec{Disabled: &yes}); err != nil {
+			t.Fatal(err)
+		}
+		p, err = s.Authenticate(basicRequest("alice", newPW))
+		wantUnauthorized(t, "disabled after cached success", p, err)
+	})
+}
+
+func TestTokens(t *testing.T) {
+	testdb.Each(t, func(t *testing.T, db *gorm.DB) {
+		ctx := context.Background()
+		s := auth.NewService(db, auth.Options{})
+		u := addUser(t, db, "alice", "alice-password", false)
+		other := addUser(t, db, "bob", "bob-password", false)
+
+		secret, tok, err := s.IssueToken(ctx, u, "cli", time.Hour, false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !strings.HasPrefix(secret, auth.TokenPrefix) {
+			t.Errorf("token %q lacks prefix", secret)
+		}
+		var stored models.APIToken
+		if err := db.Take(&stored, "id = ?", tok.ID).Error; err != nil {
+			t.Fatal(err)
+		}
+		if strings.Contains(stored.SecretHash, secret) || stored.SecretHash == secret {
+			t.Errorf("token secret stored in clear")
+		}
+		p, err := s.Authenticate(bearerRequest(secret))
+		if err != nil || p.User.ID != u.ID || p.TokenID != tok.ID || p.Guest || p.Method != "bearer" {
+			t.Fatalf("bearer: %+v, %v", p, err)
+		}
+
+		guestSecret, _, err := s.IssueToken(ctx, u, "guest", time.Hour, true)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if p, err := s.Authenticate(bearerRequest(guestSecret)); err != nil || !p.Guest {
+			t.Fatalf("guest token: %+v, %v", p, err)
+		}
+
+		// Someone else cannot revoke alice's token; alice can.
+		if err := s.RevokeToken(ctx, &auth.Principal{User: other}, tok.ID); !apperr.Is(err, apperr.TokenNotFound) {
+			t.Errorf("revoke by another user: %v", err)
+		}
+		if err := s.RevokeToken(ctx, &auth.Principal{User: u}, tok.ID); err != nil {
+			t.Fatal(err)
+		}
+		p, err = s.Authenticate(bearerRequest(secret))
+		wantUnauthorized(t, "revoked token", p, err)
+		if err := s.RevokeToken(ctx, &auth.Principal{User: u}, tok.ID); !apperr.Is(err, apperr.TokenNotFound) {
+			t.Errorf("second revoke: %v", err)
+		}
+
+		expired, _, err := s.IssueToken(ctx, u, "short", -time.Second, false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		p, err = s.Authenticate(bearerRequest(expired))
+		wantUnauthorized(t, "expired token", p, err)
+
+		for _, bad := range []string{"", "oft_", "not-a-token", auth.TokenPrefix + strings.Repeat("a", 300)} {
+			p, err = s.Authenticate(bearerRequest(bad))
+			wantUnauthorized(t, "bad token "+bad, p, err)
+		}
+
+		// A password change revokes every older token.
+		live, _, err := s.IssueToken(ctx, u, "live", time.Hour, false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		st := &users.Store{DB: db, Levels: auth.DefaultLevels}
+		pw := "changed-password"
+		if _, err := st.Update(ctx, u.ID, users.Spec{Password: &pw}); err != nil {
+			t.Fatal(err)
+		}
+		p, err = s.Authenticate(bearerRequest(live))
+		wantUnauthorized(t, "token after password change", p, err)
+	})
+}
+
+func TestPasswordHash(t *testing.T) {
+	h, err := auth.HashPassword("s3cret-pass")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasPrefix(h, "$argon2id$") || strings.Contains(h, "s3cret-pass") {
+		t.Fatalf("hash %q", h)
+	}
+	if ok, err := auth.VerifyPassword(h, "s3cret-pass"); !ok || err != nil {
+		t.Errorf("verify right password: %v %v", ok, err)
+	}
+	if ok, err := auth.VerifyPassword(h, "s3cret-pasS"); ok || err != nil {
+		t.Errorf("verify wrong password: %v %v", ok, err)
+	}
+	h2, _ := auth.HashPassword("s3cret-pass")
+	if h == h2 {
+		t.Errorf("two hashes of one password are equal: salt missing")
+	}
+	for _, bad := range []string{"", "plain", "$argon2i$v=19$m=1,t=1,p=1$AAAA$AAAA", "$argon2id$v=1$m=1,t=1,p=1$AAAA$AAAA", "$argon2id$v=19$m=x$AAAA$AAAA", "$argon2id$v=19$m=1,t=1,p=1$!!$AAAA"} {
+		if ok, err := auth.VerifyPassword(bad, "x"); ok || err == nil {
+			t.Errorf("malformed hash %q: ok=%v err=%v", bad, ok, err)
+		}
+	}
+}
+
+func TestHasPermission(t *testing.T) {
+	mk := func(roles, perms []string) *models.User {
+		return &models.User{Roles: models.NewJSON(roles), Permissions: models.NewJSON(perms)}
+	}
+	cases := []struct {
+		name string
+		u    *models.User
+		key  string
+		want bool
+	}{
+		{"nil user", nil, "ontology:write", false},
+		{"exact", mk(nil, []string{"ontology:write"}), "ontology:write", true},
+		{"other verb", mk(nil, []string{"ontology:read"}), "ontology:write", false},
+		{"resource wildcard", mk(nil, []string{"ontology:*"}), "ontology:write", true},
+		{"resource wildcard other resource", mk(nil, []string{"users:*"}), "ontology:write", false},
+		{"all", mk(nil, []string{"*:*"}), "users:admin", true},
+		{"star", mk(nil, []string{"*"}), "users:admin", true},
+		{"case sensitive", mk(nil, []string{"Ontology:Write"}), "ontology:write", false},
+		{"admin role", mk([]string{"admin"}, nil), "anything:at-all", true},
+		{"other role", mk([]string{"analyst"}, nil), "ontology:write", false},
+		{"prefix is not a wildcard", mk(nil, []string{"onto:*"}), "ontology:write", false},
+	}
+	for _, c := range cases {
+		if got := auth.HasPermission(c.u, c.key); got != c.want {
+			t.Errorf("%s: HasPermission(%q) = %v, want %v", c.name, c.key, got, c.want)
+		}
+	}
+}
+
+func TestLevels(t *testing.T) {
+	ls := auth.DefaultLevels
+	if !ls.Dominates("pii", "confidential") || !ls.Dominates("public", "public") || ls.Dominates("public", "pii") {
+		t.Error("Dominates order wrong")
+	}
+	if ls.Dominates("secret", "public") || ls.Dominates("pii", "secret") {
+		t.Error("unknown levels must never dominate or be dominated")
+	}
+	if err := ls.Check("clearance", "secret"); err == nil || !strings.Contains(err.Error(), "clearance") {
+		t.Errorf("Check unknown level: %v", err)
+	}
+	if ls.Lowest() != "public" {
+		t.Errorf("Lowest = %q", ls.Lowest())
+	}
+}

@@ -189,7 +189,7 @@ func Bind(fs *flag.FlagSet, mode Mode) (*Config, func() error) {
 		if (c.TLSCert == "") != (c.TLSKey == "") {
 			return fmt.Errorf("--tls-cert and --tls-key go together")
 		}
-		if c.BatchChildItems < 1 || c.BatchConcurrency < 1 && mode != ModeAdmin {
+		if mode != ModeAdmin && (c.BatchChildItems < 1 || c.BatchConcurrency < 1) {
 			return fmt.Errorf("--batch-child-items and --batch-concurrency must be positive")
 		}
 		return nil

@@ -1,0 +1,117 @@
+package config
+
+import (
+	"flag"
+	"io"
+	"strings"
+	"testing"
+	"time"
+)
+
+func bind(t *testing.T, mode Mode, args ...string) (*Config, error) {
+	t.Helper()
+	fs := flag.NewFlagSet("test", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	cfg, check := Bind(fs, mode)
+	if err := fs.Parse(args); err != nil {
+		return nil, err
+	}
+	return cfg, check()
+}
+
+func TestDefaults(t *testing.T) {
+	t.Setenv("DATABASE_URL", "")
+	cfg, err := bind(t, ModeDev)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.HTTPAddr != "127.0.0.1:8080" || cfg.TemporalPort != 7233 || cfg.UIPort != 8233 {
+		t.Errorf("dev listens on %s, temporal %d, UI %d", cfg.HTTPAddr, cfg.TemporalPort, cfg.UIPort)
+	}
+	if !strings.HasPrefix(cfg.DatabaseURL, "sqlite:") || !strings.HasSuffix(cfg.DatabaseURL, "ontoflow.db") {
+		t.Errorf("dev database = %q", cfg.DatabaseURL)
+	}
+	if strings.Join(cfg.Markings, ",") != "public,confidential,pii" {
+		t.Errorf("markings = %v", cfg.Markings)
+	}
+	if cfg.MaxBodyBytes != 4<<20 || cfg.WebDAVMaxUpload != 10<<30 || cfg.WebDAVMaxLockTTL != time.Hour {
+		t.Errorf("limits: body %d upload %d lock %s", cfg.MaxBodyBytes, cfg.WebDAVMaxUpload, cfg.WebDAVMaxLockTTL)
+	}
+}
+
+// migrate and users register no batch settings and must still validate.
+func TestAdminMode(t *testing.T) {
+	t.Setenv("DATABASE_URL", "")
+	cfg, err := bind(t, ModeAdmin, "--data-dir", "/tmp/x")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.DatabaseURL != "sqlite:/tmp/x/ontoflow.db" {
+		t.Errorf("admin database = %q", cfg.DatabaseURL)
+	}
+}
+
+func TestEnvironmentAndFlags(t *testing.T) {
+	t.Setenv("ONTOFLOW_MARKINGS", "low, high")
+	t.Setenv("ONTOFLOW_WEBDAV_QUOTA", "5GiB")
+	t.Setenv("DATABASE_URL", "postgres://x@db/ontoflow")
+	cfg, err := bind(t, ModeServe, "--http-addr", "0.0.0.0:9000", "--webdav-max-upload", "1MiB")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Join(cfg.Markings, ",") != "low,high" || cfg.WebDAVQuota != 5<<30 || cfg.HTTPAddr != "0.0.0.0:9000" ||
+		cfg.WebDAVMaxUpload != 1<<20 || cfg.DatabaseURL != "postgres://x@db/ontoflow" || cfg.TemporalAddress != "127.0.0.1:7233" {
+		t.Errorf("config = %+v", cfg)
+	}
+}
+
+func TestRefusals(t *testing.T) {
+	cases := []struct {
+		name string
+		env  map[string]string
+		mode Mode
+		args []string
+		want string
+	}{
+		{"serve without database", map[string]string{"DATABASE_URL": ""}, ModeServe, nil, "DATABASE_URL"},
+		{"worker without database", map[string]string{"DATABASE_URL": ""}, ModeWorker, nil, "DATABASE_URL"},
+		{"duplicate marking", map[string]string{"ONTOFLOW_MARKINGS": "a,b,a"}, ModeDev, nil, "twice"},
+		{"empty marking", map[string]string{"ONTOFLOW_MARKINGS": "a,,b"}, ModeDev, nil, "empty"},
+		{"bad env integer", map[string]string{"ONTOFLOW_BATCH_MAX_ITEMS": "many"}, ModeDev, nil, "ONTOFLOW_BATCH_MAX_ITEMS"},
+		{"bad env size", map[string]string{"ONTOFLOW_MAX_BODY": "huge"}, ModeDev, nil, "ONTOFLOW_MAX_BODY"},
+		{"bad env duration", map[string]string{"ONTOFLOW_TOKEN_TTL": "forever"}, ModeDev, nil, "ONTOFLOW_TOKEN_TTL"},
+		{"cert without key", nil, ModeDev, []string{"--tls-cert", "c.pem"}, "tls"},
+		{"bad flag size", nil, ModeDev, []string{"--max-body", "-1"}, "byte size"},
+		{"zero batch items", nil, ModeDev, []string{"--batch-child-items", "0"}, "positive"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			for k, v := range c.env {
+				t.Setenv(k, v)
+			}
+			_, err := bind(t, c.mode, c.args...)
+			if err == nil || !strings.Contains(err.Error(), c.want) {
+				t.Fatalf("err = %v, want one mentioning %q", err, c.want)
+			}
+		})
+	}
+}
+
+func TestParseBytes(t *testing.T) {
+	for in, want := range map[string]int64{"0": 0, "1024": 1024, "4KiB": 4096, "512MiB": 512 << 20, "10GiB": 10 << 30, "1KB": 1000, "2 MB": 2e6, "7B": 7} {
+		got, err := ParseBytes(in)
+		if err != nil || got != want {
+			t.Errorf("ParseBytes(%q) = %d, %v; want %d", in, got, err, want)
+		}
+	}
+	for _, in := range []string{"", "x", "-1", "1.5GiB", "GiB", "99999999999999999999"} {
+		if _, err := ParseBytes(in); err == nil {
+			t.Errorf("ParseBytes(%q) accepted", in)
+		}
+	}
+	for n, want := range map[int64]string{4 << 20: "4MiB", 10 << 30: "10GiB", 1000: "1000", 1536: "1536"} {
+		if got := FormatBytes(n); got != want {
+			t.Errorf("FormatBytes(%d) = %q, want %q", n, got, want)
+		}
+	}
+}

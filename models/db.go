@@ -5,6 +5,7 @@ package models
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"os"
@@ -69,7 +70,8 @@ func Open(ctx context.Context, dsn string) (*gorm.DB, error) {
 		// foreign keys stay off because the schema enforces relations in code
 		// identically on both dialects.
 		q := "?_pragma=journal_mode(WAL)&_pragma=synchronous(NORMAL)&_pragma=busy_timeout(10000)&_pragma=foreign_keys(OFF)&_txlock=immediate"
-		db, err = gorm.Open(sqlite.New(sqlite.Config{DriverName: "sqlite", DSN: "file:" + path + q}), cfg)
+		d := sqlite.New(sqlite.Config{DriverName: "sqlite", DSN: "file:" + path + q}).(*sqlite.Dialector)
+		db, err = gorm.Open(sqliteDialector{d}, cfg)
 		if err != nil {
 			return nil, fmt.Errorf("open sqlite %s: %w", path, err)
 		}
@@ -84,6 +86,25 @@ func Open(ctx context.Context, dsn string) (*gorm.DB, error) {
 		return nil, err
 	}
 	return db, nil
+}
+
+// sqliteDialector translates the modernc driver's constraint errors, which
+// gorm's SQLite dialector (written for the cgo driver's error type) misses,
+// so a duplicate key is gorm.ErrDuplicatedKey on SQLite as on Postgres.
+type sqliteDialector struct{ *sqlite.Dialector }
+
+// Translate implements gorm.ErrorTranslator.
+func (d sqliteDialector) Translate(err error) error {
+	var coded interface{ Code() int }
+	if errors.As(err, &coded) {
+		switch coded.Code() {
+		case 1555, 2067: // SQLITE_CONSTRAINT_PRIMARYKEY, SQLITE_CONSTRAINT_UNIQUE
+			return gorm.ErrDuplicatedKey
+		case 787: // SQLITE_CONSTRAINT_FOREIGNKEY
+			return gorm.ErrForeignKeyViolated
+		}
+	}
+	return err
 }
 
 func ping(ctx context.Context, db *gorm.DB) error {

@@ -1,0 +1,55 @@
+package models_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+
+	"gorm.io/gorm"
+
+	"github.com/ontoflow/ontoflow/internal/testdb"
+	"github.com/ontoflow/ontoflow/models"
+)
+
+// Migrations run again on an up-to-date schema without error, unique
+// violations surface as gorm.ErrDuplicatedKey on both dialects, and JSON
+// columns round-trip.
+func TestSchema(t *testing.T) {
+	testdb.Each(t, func(t *testing.T, db *gorm.DB) {
+		ctx := context.Background()
+		if err := models.Migrate(ctx, db); err != nil {
+			t.Fatalf("second migrate: %v", err)
+		}
+		u := models.User{ID: "u1", Username: "alice", PasswordHash: "h", Clearance: "public",
+			Roles:      models.NewJSON([]string{"a", "b"}),
+			Attributes: models.NewJSON(map[string]any{"n": 1.5, "s": "x", "nested": map[string]any{"k": true}})}
+		if err := db.Create(&u).Error; err != nil {
+			t.Fatal(err)
+		}
+		dup := u
+		dup.ID = "u2"
+		if err := db.Create(&dup).Error; !errors.Is(err, gorm.ErrDuplicatedKey) {
+			t.Errorf("duplicate username: %v, want ErrDuplicatedKey", err)
+		}
+		var got models.User
+		if err := db.Take(&got, "id = ?", "u1").Error; err != nil {
+			t.Fatal(err)
+		}
+		if len(got.Roles.V) != 2 || got.Attributes.V["n"] != 1.5 || got.Attributes.V["nested"].(map[string]any)["k"] != true {
+			t.Errorf("JSON columns round-trip: %+v", got)
+		}
+		if err := models.Ping(ctx, db); err != nil {
+			t.Errorf("ping: %v", err)
+		}
+	})
+}
+
+func TestOpenRefusesBadDSN(t *testing.T) {
+	ctx := context.Background()
+	if _, err := models.Open(ctx, "postgres://nobody@127.0.0.1:1/none?connect_timeout=2"); err == nil {
+		t.Error("opened a Postgres server that does not exist")
+	}
+	if _, err := models.Open(ctx, "sqlite:/proc/no/such/dir/x.db"); err == nil {
+		t.Error("opened SQLite in a directory that cannot exist")
+	}
+}

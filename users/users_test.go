@@ -1,0 +1,97 @@
+package users_test
+
+import (
+	"context"
+	"testing"
+
+	"gorm.io/gorm"
+
+	"github.com/ontoflow/ontoflow/apperr"
+	"github.com/ontoflow/ontoflow/auth"
+	"github.com/ontoflow/ontoflow/internal/testdb"
+	"github.com/ontoflow/ontoflow/users"
+)
+
+func ptr[T any](v T) *T { return &v }
+
+func TestCreateAndUpdate(t *testing.T) {
+	testdb.Each(t, func(t *testing.T, db *gorm.DB) {
+		ctx := context.Background()
+		st := &users.Store{DB: db, Levels: auth.DefaultLevels}
+		u, err := st.Create(ctx, users.Spec{
+			Username: ptr("alice"), Password: ptr("alice-password"),
+			Roles: ptr([]string{"analyst"}), Permissions: ptr([]string{"ontology:write"}),
+			Attributes: ptr(map[string]any{"region": "eu"}), Clearance: ptr("confidential"),
+			Organization: ptr("acme"), QuotaBytes: ptr(int64(1 << 20)),
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := st.Get(ctx, "alice")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got.ID != u.ID || got.Clearance != "confidential" || got.Organization != "acme" || got.QuotaBytes != 1<<20 ||
+			got.Attributes.V["region"] != "eu" || !got.HasRole("analyst") || got.PasswordHash == "alice-password" {
+			t.Errorf("stored user = %+v", got)
+		}
+		if byID, err := st.Get(ctx, u.ID); err != nil || byID.Username != "alice" {
+			t.Errorf("get by id: %v %v", byID, err)
+		}
+		// Defaults: lowest clearance, no roles.
+		b, err := st.Create(ctx, users.Spec{Username: ptr("bob"), Password: ptr("bob-password")})
+		if err != nil || b.Clearance != "public" {
+			t.Fatalf("bob: %+v %v", b, err)
+		}
+		upd, err := st.Update(ctx, "bob", users.Spec{Clearance: ptr("pii"), Disabled: ptr(true)})
+		if err != nil || upd.Clearance != "pii" || !upd.Disabled {
+			t.Fatalf("update: %+v %v", upd, err)
+		}
+		if n, err := st.Count(ctx); err != nil || n != 2 {
+			t.Errorf("count = %d, %v", n, err)
+		}
+		list, err := st.List(ctx, 0, 10)
+		if err != nil || len(list) != 2 || list[0].Username != "alice" {
+			t.Errorf("list = %v, %v", list, err)
+		}
+	})
+}
+
+func TestRefusals(t *testing.T) {
+	testdb.Each(t, func(t *testing.T, db *gorm.DB) {
+		ctx := context.Background()
+		st := &users.Store{DB: db, Levels: auth.DefaultLevels}
+		if _, err := st.Create(ctx, users.Spec{Username: ptr("alice"), Password: ptr("alice-password")}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := st.Create(ctx, users.Spec{Username: ptr("carl"), Password: ptr("carl-password")}); err != nil {
+			t.Fatal(err)
+		}
+		cases := []struct {
+			name string
+			spec users.Spec
+			code apperr.Code
+		}{
+			{"no password", users.Spec{Username: ptr("x1")}, apperr.InvalidArgument},
+			{"no username", users.Spec{Password: ptr("long-enough")}, apperr.InvalidArgument},
+			{"bad username", users.Spec{Username: ptr("../etc"), Password: ptr("long-enough")}, apperr.InvalidArgument},
+			{"short password", users.Spec{Username: ptr("x2"), Password: ptr("short")}, apperr.InvalidArgument},
+			{"unknown clearance", users.Spec{Username: ptr("x3"), Password: ptr("long-enough"), Clearance: ptr("secret")}, apperr.InvalidArgument},
+			{"empty role", users.Spec{Username: ptr("x4"), Password: ptr("long-enough"), Roles: ptr([]string{" "})}, apperr.InvalidArgument},
+			{"empty permission", users.Spec{Username: ptr("x5"), Password: ptr("long-enough"), Permissions: ptr([]string{""})}, apperr.InvalidArgument},
+			{"negative quota", users.Spec{Username: ptr("x6"), Password: ptr("long-enough"), QuotaBytes: ptr(int64(-1))}, apperr.InvalidArgument},
+			{"duplicate", users.Spec{Username: ptr("alice"), Password: ptr("long-enough")}, apperr.Conflict},
+		}
+		for _, c := range cases {
+			if _, err := st.Create(ctx, c.spec); !apperr.Is(err, c.code) {
+				t.Errorf("%s: err = %v, want %s", c.name, err, c.code)
+			}
+		}
+		if _, err := st.Update(ctx, "nobody", users.Spec{Disabled: ptr(true)}); !apperr.Is(err, apperr.UserNotFound) {
+			t.Errorf("update unknown: %v", err)
+		}
+		if _, err := st.Update(ctx, "carl", users.Spec{Username: ptr("alice")}); !apperr.Is(err, apperr.Conflict) {
+			t.Errorf("rename onto a taken name: %v", err)
+		}
+	})
+}

@@ -14,6 +14,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net/http"
 	"os"
 	"os/signal"
 	"strings"
@@ -37,6 +38,8 @@ Commands:
   migrate   bring the database schema up to date (idempotent); with
             --temporal-address also registers Ontoflow's search attributes
   users     manage service users: add, list, show, update, passwd
+  probe     GET a URL and exit 0 on 200 (container health checks; the
+            image has no curl)
 
 Run 'ontoflow <command> -h' for the flags of a command; every flag also reads
 an environment variable, named in its help.
@@ -60,6 +63,8 @@ func main() {
 		err = migrate(args)
 	case "users":
 		err = usersCmd(args, os.Stdout)
+	case "probe":
+		err = probe(args)
 	case "-h", "--help", "help":
 		fmt.Print(usage)
 		return
@@ -126,24 +131,46 @@ func run(mode app.Mode, cmode config.Mode, args []string) error {
 	return err
 }
 
+// printBanner tells where everything is. It is written in one piece so a
+// reader that waits for "ready" sees the whole banner.
 func printBanner(w io.Writer, a *app.App, took time.Duration) {
-	fmt.Fprintf(w, "Ontoflow %s ready in %s\n", map[app.Mode]string{app.Dev: "dev", app.Serve: "serve", app.Worker: "worker"}[a.Mode], took.Round(time.Millisecond))
+	var b strings.Builder
+	fmt.Fprintf(&b, "Ontoflow %s ready in %s\n", map[app.Mode]string{app.Dev: "dev", app.Serve: "serve", app.Worker: "worker"}[a.Mode], took.Round(time.Millisecond))
 	if a.APIURL != "" {
-		fmt.Fprintf(w, "  API:       %s/api/v1/  (OpenAPI: %s/openapi.yaml)\n", a.APIURL, a.APIURL)
-		fmt.Fprintf(w, "  WebDAV:    %s/webdav/\n", a.APIURL)
-		fmt.Fprintf(w, "  Health:    %s/healthz  %s/readyz  metrics: %s/metrics\n", a.APIURL, a.APIURL, a.APIURL)
+		fmt.Fprintf(&b, "  API:         %s/api/v1/  (OpenAPI: %s/openapi.yaml)\n", a.APIURL, a.APIURL)
+		fmt.Fprintf(&b, "  WebDAV:      %s/webdav/\n", a.APIURL)
+		fmt.Fprintf(&b, "  Health:      %s/healthz  %s/readyz  metrics: %s/metrics\n", a.APIURL, a.APIURL, a.APIURL)
 	}
 	if a.Dev != nil {
-		fmt.Fprintf(w, "  Temporal:  %s (namespace %s)\n", a.Dev.FrontendAddress(), a.Cfg.TemporalNamespace)
+		fmt.Fprintf(&b, "  Temporal:    %s (namespace %s)\n", a.Dev.FrontendAddress(), a.Cfg.TemporalNamespace)
 		if ui := a.Dev.UIAddress(); ui != "" {
-			fmt.Fprintf(w, "  Temporal UI: %s\n", ui)
+			fmt.Fprintf(&b, "  Temporal UI: %s\n", ui)
 		}
-		fmt.Fprintf(w, "  Data:      %s\n", a.Cfg.DataDir)
+		fmt.Fprintf(&b, "  Data:        %s\n", a.Cfg.DataDir)
 	}
 	if a.AdminPassword != "" {
-		fmt.Fprintf(w, "  Created user %q with password %s\n  (shown once; change it with 'ontoflow users passwd %s')\n",
+		fmt.Fprintf(&b, "  Created user %q with password %s\n  (shown once; change it with 'ontoflow users passwd %s')\n",
 			a.Cfg.AdminUser, a.AdminPassword, a.Cfg.AdminUser)
 	}
+	io.WriteString(w, b.String())
+}
+
+// probe is a health check for images without curl: GET the URL, succeed on
+// 200.
+func probe(args []string) error {
+	if len(args) != 1 {
+		return fmt.Errorf("usage: ontoflow probe URL")
+	}
+	c := &http.Client{Timeout: 5 * time.Second}
+	resp, err := c.Get(args[0])
+	if err != nil {
+		return err
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("%s answered %s", args[0], resp.Status)
+	}
+	return nil
 }
 
 func migrate(args []string) error {

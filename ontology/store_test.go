@@ -7,9 +7,6 @@ import (
 	"testing"
 
 	"gorm.io/gorm"
-	// The app gets the pure-Go SQLite driver through the embedded Temporal
-	// server; tests that do not link the server register it themselves.
-	_ "modernc.org/sqlite"
 
 	"github.com/ontoflow/ontoflow/apperr"
 	"github.com/ontoflow/ontoflow/auth"

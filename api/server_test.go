@@ -1,0 +1,269 @@
+package api_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	"github.com/gin-gonic/gin"
+	"gorm.io/gorm"
+
+	"github.com/ontoflow/ontoflow/api"
+	"github.com/ontoflow/ontoflow/auth"
+	"github.com/ontoflow/ontoflow/internal/testdb"
+	"github.com/ontoflow/ontoflow/users"
+)
+
+// foundation is an API server with only the foundation's routes, a test
+// route that panics, a fake WebDAV handler that records it was reached, and
+// a readiness check the test can break.
+type foundation struct {
+	srv      *httptest.Server
+	db       *gorm.DB
+	notReady error
+	davHits  int
+}
+
+func newFoundation(t *testing.T, db *gorm.DB) *foundation {
+	t.Helper()
+	f := &foundation{db: db}
+	s := api.New(api.Deps{
+		DB: db, Auth: auth.NewService(db, auth.Options{}), Levels: auth.DefaultLevels,
+		MaxBodyBytes: 1024,
+		WebDAV: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			f.davHits++
+			w.WriteHeader(http.StatusMultiStatus)
+		}),
+		Ready: func(context.Context) error { return f.notReady },
+		Routes: []func(g *gin.RouterGroup){func(g *gin.RouterGroup) {
+			g.GET("/test/panic", func(*gin.Context) { panic("boom") })
+		}},
+	})
+	f.srv = httptest.NewServer(s.Handler())
+	t.Cleanup(f.srv.Close)
+	st := &users.Store{DB: db, Levels: auth.DefaultLevels}
+	for _, u := range []struct {
+		name  string
+		roles []string
+	}{{"admin", []string{"admin"}}, {"plain", nil}} {
+		name, pw, roles := u.name, u.name+"-password", u.roles
+		if _, err := st.Create(context.Background(), users.Spec{Username: &name, Password: &pw, Roles: &roles}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return f
+}
+
+type reply struct {
+	status int
+	header http.Header
+	body   []byte
+}
+
+func (r reply) code() string {
+	var e struct {
+		Error struct {
+			Code    string `json:"code"`
+			Message string `json:"message"`
+		} `json:"error"`
+	}
+	if err := json.Unmarshal(r.body, &e); err != nil {
+		return "not-json: " + string(r.body)
+	}
+	return e.Error.Code
+}
+
+func (f *foundation) do(t *testing.T, user, method, path, ctype string, body io.Reader) reply {
+	t.Helper()
+	req, err := http.NewRequest(method, f.srv.URL+path, body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ctype != "" {
+		req.Header.Set("Content-Type", ctype)
+	}
+	if user != "" {
+		req.SetBasicAuth(user, user+"-password")
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return reply{resp.StatusCode, resp.Header, b}
+}
+
+func (f *foundation) json(t *testing.T, user, method, path, body string) reply {
+	t.Helper()
+	var rd io.Reader
+	if body != "" {
+		rd = strings.NewReader(body)
+	}
+	return f.do(t, user, method, path, "application/json", rd)
+}
+
+func TestHealthAndReadiness(t *testing.T) {
+	f := newFoundation(t, testdb.Open(t, "sqlite"))
+	if r := f.json(t, "", "GET", "/healthz", ""); r.status != 200 {
+		t.Errorf("healthz: %d", r.status)
+	}
+	if r := f.json(t, "", "GET", "/readyz", ""); r.status != 200 {
+		t.Errorf("readyz: %d", r.status)
+	}
+	f.notReady = errors.New("database down")
+	if r := f.json(t, "", "GET", "/readyz", ""); r.status != 503 || r.code() != "Unavailable" {
+		t.Errorf("readyz when not ready: %d %s", r.status, r.body)
+	}
+	if r := f.json(t, "", "GET", "/metrics", ""); r.status != 200 || !bytes.Contains(r.body, []byte("ontoflow_api_requests_total")) {
+		t.Errorf("metrics: %d", r.status)
+	}
+}
+
+func TestConventions(t *testing.T) {
+	testdb.Each(t, func(t *testing.T, db *gorm.DB) {
+		f := newFoundation(t, db)
+		cases := []struct {
+			name         string
+			user, method string
+			path, ctype  string
+			body         string
+			status       int
+			code         string
+		}{
+			{"no credentials", "", "GET", "/api/v1/me", "", "", 401, "Unauthorized"},
+			{"unknown route", "admin", "GET", "/api/v1/nothing-here", "", "", 404, "NotFound"},
+			{"truncated JSON", "admin", "POST", "/api/v1/users", "application/json", `{"username":`, 400, "InvalidJSON"},
+			{"malformed JSON", "admin", "POST", "/api/v1/users", "application/json", `{username}`, 400, "InvalidJSON"},
+			{"unknown field", "admin", "POST", "/api/v1/users", "application/json", `{"username":"x","password":"long-enough","colour":"red"}`, 400, "InvalidJSON"},
+			{"wrong type", "admin", "POST", "/api/v1/users", "application/json", `{"username":7}`, 400, "InvalidJSON"},
+			{"two values", "admin", "POST", "/api/v1/users", "application/json", `{} {}`, 400, "InvalidJSON"},
+			{"empty body", "admin", "POST", "/api/v1/users", "application/json", ``, 400, "InvalidJSON"},
+			{"wrong content type", "admin", "POST", "/api/v1/users", "text/plain", `{}`, 400, "InvalidJSON"},
+			{"too large", "admin", "POST", "/api/v1/users", "application/json", `{"username":"` + strings.Repeat("x", 2000) + `"}`, 413, "RequestEntityTooLarge"},
+			{"not permitted", "plain", "POST", "/api/v1/users", "application/json", `{"username":"x1","password":"long-enough"}`, 403, "PermissionDenied"},
+			{"invalid user", "admin", "POST", "/api/v1/users", "application/json", `{"username":"x1","password":"short"}`, 400, "InvalidArgument"},
+			{"duplicate user", "admin", "POST", "/api/v1/users", "application/json", `{"username":"plain","password":"long-enough"}`, 409, "Conflict"},
+			{"unknown user", "admin", "GET", "/api/v1/users/nobody", "", "", 404, "UserNotFound"},
+			{"other user's record", "plain", "GET", "/api/v1/users/admin", "", "", 403, "PermissionDenied"},
+			{"bad page size", "admin", "GET", "/api/v1/users?page_size=0", "", "", 400, "InvalidArgument"},
+			{"huge page size", "admin", "GET", "/api/v1/users?page_size=100000", "", "", 400, "InvalidArgument"},
+			{"forged page token", "admin", "GET", "/api/v1/users?page_token=not*base64", "", "", 400, "InvalidArgument"},
+			{"negative ttl", "admin", "POST", "/api/v1/auth/tokens", "application/json", `{"ttl_seconds":-5}`, 400, "InvalidArgument"},
+			{"ttl too long", "admin", "POST", "/api/v1/auth/tokens", "application/json", `{"ttl_seconds":999999999}`, 400, "InvalidArgument"},
+			{"revoke unknown token", "admin", "DELETE", "/api/v1/auth/tokens/nope", "", "", 404, "TokenNotFound"},
+			{"panic", "admin", "GET", "/api/v1/test/panic", "", "", 500, "Internal"},
+		}
+		for _, c := range cases {
+			var body io.Reader
+			if c.body != "" || c.method == "POST" {
+				body = strings.NewReader(c.body)
+			}
+			r := f.do(t, c.user, c.method, c.path, c.ctype, body)
+			if r.status != c.status || r.code() != c.code {
+				t.Errorf("%s: got %d %s, want %d %s", c.name, r.status, r.body, c.status, c.code)
+			}
+			if r.status == 401 && !strings.HasPrefix(r.header.Get("WWW-Authenticate"), "Basic ") {
+				t.Errorf("%s: 401 without a Basic challenge", c.name)
+			}
+			if ct := r.header.Get("Content-Type"); !strings.HasPrefix(ct, "application/json") {
+				t.Errorf("%s: error body has Content-Type %q", c.name, ct)
+			}
+		}
+		if r := f.json(t, "admin", "PUT", "/api/v1/me", "{}"); r.status != 405 || r.code() != "MethodNotAllowed" || !strings.Contains(r.header.Get("Allow"), "GET") {
+			t.Errorf("wrong method: %d %s (Allow %q)", r.status, r.body, r.header.Get("Allow"))
+		}
+	})
+}
+
+func TestUserPagination(t *testing.T) {
+	f := newFoundation(t, testdb.Open(t, "sqlite"))
+	for _, n := range []string{"u1", "u2", "u3"} {
+		if r := f.json(t, "admin", "POST", "/api/v1/users", `{"username":"`+n+`","password":"long-enough"}`); r.status != 201 {
+			t.Fatalf("create %s: %d %s", n, r.status, r.body)
+		}
+	}
+	var seen []string
+	path := "/api/v1/users?page_size=2"
+	for pages := 0; ; pages++ {
+		if pages > 5 {
+			t.Fatal("pagination does not end")
+		}
+		r := f.json(t, "admin", "GET", path, "")
+		var page struct {
+			Data []struct {
+				Username string `json:"username"`
+			} `json:"data"`
+			Next string `json:"next_page_token"`
+		}
+		if err := json.Unmarshal(r.body, &page); err != nil || r.status != 200 {
+			t.Fatalf("page: %d %s", r.status, r.body)
+		}
+		for _, u := range page.Data {
+			seen = append(seen, u.Username)
+		}
+		if page.Next == "" {
+			break
+		}
+		path = "/api/v1/users?page_size=2&page_token=" + page.Next
+	}
+	if strings.Join(seen, ",") != "admin,plain,u1,u2,u3" {
+		t.Errorf("paged users = %v", seen)
+	}
+	if strings.Contains(string(f.json(t, "admin", "GET", "/api/v1/users", "").body), "password") {
+		t.Errorf("user list exposes password material")
+	}
+}
+
+// A guest session can only issue further guest tokens.
+func TestGuestCannotEscalate(t *testing.T) {
+	f := newFoundation(t, testdb.Open(t, "sqlite"))
+	r := f.json(t, "plain", "POST", "/api/v1/auth/tokens", `{"guest":true}`)
+	var tok struct {
+		Token string `json:"token"`
+	}
+	if err := json.Unmarshal(r.body, &tok); err != nil || r.status != 201 {
+		t.Fatalf("issue guest token: %d %s", r.status, r.body)
+	}
+	req, _ := http.NewRequest("POST", f.srv.URL+"/api/v1/auth/tokens", strings.NewReader(`{"guest":false}`))
+	req.Header.Set("Authorization", "Bearer "+tok.Token)
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var out struct {
+		Info struct {
+			Guest bool `json:"guest"`
+		} `json:"token_info"`
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&out); err != nil || resp.StatusCode != 201 || !out.Info.Guest {
+		t.Errorf("token issued by a guest session: status %d guest=%v", resp.StatusCode, out.Info.Guest)
+	}
+}
+
+// WebDAV paths and the root probes of Windows and macOS reach the WebDAV
+// handler; everything else stays with the API.
+func TestWebDAVDispatch(t *testing.T) {
+	f := newFoundation(t, testdb.Open(t, "sqlite"))
+	for _, c := range []struct {
+		method, path string
+		dav          bool
+	}{
+		{"PROPFIND", "/webdav/", true}, {"GET", "/webdav", true}, {"OPTIONS", "/", true},
+		{"PROPFIND", "/", true}, {"GET", "/", false}, {"GET", "/webdavx", false}, {"GET", "/healthz", false},
+	} {
+		before := f.davHits
+		f.do(t, "", c.method, c.path, "", nil)
+		if got := f.davHits > before; got != c.dav {
+			t.Errorf("%s %s reached WebDAV = %v, want %v", c.method, c.path, got, c.dav)
+		}
+	}
+}

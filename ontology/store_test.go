@@ -208,3 +208,12 @@ func TestEngineInterface(t *testing.T) {
 		mustCode(t, err, apperr.ActionTypeNotFound)
 	})
 }
+
+func mustJSON(t testing.TB, v any) json.RawMessage {
+	t.Helper()
+	b, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}

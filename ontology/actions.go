@@ -191,8 +191,9 @@ func (s *Store) UpdateActionType(ctx context.Context, ref string, d domain.Actio
 				if ae, ok := apperr.As(err); ok {
 					msg = ae.Message
 				}
-				return apperr.New(apperr.InvalidDefinition, "property %s of object type %s edits inline with this action, and would no longer be valid: %s", p.Name, p.ObjectTypeID, msg).
-					WithDetails(apperr.Detail{Field: "inline_edit_config", Reason: "inline_edit", Message: "property " + p.Name + " of object type " + p.ObjectTypeID})
+				owner := typeName(ctx, tx, p.ObjectTypeID)
+				return apperr.New(apperr.InvalidDefinition, "property %s of object type %s edits inline with this action, and would no longer be valid: %s", p.Name, owner, msg).
+					WithDetails(apperr.Detail{Field: "inline_edit_config", Reason: "inline_edit", Message: "property " + p.Name + " of object type " + owner})
 			}
 		}
 		applyDefinition(at, d)
@@ -267,7 +268,7 @@ func (s *Store) DeleteActionType(ctx context.Context, ref string) error {
 			deps := make([]apperr.Detail, 0, len(props))
 			for _, p := range props {
 				deps = append(deps, apperr.Detail{Field: "properties", Reason: p.ObjectTypeID,
-					Message: fmt.Sprintf("inline_edit_config of property %s of object type %s", p.Name, p.ObjectTypeID)})
+					Message: fmt.Sprintf("inline_edit_config of property %s of object type %s", p.Name, typeName(ctx, tx, p.ObjectTypeID))})
 			}
 			return dependents("action type "+at.Name, deps)
 		}
@@ -276,4 +277,13 @@ func (s *Store) DeleteActionType(ctx context.Context, ref string) error {
 		}
 		return nil
 	})
+}
+
+// typeName is the name of object type id for messages (the id when it
+// cannot be read).
+func typeName(ctx context.Context, tx *gorm.DB, id string) string {
+	if ot, err := findObjectType(ctx, tx, id); err == nil {
+		return ot.Name
+	}
+	return id
 }

@@ -398,6 +398,6 @@ func TestInlineEditConstraints(t *testing.T) {
 			{Name: "reviewers", Type: domain.ArrayOf(domain.T(domain.TypeString))}, {Name: "prio", Type: domain.T(domain.TypeInteger)}})})
 		mustCode(t, err, apperr.InvalidDefinition)
 		err = f.s.DeleteActionType(ctx, update)
-		mustCode(t, err, apperr.DependentsExist, "status")
+		mustCode(t, err, apperr.DependentsExist, "property status of object type Ticket")
 	})
 }

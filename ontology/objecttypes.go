@@ -323,10 +323,12 @@ func (s *Store) DeleteObjectType(ctx context.Context, ref string) error {
 		}
 		for _, p := range refs {
 			for _, id := range p.Type.V.References() {
-				if id == ot.ID {
-					deps = append(deps, apperr.Detail{Field: "properties", Reason: p.ObjectTypeID,
-						Message: fmt.Sprintf("property %s of object type %s", p.Name, p.ObjectTypeID)})
+				if id != ot.ID {
+					continue
 				}
+				owner := typeName(ctx, tx, p.ObjectTypeID)
+				deps = append(deps, apperr.Detail{Field: "properties", Reason: p.ObjectTypeID,
+					Message: fmt.Sprintf("property %s of object type %s", p.Name, owner)})
 			}
 		}
 		if len(deps) > 0 {

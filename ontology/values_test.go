@@ -227,7 +227,7 @@ func TestPropertyChangesMigrateObjects(t *testing.T) {
 			ok(0, s.DeleteObject(ctx, nil, o.ID))(t)
 		}
 		err = s.DeleteObjectType(ctx, "Employee")
-		mustCode(t, err, apperr.DependentsExist, "property lead")
+		mustCode(t, err, apperr.DependentsExist, "property lead of object type Team")
 		ok(0, s.DeleteProperty(ctx, "Team", "lead"))(t)
 		ok(0, s.DeleteObjectType(ctx, "Employee"))(t)
 		var props int64

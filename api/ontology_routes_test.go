@@ -178,6 +178,7 @@ func TestOntologyRoutesObjectTypes(t *testing.T) {
 		e.expect(400, "InvalidJSON", "writer", "POST", "/types", `{"name":"X","colour":"red"}`)
 		e.expect(400, "InvalidJSON", "writer", "POST", "/types", `{"name":"X"} {}`)
 		e.expect(400, "InvalidOntologyDefinition", "writer", "POST", "/types", `{"name":"1bad"}`)
+		e.expect(400, "InvalidOntologyDefinition", "writer", "POST", "/types", `{"name":"abcdef01-0000-4000-8000-000000000001"}`)
 		e.expect(400, "InvalidOntologyDefinition", "writer", "POST", "/types", `{"name":"X","primary_key":"nope"}`)
 		e.expect(400, "InvalidOntologyDefinition", "writer", "POST", "/types", `{"name":"X","properties":[{"name":"a","type":"strin"}]}`)
 		e.expect(409, "Conflict", "writer", "POST", "/types", `{"name":"Employee"}`)

@@ -110,6 +110,9 @@ func (s *Store) ListActionTypes(ctx context.Context, objectType, search string, 
 // validateAction resolves an object type given by name to its id and runs
 // every definition-time check.
 func (s *Store) validateAction(ctx context.Context, tx *gorm.DB, d *domain.ActionDefinition) error {
+	if err := checkNotUUID(apperr.InvalidDefinition, d.Name); err != nil {
+		return err
+	}
 	if d.ObjectTypeID != "" && !domain.IsUUID(d.ObjectTypeID) {
 		ot, err := findObjectType(ctx, tx, d.ObjectTypeID)
 		if apperr.Is(err, apperr.ObjectTypeNotFound) {

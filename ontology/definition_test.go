@@ -114,6 +114,7 @@ func TestDefinitionErrors(t *testing.T) {
 			// Identity and kind.
 			{"name missing", domain.KindDeleteObject, func(d *domain.ActionDefinition) { d.Name = "" }, "name"},
 			{"name format", domain.KindDeleteObject, func(d *domain.ActionDefinition) { d.Name = "has space" }, "name"},
+			{"name is a uuid", domain.KindDeleteObject, func(d *domain.ActionDefinition) { d.Name = "abcdef01-0000-4000-8000-000000000001" }, "name"},
 			{"unknown kind", domain.KindDeleteObject, func(d *domain.ActionDefinition) { d.OperationKind = "update_everything" }, "operation_kind"},
 			{"object type required", domain.KindDeleteObject, func(d *domain.ActionDefinition) { d.ObjectTypeID = "" }, "object_type_id"},
 			{"object type unknown", domain.KindDeleteObject, func(d *domain.ActionDefinition) { d.ObjectTypeID = "aaaaaaaa-0000-4000-8000-000000000009" }, "object_type_id"},
@@ -307,7 +308,7 @@ func TestDefinitionErrors(t *testing.T) {
 				// The same definition is refused on update, and the stored
 				// action keeps its version.
 				valid := "valid_" + c.kind
-				if c.name == "name missing" || c.name == "name format" {
+				if strings.HasPrefix(c.name, "name ") {
 					return
 				}
 				d.Name = valid

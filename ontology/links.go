@@ -85,6 +85,9 @@ func (s *Store) checkLinkTypeSpec(ctx context.Context, tx *gorm.DB, sp *LinkType
 	if !domain.NameRE.MatchString(sp.Name) {
 		return ontErr("name", "format", "name %q must match %s", sp.Name, domain.NameRE)
 	}
+	if err := checkNotUUID(apperr.InvalidOntology, sp.Name); err != nil {
+		return err
+	}
 	if len(sp.DisplayName) > 256 {
 		return ontErr("display_name", "too_long", "display_name is at most 256 characters")
 	}

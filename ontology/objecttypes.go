@@ -119,6 +119,9 @@ func (s *Store) checkObjectTypeSpec(sp ObjectTypeSpec) error {
 	if !domain.NameRE.MatchString(sp.Name) {
 		return ontErr("name", "format", "name %q must match %s", sp.Name, domain.NameRE)
 	}
+	if err := checkNotUUID(apperr.InvalidOntology, sp.Name); err != nil {
+		return err
+	}
 	if len(sp.DisplayName) > 256 {
 		return ontErr("display_name", "too_long", "display_name is at most 256 characters")
 	}

@@ -215,3 +215,13 @@ func searchClause(q *gorm.DB, term string, cols ...string) *gorm.DB {
 	}
 	return q.Where("("+strings.Join(parts, " OR ")+")", args...)
 }
+
+// checkNotUUID refuses a name shaped like a UUID: paths take an id or a
+// name, and such a name would be taken for an id.
+func checkNotUUID(code apperr.Code, name string) error {
+	if !domain.IsUUID(name) {
+		return nil
+	}
+	return apperr.New(code, "name: %q looks like an id; names must not be UUIDs", name).
+		WithDetails(apperr.Detail{Field: "name", Reason: "format", Message: "a name must not be a UUID"})
+}

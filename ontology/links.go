@@ -343,7 +343,7 @@ func (s *Store) CreateLinkAs(ctx context.Context, u *models.User, linkTypeRef st
 			if err != nil {
 				return err
 			}
-			if o != nil && !s.canRead(u, o.Marking, o.Organization) {
+			if o != nil && !s.CanRead(u, o.Marking, o.Organization) {
 				return apperr.New(apperr.ObjectNotFound, "%s: object %q does not exist", end.field, end.id)
 			}
 		}
@@ -373,7 +373,7 @@ func (s *Store) readableLinks(ctx context.Context, u *models.User, links []model
 	}
 	ok := map[string]bool{}
 	for _, o := range objs {
-		ok[o.ID] = s.canRead(u, o.Marking, o.Organization)
+		ok[o.ID] = s.CanRead(u, o.Marking, o.Organization)
 	}
 	out := []models.Link{}
 	for _, l := range links {

@@ -448,7 +448,7 @@ func (s *Store) readable(ctx context.Context, db *gorm.DB, u *models.User, typeR
 	if err != nil {
 		return nil, err
 	}
-	if o == nil || o.ObjectTypeID != ot.ID || !s.canRead(u, o.Marking, o.Organization) {
+	if o == nil || o.ObjectTypeID != ot.ID || !s.CanRead(u, o.Marking, o.Organization) {
 		return nil, objectNotFound(id)
 	}
 	return o, nil

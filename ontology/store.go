@@ -125,10 +125,11 @@ func (s *Store) checkEnv(ctx context.Context, tx *gorm.DB) domain.CheckEnv {
 	}
 }
 
-// canRead reports whether u may read an object of marking and
+// CanRead reports whether u may read an object of marking and
 // organization: clearance at least the marking and the same organization,
-// admins excepted.
-func (s *Store) canRead(u *models.User, marking, organization string) bool {
+// admins excepted. It is the one read rule of the REST routes; the engine
+// may use it to judge targets the same way.
+func (s *Store) CanRead(u *models.User, marking, organization string) bool {
 	if u == nil {
 		return false
 	}

@@ -237,3 +237,48 @@ func TestPropertyChangesMigrateObjects(t *testing.T) {
 		}
 	})
 }
+
+// TestConcurrentWritersKeepConstraints races writers for one unique value
+// and for the single link a many_to_one source may have: exactly one wins
+// each race, the others get the typed 409.
+func TestConcurrentWritersKeepConstraints(t *testing.T) {
+	testdb.Each(t, func(t *testing.T, db *gorm.DB) {
+		ctx := context.Background()
+		f := newFixture(t, db)
+		const n = 8
+		run := func(fn func(i int) error) (wins int, codes map[apperr.Code]int) {
+			errs := make(chan error, n)
+			for i := 0; i < n; i++ {
+				go func(i int) { errs <- fn(i) }(i)
+			}
+			codes = map[apperr.Code]int{}
+			for i := 0; i < n; i++ {
+				if err := <-errs; err == nil {
+					wins++
+				} else {
+					codes[apperr.CodeOf(err)]++
+				}
+			}
+			return wins, codes
+		}
+		wins, codes := run(func(i int) error {
+			_, err := f.s.CreateObject(ctx, nil, "Employee", map[string]any{"name": fmt.Sprintf("E%d", i), "email": "same@x"}, "", admin.ID, "")
+			return err
+		})
+		if wins != 1 || codes[apperr.UniqueViolation] != n-1 {
+			t.Fatalf("unique race: %d wins, errors %v", wins, codes)
+		}
+		src := ok(f.s.CreateObject(ctx, nil, "Employee", map[string]any{"name": "Src"}, "", admin.ID, ""))(t)
+		teams := make([]string, n)
+		for i := range teams {
+			teams[i] = ok(f.s.CreateObject(ctx, nil, "Team", map[string]any{"title": fmt.Sprintf("T%d", i)}, "", admin.ID, ""))(t).ID
+		}
+		wins, codes = run(func(i int) error {
+			_, err := f.s.CreateLink(ctx, nil, f.memberOf.ID, src.ID, teams[i])
+			return err
+		})
+		if wins != 1 || codes[apperr.CardinalityViolation] != n-1 {
+			t.Fatalf("cardinality race: %d wins, errors %v", wins, codes)
+		}
+	})
+}

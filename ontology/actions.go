@@ -161,6 +161,7 @@ func (s *Store) CreateActionType(ctx context.Context, owner string, d domain.Act
 	if err != nil {
 		return nil, err
 	}
+	s.log.InfoContext(ctx, "action type created", "id", out.ID, "name", out.Name, "kind", out.OperationKind, "owner", owner)
 	return viewOf(out), nil
 }
 
@@ -220,6 +221,8 @@ func (s *Store) UpdateActionType(ctx context.Context, ref string, d domain.Actio
 	if err != nil {
 		return nil, err
 	}
+	// Executions record the version they ran; the log ties versions to time.
+	s.log.InfoContext(ctx, "action type updated", "id", out.ID, "name", out.Name, "version", out.Version)
 	return viewOf(out), nil
 }
 
@@ -258,7 +261,8 @@ func inlineEditUsers(ctx context.Context, tx *gorm.DB, id string) ([]models.Prop
 // property's inline_edit_config names it. Executions keep their record of
 // it.
 func (s *Store) DeleteActionType(ctx context.Context, ref string) error {
-	return s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+	var deleted *models.ActionType
+	err := s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
 		at, err := findActionType(ctx, tx, ref)
 		if err != nil {
 			return err
@@ -278,8 +282,14 @@ func (s *Store) DeleteActionType(ctx context.Context, ref string) error {
 		if err := tx.Delete(at).Error; err != nil {
 			return fmt.Errorf("delete action type: %w", err)
 		}
+		deleted = at
 		return nil
 	})
+	if err != nil {
+		return err
+	}
+	s.log.InfoContext(ctx, "action type deleted", "id", deleted.ID, "name", deleted.Name, "version", deleted.Version)
+	return nil
 }
 
 // typeName is the name of object type id for messages (the id when it

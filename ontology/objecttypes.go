@@ -291,7 +291,8 @@ func (s *Store) PatchObjectType(ctx context.Context, ref string, p Patch) (*Obje
 // refused while objects, link types, action types or reference properties
 // of other object types depend on it.
 func (s *Store) DeleteObjectType(ctx context.Context, ref string) error {
-	return s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+	var deleted *models.ObjectType
+	err := s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
 		ot, err := findObjectType(ctx, tx, ref)
 		if err != nil {
 			return err
@@ -346,8 +347,14 @@ func (s *Store) DeleteObjectType(ctx context.Context, ref string) error {
 		if err := tx.Delete(ot).Error; err != nil {
 			return fmt.Errorf("delete object type: %w", err)
 		}
+		deleted = ot
 		return nil
 	})
+	if err != nil {
+		return err
+	}
+	s.log.InfoContext(ctx, "object type deleted", "id", deleted.ID, "name", deleted.Name)
+	return nil
 }
 
 func inputsReference(inputs []domain.InputField, objectTypeID string) bool {

@@ -1,0 +1,132 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+)
+
+// memStat is one process's resident memory in KiB.
+type memStat struct {
+	RSS, HWM int64
+}
+
+// readMem reads VmRSS and VmHWM of pid.
+func readMem(pid int) (memStat, error) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return memStat{}, fmt.Errorf("read status of pid %d: %w", pid, err)
+	}
+	var m memStat
+	sc := bufio.NewScanner(bytes.NewReader(b))
+	for sc.Scan() {
+		line := sc.Text()
+		switch {
+		case strings.HasPrefix(line, "VmRSS:"):
+			m.RSS = kib(line)
+		case strings.HasPrefix(line, "VmHWM:"):
+			m.HWM = kib(line)
+		}
+	}
+	return m, nil
+}
+
+func kib(line string) int64 {
+	f := strings.Fields(line)
+	if len(f) < 2 {
+		return 0
+	}
+	n, _ := strconv.ParseInt(f[1], 10, 64)
+	return n
+}
+
+// withChildren returns pid and its direct children. Apache's memory is the
+// parent's plus that of its worker processes (mpm_event forks them).
+func withChildren(pid int) []int {
+	pids := []int{pid}
+	dirs, _ := filepath.Glob("/proc/[0-9]*")
+	for _, d := range dirs {
+		b, err := os.ReadFile(d + "/stat")
+		if err != nil {
+			continue
+		}
+		// Field 4 (ppid) follows the parenthesised command, which may hold
+		// spaces: parse after the last ')'.
+		i := bytes.LastIndexByte(b, ')')
+		if i < 0 {
+			continue
+		}
+		f := strings.Fields(string(b[i+1:]))
+		if len(f) < 2 {
+			continue
+		}
+		if ppid, _ := strconv.Atoi(f[1]); ppid == pid {
+			if c, err := strconv.Atoi(filepath.Base(d)); err == nil {
+				pids = append(pids, c)
+			}
+		}
+	}
+	return pids
+}
+
+// snapshot reads the memory of every pid; vanished processes are skipped.
+func snapshot(pids []int) map[int]memStat {
+	out := make(map[int]memStat, len(pids))
+	for _, p := range pids {
+		if m, err := readMem(p); err == nil {
+			out[p] = m
+		}
+	}
+	return out
+}
+
+func totalRSS(s map[int]memStat) int64 {
+	var t int64
+	for _, m := range s {
+		t += m.RSS
+	}
+	return t
+}
+
+// machineFacts describes the machine for the results.
+func machineFacts() (cpus int, model string, memTotal string, kernel string) {
+	if b, err := os.ReadFile("/proc/cpuinfo"); err == nil {
+		for _, line := range strings.Split(string(b), "\n") {
+			if strings.HasPrefix(line, "processor") {
+				cpus++
+			}
+			if model == "" && strings.HasPrefix(line, "model name") {
+				if i := strings.IndexByte(line, ':'); i >= 0 {
+					model = strings.TrimSpace(line[i+1:])
+				}
+			}
+		}
+	}
+	if b, err := os.ReadFile("/proc/meminfo"); err == nil {
+		for _, line := range strings.Split(string(b), "\n") {
+			if strings.HasPrefix(line, "MemTotal:") {
+				memTotal = fmt.Sprintf("%.1f GiB", float64(kib(line))/(1<<20))
+			}
+		}
+	}
+	if b, err := os.ReadFile("/proc/sys/kernel/osrelease"); err == nil {
+		kernel = strings.TrimSpace(string(b))
+	}
+	return cpus, model, memTotal, kernel
+}
+
+func loadAvg() string {
+	b, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return "?"
+	}
+	f := strings.Fields(string(b))
+	if len(f) < 3 {
+		return "?"
+	}
+	return strings.Join(f[:3], " ")
+}

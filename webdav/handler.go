@@ -15,7 +15,6 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
-	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
@@ -130,7 +129,12 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	rw := &respWriter{ResponseWriter: w}
 	body := &countingBody{ReadCloser: r.Body}
 	if r.Body != nil && r.Body != http.NoBody {
-		r.Body = body
+		// Count on a shallow copy: net/http inspects its own request's
+		// Body type to decide whether an unanswered "Expect:
+		// 100-continue" body must be drained (it would wait forever).
+		r2 := *r
+		r2.Body = body
+		r = &r2
 	}
 	var username string
 	defer func() {
@@ -156,7 +160,9 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}()
 	w = rw
 
-	p := requestPath(r)
+	// A literal '#' in the request line is part of the name: treating it
+	// as a fragment would let "DELETE /dir/#x" remove /dir.
+	p := r.URL.Path
 	if p != h.opts.Prefix && !strings.HasPrefix(p, h.opts.Prefix+"/") {
 		h.serveServerRoot(w, r, p)
 		return
@@ -262,17 +268,6 @@ func writeStaticCollection(b *strings.Builder, href, name string, t time.Time) {
 	escapeText(b, name)
 	b.WriteString(`</D:displayname><D:getlastmodified>` + t.UTC().Format(http.TimeFormat) + `</D:getlastmodified>`)
 	b.WriteString(`<D:supportedlock/><D:lockdiscovery/></D:prop><D:status>HTTP/1.1 200 OK</D:status></D:propstat></D:response>`)
-}
-
-// requestPath is the decoded request path. A literal '#' in the request
-// line starts a fragment, which HTTP clients should not send but some do.
-func requestPath(r *http.Request) string {
-	if i := strings.IndexByte(r.RequestURI, '#'); i >= 0 {
-		if u, err := url.ParseRequestURI(r.RequestURI[:i]); err == nil {
-			return u.Path
-		}
-	}
-	return r.URL.Path
 }
 
 // internalPath maps a decoded URL path under the prefix to "/" or "/a/b".

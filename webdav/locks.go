@@ -175,9 +175,11 @@ func (rq *request) precheck(targets ...target) *preconds {
 		return nil
 	}
 	pc.locks = locks
-	// 423 when no lock protecting a target has been submitted (exclusive
-	// locks never overlap others; of overlapping shared locks, any one
-	// submitted token suffices).
+	// A target is blocked when a lock protecting it has not been
+	// submitted (exclusive locks never overlap others; of overlapping
+	// shared locks, any one submitted token suffices).
+	blocked := ""
+	isBlocked := false
 	for _, t := range targets {
 		hits := func(l *models.DavLock) bool {
 			return covers(l, t.path) ||
@@ -201,16 +203,42 @@ func (rq *request) precheck(targets ...target) *preconds {
 				}
 			}
 			if !satisfied {
-				rq.writeLocked(l.Path)
-				return nil
+				blocked, isBlocked = l.Path, true
+				break
 			}
 		}
+		if isBlocked {
+			break
+		}
+	}
+	// A client that presented a lock token which does not unlock the
+	// resource gets 423 (it believes it holds a lock), whatever the rest
+	// of its If header says; otherwise a false If header is 412 and a
+	// lock alone is 423 (RFC 4918 §10.4.1, §12.1).
+	if isBlocked && pc.presentedLockToken() {
+		rq.writeLocked(blocked)
+		return nil
 	}
 	if len(pc.ifs) > 0 && !rq.evalIf(pc) {
 		http.Error(rq.w, "precondition failed", http.StatusPreconditionFailed)
 		return nil
 	}
+	if isBlocked {
+		rq.writeLocked(blocked)
+		return nil
+	}
 	return pc
+}
+
+// presentedLockToken reports whether the If header names, positively, a
+// state token other than DAV:no-lock.
+func (pc *preconds) presentedLockToken() bool {
+	for tok := range pc.tokens {
+		if tok != "DAV:no-lock" {
+			return true
+		}
+	}
+	return false
 }
 
 // evalIf reports whether any list of the If header matches.

@@ -2,9 +2,7 @@ package webdav
 
 import (
 	"io"
-	"io/fs"
 	"os"
-	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -128,6 +126,3 @@ func (h *Handler) quotaValues(root *os.Root, u *models.User) (int64, int64, erro
 	}
 	return int64(st.Bavail) * int64(st.Bsize), used, nil
 }
-
-var _ = fs.ModeDir
-var _ = strings.Contains

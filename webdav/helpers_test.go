@@ -1,0 +1,101 @@
+package webdav
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	"github.com/google/uuid"
+	"gorm.io/gorm"
+
+	"github.com/ontoflow/ontoflow/auth"
+	"github.com/ontoflow/ontoflow/models"
+)
+
+// env is a running handler on a loopback port with one or more users.
+type env struct {
+	t    *testing.T
+	db   *gorm.DB
+	dir  string
+	h    *Handler
+	srv  *httptest.Server
+	base string // server URL + "/webdav"
+}
+
+const testPass = "correct horse battery"
+
+func newEnv(t *testing.T, db *gorm.DB, dir string, opts Options) *env {
+	t.Helper()
+	opts.Root = dir
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	h, err := New(db, auth.NewService(db, auth.Options{}), opts)
+	if err != nil {
+		t.Fatalf("new handler: %v", err)
+	}
+	srv := httptest.NewServer(h)
+	t.Cleanup(srv.Close)
+	return &env{t: t, db: db, dir: dir, h: h, srv: srv, base: srv.URL + "/webdav"}
+}
+
+// addUser creates a service user with testPass.
+func addUser(t *testing.T, db *gorm.DB, name string, quota int64) *models.User {
+	t.Helper()
+	hash, err := auth.HashPassword(testPass)
+	if err != nil {
+		t.Fatalf("hash password: %v", err)
+	}
+	u := &models.User{ID: uuid.NewString(), Username: name, PasswordHash: hash, Clearance: "public", QuotaBytes: quota}
+	if err := db.WithContext(context.Background()).Create(u).Error; err != nil {
+		t.Fatalf("create user %s: %v", name, err)
+	}
+	return u
+}
+
+// do sends a request as user and returns status, headers and body.
+func (e *env) do(user, method, path string, body string, hdr ...string) (int, http.Header, string) {
+	e.t.Helper()
+	var rd io.Reader
+	if body != "" {
+		rd = strings.NewReader(body)
+	}
+	url := path
+	if !strings.HasPrefix(path, "http") {
+		url = e.base + path
+	}
+	req, err := http.NewRequest(method, url, rd)
+	if err != nil {
+		e.t.Fatalf("new request: %v", err)
+	}
+	if user != "" {
+		req.SetBasicAuth(user, testPass)
+	}
+	for i := 0; i+1 < len(hdr); i += 2 {
+		req.Header.Set(hdr[i], hdr[i+1])
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		e.t.Fatalf("%s %s: %v", method, path, err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		e.t.Fatalf("read body of %s %s: %v", method, path, err)
+	}
+	return resp.StatusCode, resp.Header, string(b)
+}
+
+// want fails unless the request answers status.
+func (e *env) want(status int, user, method, path, body string, hdr ...string) (http.Header, string) {
+	e.t.Helper()
+	got, h, b := e.do(user, method, path, body, hdr...)
+	if got != status {
+		e.t.Fatalf("%s %s: status %d, want %d; body: %.400s", method, path, got, status, b)
+	}
+	return h, b
+}

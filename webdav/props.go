@@ -1,0 +1,618 @@
+package webdav
+
+import (
+	"bufio"
+	"context"
+	"io"
+	"io/fs"
+	"net/http"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"gorm.io/gorm"
+	"gorm.io/gorm/clause"
+
+	"github.com/ontoflow/ontoflow/models"
+)
+
+// Namespaces of properties the handler knows.
+const (
+	nsDAV = "DAV:"
+	// nsOC is ownCloud's namespace: rclone (vendor owncloud/nextcloud)
+	// reads content hashes from oc:checksums.
+	nsOC = "http://owncloud.org/ns"
+	// nsMS holds the Win32* properties Windows' client sets.
+	nsMS = "urn:schemas-microsoft-com:"
+)
+
+// liveProps are the live properties, in allprop order. Quota properties
+// (RFC 4331 §3: not in allprop) and checksums are returned only on
+// request, which keeps allprop listings free of extra work.
+var liveProps = []xmlName{
+	{nsDAV, "resourcetype"}, {nsDAV, "displayname"}, {nsDAV, "getcontentlength"},
+	{nsDAV, "getcontenttype"}, {nsDAV, "getetag"}, {nsDAV, "getlastmodified"},
+	{nsDAV, "creationdate"}, {nsDAV, "supportedlock"}, {nsDAV, "lockdiscovery"},
+}
+
+var onRequestProps = []xmlName{
+	{nsDAV, "quota-available-bytes"}, {nsDAV, "quota-used-bytes"}, {nsOC, "checksums"},
+}
+
+func isLive(n xmlName) bool {
+	for _, l := range liveProps {
+		if l == n {
+			return true
+		}
+	}
+	for _, l := range onRequestProps {
+		if l == n {
+			return true
+		}
+	}
+	return false
+}
+
+// mtimeProps may be set with PROPPATCH to change a file's modification
+// time: rclone's DAV:lastmodified (Unix seconds), DAV:getlastmodified
+// (HTTP date) and Windows' Win32LastModifiedTime (HTTP date). The Win32
+// one is also kept as a dead property, as Windows reads it back.
+func mtimeProp(n xmlName) bool {
+	return n == xmlName{nsDAV, "lastmodified"} || n == xmlName{nsDAV, "getlastmodified"} ||
+		n == xmlName{nsMS, "Win32LastModifiedTime"}
+}
+
+type propfindKind int
+
+const (
+	pfAllprop propfindKind = iota
+	pfPropname
+	pfProp
+)
+
+// entry is one resource of a PROPFIND answer.
+type entry struct {
+	path string
+	fi   fs.FileInfo
+}
+
+func statusLine(code int) string {
+	return "HTTP/1.1 " + strconv.Itoa(code) + " " + http.StatusText(code)
+}
+
+func (rq *request) servePropfind() {
+	h := rq.h
+	ctx := rq.r.Context()
+	depth := rq.r.Header.Get("Depth")
+	switch depth {
+	case "0", "1":
+	case "", "infinity", "Infinity":
+		rq.w.Header().Set("Content-Type", `application/xml; charset="utf-8"`)
+		rq.w.WriteHeader(http.StatusForbidden)
+		_, _ = io.WriteString(rq.w, xmlHeader+`<D:error xmlns:D="DAV:"><D:propfind-finite-depth/></D:error>`)
+		return
+	default:
+		http.Error(rq.w, "invalid Depth", http.StatusBadRequest)
+		return
+	}
+	doc, err := h.readXML(rq.r)
+	if err != nil {
+		rq.xmlError(err)
+		return
+	}
+	kind := pfAllprop
+	var names []xmlName
+	var include []xmlName
+	if doc != nil {
+		if doc.Name != (xmlName{nsDAV, "propfind"}) {
+			http.Error(rq.w, "expected propfind", http.StatusBadRequest)
+			return
+		}
+		switch {
+		case doc.child(nsDAV, "propname") != nil:
+			kind = pfPropname
+		case doc.child(nsDAV, "allprop") != nil:
+			if inc := doc.child(nsDAV, "include"); inc != nil {
+				for _, k := range inc.Kids {
+					include = append(include, k.Name)
+				}
+			}
+		case doc.child(nsDAV, "prop") != nil:
+			kind = pfProp
+			for _, k := range doc.child(nsDAV, "prop").Kids {
+				names = append(names, k.Name)
+			}
+		default:
+			http.Error(rq.w, "propfind needs prop, allprop or propname", http.StatusBadRequest)
+			return
+		}
+	}
+	fi, err := rq.root.Stat(rel(rq.path))
+	if err != nil {
+		rq.statFail(err)
+		return
+	}
+	want := func(n xmlName) bool {
+		for _, x := range names {
+			if x == n {
+				return true
+			}
+		}
+		for _, x := range include {
+			if x == n {
+				return true
+			}
+		}
+		return false
+	}
+	locks, err := h.activeLocks(ctx, rq.user.ID)
+	if err != nil {
+		rq.fail(err)
+		return
+	}
+	pw := &propWriter{
+		rq: rq, kind: kind, names: names, locks: locks,
+		withProps: kind != pfProp || anyDead(names),
+		withSums:  want(xmlName{nsOC, "checksums"}),
+	}
+	if pw.withProps {
+		pw.withProps = h.hasProps(ctx, rq.user.ID)
+	}
+	if want(xmlName{nsDAV, "quota-available-bytes"}) || want(xmlName{nsDAV, "quota-used-bytes"}) {
+		avail, used, err := h.quotaValues(rq.root, rq.user)
+		if err != nil {
+			rq.fail(err)
+			return
+		}
+		pw.quota = true
+		pw.quotaAvail, pw.quotaUsed = avail, used
+	}
+	rq.w.Header().Set("Content-Type", `application/xml; charset="utf-8"`)
+	rq.w.WriteHeader(http.StatusMultiStatus)
+	bw := bufio.NewWriterSize(rq.w, 64<<10)
+	pw.bw = bw
+	_, _ = bw.WriteString(xmlHeader + `<D:multistatus xmlns:D="DAV:">`)
+	batch := []entry{{path: rq.path, fi: fi}}
+	if depth == "1" && fi.IsDir() {
+		if err := rq.listDir(ctx, batch, pw); err != nil {
+			// The status line is out: the client sees a truncated body,
+			// which is the only honest signal left (no second header).
+			h.log.Error("webdav propfind", "user", rq.user.Username, "path", rq.path, "err", err)
+			return
+		}
+	} else if err := pw.writeBatch(ctx, batch); err != nil {
+		h.log.Error("webdav propfind", "user", rq.user.Username, "path", rq.path, "err", err)
+		return
+	}
+	_, _ = bw.WriteString(`</D:multistatus>`)
+	_ = bw.Flush()
+}
+
+func anyDead(names []xmlName) bool {
+	for _, n := range names {
+		if !isLive(n) {
+			return true
+		}
+	}
+	return false
+}
+
+// listDir writes the collection itself (first) and its members, reading
+// the directory in batches so memory stays flat however large it is.
+func (rq *request) listDir(ctx context.Context, first []entry, pw *propWriter) error {
+	d, err := rq.root.Open(rel(rq.path))
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	if err := pw.writeBatch(ctx, first); err != nil {
+		return err
+	}
+	batch := make([]entry, 0, 512)
+	for {
+		ents, rerr := d.ReadDir(512)
+		batch = batch[:0]
+		for _, e := range ents {
+			name := e.Name()
+			if strings.HasPrefix(name, tmpPrefix) {
+				continue
+			}
+			p := pathJoin(rq.path, name)
+			var fi fs.FileInfo
+			var err error
+			if e.Type()&fs.ModeSymlink != 0 {
+				// Follow inside the root only; links leading out are
+				// not listed.
+				fi, err = rq.root.Stat(rel(p))
+			} else {
+				fi, err = e.Info()
+			}
+			if err != nil {
+				continue
+			}
+			batch = append(batch, entry{path: p, fi: fi})
+		}
+		if len(batch) > 0 {
+			if err := pw.writeBatch(ctx, batch); err != nil {
+				return err
+			}
+			// Hand each batch to the client before reading the next.
+			if err := pw.bw.Flush(); err != nil {
+				return err
+			}
+		}
+		if rerr == io.EOF || len(ents) == 0 {
+			return nil
+		}
+		if rerr != nil {
+			return rerr
+		}
+	}
+}
+
+// propWriter renders PROPFIND responses.
+type propWriter struct {
+	rq         *request
+	bw         *bufio.Writer
+	kind       propfindKind
+	names      []xmlName
+	locks      []models.DavLock
+	withProps  bool
+	withSums   bool
+	quota      bool
+	quotaAvail int64
+	quotaUsed  int64
+	missing    []xmlName
+}
+
+func (pw *propWriter) writeBatch(ctx context.Context, batch []entry) error {
+	var props map[string][]models.DavProp
+	var sums map[string]models.DavChecksum
+	if pw.withProps || pw.withSums {
+		paths := make([]string, len(batch))
+		for i, e := range batch {
+			paths[i] = e.path
+		}
+		var err error
+		if pw.withProps {
+			if props, err = pw.rq.h.propsFor(ctx, pw.rq.user.ID, paths); err != nil {
+				return err
+			}
+		}
+		if pw.withSums {
+			if sums, err = pw.rq.h.sumsFor(ctx, pw.rq.user.ID, paths); err != nil {
+				return err
+			}
+		}
+	}
+	for _, e := range batch {
+		sum, ok := sums[e.path]
+		pw.writeEntry(e, props[e.path], sum, ok)
+	}
+	return nil
+}
+
+func (pw *propWriter) writeEntry(e entry, dead []models.DavProp, sum models.DavChecksum, hasSum bool) {
+	b := pw.bw
+	dir := e.fi.IsDir()
+	b.WriteString(`<D:response><D:href>`)
+	escapeText(b, pw.rq.h.href(e.path, dir))
+	b.WriteString(`</D:href><D:propstat><D:prop>`)
+	switch pw.kind {
+	case pfPropname:
+		for _, n := range liveProps {
+			if !dir || (n.Local != "getcontentlength" && n.Local != "getetag") {
+				writeEmpty(b, n)
+			}
+		}
+		for _, d := range dead {
+			writeEmpty(b, xmlName{d.Space, d.Name})
+		}
+	case pfAllprop:
+		for _, n := range liveProps {
+			pw.writeLive(n, e, dir, sum, hasSum)
+		}
+		for _, d := range dead {
+			writeDead(b, d)
+		}
+		pw.missing = pw.missing[:0]
+	case pfProp:
+		pw.missing = pw.missing[:0]
+		for _, n := range pw.names {
+			if isLive(n) {
+				if !pw.writeLive(n, e, dir, sum, hasSum) {
+					pw.missing = append(pw.missing, n)
+				}
+				continue
+			}
+			found := false
+			for _, d := range dead {
+				if d.Space == n.Space && d.Name == n.Local {
+					writeDead(b, d)
+					found = true
+					break
+				}
+			}
+			if !found {
+				pw.missing = append(pw.missing, n)
+			}
+		}
+	}
+	b.WriteString(`</D:prop><D:status>HTTP/1.1 200 OK</D:status></D:propstat>`)
+	if pw.kind == pfProp && len(pw.missing) > 0 {
+		b.WriteString(`<D:propstat><D:prop>`)
+		for _, n := range pw.missing {
+			writeEmpty(b, n)
+		}
+		b.WriteString(`</D:prop><D:status>HTTP/1.1 404 Not Found</D:status></D:propstat>`)
+	}
+	b.WriteString("</D:response>\n")
+}
+
+// writeLive writes live property n; false when the resource has none.
+func (pw *propWriter) writeLive(n xmlName, e entry, dir bool, sum models.DavChecksum, hasSum bool) bool {
+	b := pw.bw
+	fi := e.fi
+	switch n {
+	case xmlName{nsDAV, "resourcetype"}:
+		if dir {
+			b.WriteString(`<D:resourcetype><D:collection/></D:resourcetype>`)
+		} else {
+			b.WriteString(`<D:resourcetype/>`)
+		}
+	case xmlName{nsDAV, "displayname"}:
+		b.WriteString(`<D:displayname>`)
+		if e.path != "/" {
+			escapeText(b, pathBase(e.path))
+		}
+		b.WriteString(`</D:displayname>`)
+	case xmlName{nsDAV, "getcontentlength"}:
+		if dir {
+			return false
+		}
+		b.WriteString(`<D:getcontentlength>`)
+		b.WriteString(strconv.FormatInt(fi.Size(), 10))
+		b.WriteString(`</D:getcontentlength>`)
+	case xmlName{nsDAV, "getcontenttype"}:
+		b.WriteString(`<D:getcontenttype>`)
+		b.WriteString(contentType(fi.Name(), dir))
+		b.WriteString(`</D:getcontenttype>`)
+	case xmlName{nsDAV, "getetag"}:
+		if dir {
+			return false
+		}
+		b.WriteString(`<D:getetag>`)
+		escapeText(b, etagOf(fi))
+		b.WriteString(`</D:getetag>`)
+	case xmlName{nsDAV, "getlastmodified"}:
+		b.WriteString(`<D:getlastmodified>`)
+		b.WriteString(fi.ModTime().UTC().Format(http.TimeFormat))
+		b.WriteString(`</D:getlastmodified>`)
+	case xmlName{nsDAV, "creationdate"}:
+		b.WriteString(`<D:creationdate>`)
+		b.WriteString(creationTime(fi).UTC().Format(time.RFC3339))
+		b.WriteString(`</D:creationdate>`)
+	case xmlName{nsDAV, "supportedlock"}:
+		b.WriteString(`<D:supportedlock>` +
+			`<D:lockentry><D:lockscope><D:exclusive/></D:lockscope><D:locktype><D:write/></D:locktype></D:lockentry>` +
+			`<D:lockentry><D:lockscope><D:shared/></D:lockscope><D:locktype><D:write/></D:locktype></D:lockentry>` +
+			`</D:supportedlock>`)
+	case xmlName{nsDAV, "lockdiscovery"}:
+		b.WriteString(`<D:lockdiscovery>`)
+		for i := range pw.locks {
+			if covers(&pw.locks[i], e.path) {
+				pw.rq.h.writeActiveLock(b, &pw.locks[i])
+			}
+		}
+		b.WriteString(`</D:lockdiscovery>`)
+	case xmlName{nsDAV, "quota-available-bytes"}:
+		if !pw.quota {
+			return false
+		}
+		b.WriteString(`<D:quota-available-bytes>` + strconv.FormatInt(pw.quotaAvail, 10) + `</D:quota-available-bytes>`)
+	case xmlName{nsDAV, "quota-used-bytes"}:
+		if !pw.quota {
+			return false
+		}
+		b.WriteString(`<D:quota-used-bytes>` + strconv.FormatInt(pw.quotaUsed, 10) + `</D:quota-used-bytes>`)
+	case xmlName{nsOC, "checksums"}:
+		// Valid only while the file is the one that was hashed.
+		if dir || !hasSum || sum.Size != fi.Size() || sum.MtimeNs != fi.ModTime().UnixNano() {
+			return false
+		}
+		b.WriteString(`<checksums xmlns="` + nsOC + `"><checksum>SHA1:` + sum.SHA1 + ` MD5:` + sum.MD5 + `</checksum></checksums>`)
+	default:
+		return false
+	}
+	return true
+}
+
+// creationTime approximates the creation date by the inode change time,
+// as Apache does: stat does not expose the birth time portably.
+func creationTime(fi fs.FileInfo) time.Time {
+	if st, ok := fi.Sys().(*syscall.Stat_t); ok {
+		c := time.Unix(st.Ctim.Sec, st.Ctim.Nsec)
+		if c.Before(fi.ModTime()) {
+			return c
+		}
+	}
+	return fi.ModTime()
+}
+
+func writeEmpty(b stringWriter, n xmlName) {
+	if n.Space == nsDAV {
+		b.WriteString(`<D:` + n.Local + `/>`)
+		return
+	}
+	b.WriteString(`<` + n.Local + ` xmlns="`)
+	escapeAttr(b, n.Space)
+	b.WriteString(`"/>`)
+}
+
+func writeDead(b stringWriter, d models.DavProp) {
+	b.WriteString(`<` + d.Name + ` xmlns="`)
+	escapeAttr(b, d.Space)
+	b.WriteString(`">`)
+	b.WriteString(d.Value)
+	b.WriteString(`</` + d.Name + `>`)
+}
+
+// ---- PROPPATCH ----
+
+type propOp struct {
+	remove bool
+	node   *xmlNode
+}
+
+func (rq *request) serveProppatch() {
+	h := rq.h
+	ctx := rq.r.Context()
+	doc, err := h.readXML(rq.r)
+	if err != nil {
+		rq.xmlError(err)
+		return
+	}
+	if doc == nil || doc.Name != (xmlName{nsDAV, "propertyupdate"}) {
+		http.Error(rq.w, "expected propertyupdate", http.StatusBadRequest)
+		return
+	}
+	var ops []propOp
+	for _, k := range doc.Kids {
+		var remove bool
+		switch k.Name {
+		case xmlName{nsDAV, "set"}:
+		case xmlName{nsDAV, "remove"}:
+			remove = true
+		default:
+			continue
+		}
+		for _, p := range k.Kids {
+			if p.Name != (xmlName{nsDAV, "prop"}) {
+				continue
+			}
+			for _, n := range p.Kids {
+				ops = append(ops, propOp{remove: remove, node: n})
+			}
+		}
+	}
+	if len(ops) == 0 {
+		http.Error(rq.w, "propertyupdate without properties", http.StatusBadRequest)
+		return
+	}
+	fi, err := rq.root.Stat(rel(rq.path))
+	if err != nil {
+		rq.statFail(err)
+		return
+	}
+	if rq.precheck(target{path: rq.path}) == nil {
+		return
+	}
+	// Validate everything first: PROPPATCH is all or nothing (§9.2).
+	status := make([]int, len(ops))
+	var mtime time.Time
+	failed := false
+	for i, op := range ops {
+		n := op.node.Name
+		switch {
+		case mtimeProp(n) && !op.remove:
+			t, ok := parsePropTime(op.node.text())
+			if !ok {
+				status[i] = http.StatusConflict
+				failed = true
+				continue
+			}
+			mtime = t
+			status[i] = http.StatusOK
+		case isLive(n) || (n.Space == nsDAV && mtimeProp(n)):
+			status[i] = http.StatusForbidden
+			failed = true
+		default:
+			status[i] = http.StatusOK
+		}
+	}
+	if failed {
+		for i := range status {
+			if status[i] == http.StatusOK {
+				status[i] = http.StatusFailedDependency
+			}
+		}
+		rq.writePropstat(ops, status)
+		return
+	}
+	err = h.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+		for _, op := range ops {
+			n := op.node.Name
+			if n.Space == nsDAV && mtimeProp(n) {
+				continue
+			}
+			if op.remove {
+				if err := tx.Where("user_id = ? AND path = ? AND space = ? AND name = ?", rq.user.ID, rq.path, n.Space, n.Local).
+					Delete(&models.DavProp{}).Error; err != nil {
+					return err
+				}
+				continue
+			}
+			row := models.DavProp{UserID: rq.user.ID, Path: rq.path, Space: n.Space, Name: n.Local, Value: op.node.inner()}
+			if err := tx.Clauses(clause.OnConflict{UpdateAll: true}).Create(&row).Error; err != nil {
+				return err
+			}
+		}
+		if mtime.IsZero() {
+			return nil
+		}
+		if err := rq.root.Chtimes(rel(rq.path), mtime, mtime); err != nil {
+			return err
+		}
+		// The content did not change: the recorded checksum follows.
+		return tx.Model(&models.DavChecksum{}).
+			Where("user_id = ? AND path = ? AND size = ? AND mtime_ns = ?", rq.user.ID, rq.path, fi.Size(), fi.ModTime().UnixNano()).
+			Update("mtime_ns", mtime.UnixNano()).Error
+	})
+	if err != nil {
+		rq.fail(err)
+		return
+	}
+	rq.writePropstat(ops, status)
+}
+
+// parsePropTime reads Unix seconds or an HTTP date.
+func parsePropTime(s string) (time.Time, bool) {
+	s = strings.TrimSpace(s)
+	if t, ok := parseMtime(s); ok {
+		return t, true
+	}
+	if t, err := http.ParseTime(s); err == nil {
+		return t, true
+	}
+	if t, err := time.Parse(time.RFC3339, s); err == nil {
+		return t, true
+	}
+	return time.Time{}, false
+}
+
+func (rq *request) writePropstat(ops []propOp, status []int) {
+	var b strings.Builder
+	b.WriteString(xmlHeader + `<D:multistatus xmlns:D="DAV:"><D:response><D:href>`)
+	fi, err := rq.root.Stat(rel(rq.path))
+	escapeText(&b, rq.h.href(rq.path, err == nil && fi.IsDir()))
+	b.WriteString(`</D:href>`)
+	done := map[int]bool{}
+	for i := range ops {
+		if done[status[i]] {
+			continue
+		}
+		done[status[i]] = true
+		b.WriteString(`<D:propstat><D:prop>`)
+		for j := range ops {
+			if status[j] == status[i] {
+				writeEmpty(&b, ops[j].node.Name)
+			}
+		}
+		b.WriteString(`</D:prop><D:status>` + statusLine(status[i]) + `</D:status></D:propstat>`)
+	}
+	b.WriteString(`</D:response></D:multistatus>`)
+	rq.w.Header().Set("Content-Type", `application/xml; charset="utf-8"`)
+	rq.w.WriteHeader(http.StatusMultiStatus)
+	_, _ = io.WriteString(rq.w, b.String())
+}

@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/google/uuid"
@@ -98,4 +99,20 @@ func (e *env) want(status int, user, method, path, body string, hdr ...string) (
 		e.t.Fatalf("%s %s: status %d, want %d; body: %.400s", method, path, got, status, b)
 	}
 	return h, b
+}
+
+// lockedWriter serialises writes to a shared buffer.
+type lockedWriter struct {
+	mu *sync.Mutex
+	w  io.Writer
+}
+
+func (l lockedWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(p)
+}
+
+func newTestLogger(w io.Writer, mu *sync.Mutex) *slog.Logger {
+	return slog.New(slog.NewTextHandler(lockedWriter{mu: mu, w: w}, nil))
 }

@@ -1,0 +1,603 @@
+package webdav
+
+import (
+	"bytes"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"gorm.io/gorm"
+
+	"github.com/ontoflow/ontoflow/internal/testdb"
+)
+
+const lockBody = `<?xml version="1.0"?><D:lockinfo xmlns:D="DAV:"><D:lockscope><D:%s/></D:lockscope><D:locktype><D:write/></D:locktype><D:owner>%s</D:owner></D:lockinfo>`
+
+func lockXML(scope, owner string) string { return fmt.Sprintf(lockBody, scope, owner) }
+
+var tokenRE = regexp.MustCompile(`<(opaquelocktoken:[^>]+)>`)
+
+// lock takes a lock and returns its token.
+func (e *env) lock(user, path, scope, depth string) string {
+	e.t.Helper()
+	h, _ := e.want(http.StatusOK, user, "LOCK", path, lockXML(scope, "me"), "Depth", depth, "Timeout", "Second-600")
+	m := tokenRE.FindStringSubmatch(h.Get("Lock-Token"))
+	if m == nil {
+		e.t.Fatalf("LOCK %s: no Lock-Token header in %v", path, h)
+	}
+	return m[1]
+}
+
+func TestAuthAndOptions(t *testing.T) {
+	testdb.Each(t, func(t *testing.T, db *gorm.DB) {
+		addUser(t, db, "alice", 0)
+		e := newEnv(t, db, t.TempDir(), Options{})
+		h, _ := e.want(http.StatusUnauthorized, "", "PROPFIND", "/", "", "Depth", "0")
+		if !strings.HasPrefix(h.Get("WWW-Authenticate"), `Basic realm="`) {
+			t.Fatalf("WWW-Authenticate = %q", h.Get("WWW-Authenticate"))
+		}
+		req, _ := http.NewRequest("GET", e.base+"/", nil)
+		req.SetBasicAuth("alice", "wrong password")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusUnauthorized {
+			t.Fatalf("wrong password: %d", resp.StatusCode)
+		}
+		for _, u := range []string{e.base + "/", e.srv.URL + "/", e.srv.URL + "/webdav"} {
+			h, _ := e.want(http.StatusOK, "alice", "OPTIONS", u, "")
+			if h.Get("DAV") != "1, 2" || h.Get("MS-Author-Via") != "DAV" || !strings.Contains(h.Get("Allow"), "PROPFIND") {
+				t.Fatalf("OPTIONS %s headers: %v", u, h)
+			}
+		}
+		// Windows and Finder probe "/" and the mount point without slash.
+		_, b := e.want(http.StatusMultiStatus, "", "PROPFIND", e.srv.URL+"/", "", "Depth", "1")
+		if !strings.Contains(b, "<D:href>/webdav/</D:href>") {
+			t.Fatalf("PROPFIND / does not list /webdav/: %s", b)
+		}
+		_, b = e.want(http.StatusMultiStatus, "alice", "PROPFIND", e.srv.URL+"/webdav", "", "Depth", "0")
+		if !strings.Contains(b, "<D:collection/>") {
+			t.Fatalf("PROPFIND /webdav: %s", b)
+		}
+		e.want(http.StatusMethodNotAllowed, "alice", "POST", "/x", "data")
+		e.want(http.StatusNotImplemented, "alice", "BREW", "/x", "")
+	})
+}
+
+func TestPutGetSemantics(t *testing.T) {
+	testdb.Each(t, func(t *testing.T, db *gorm.DB) {
+		addUser(t, db, "alice", 0)
+		e := newEnv(t, db, t.TempDir(), Options{MaxUploadBytes: 1 << 20})
+		e.want(http.StatusCreated, "alice", "PUT", "/a.txt", "one")
+		h, _ := e.want(http.StatusNoContent, "alice", "PUT", "/a.txt", "two")
+		etag := h.Get("ETag")
+		if !strings.HasPrefix(etag, `"`) {
+			t.Fatalf("strong ETag expected, got %q", etag)
+		}
+		gh, body := e.want(http.StatusOK, "alice", "GET", "/a.txt", "")
+		if body != "two" || gh.Get("ETag") != etag || gh.Get("X-Content-Type-Options") != "nosniff" || gh.Get("Last-Modified") == "" {
+			t.Fatalf("GET: %q %v", body, gh)
+		}
+		e.want(http.StatusNotModified, "alice", "GET", "/a.txt", "", "If-None-Match", etag)
+		_, part := e.want(http.StatusPartialContent, "alice", "GET", "/a.txt", "", "Range", "bytes=1-")
+		if part != "wo" {
+			t.Fatalf("range: %q", part)
+		}
+		e.want(http.StatusPreconditionFailed, "alice", "PUT", "/a.txt", "x", "If-Match", `"nope"`)
+		e.want(http.StatusPreconditionFailed, "alice", "PUT", "/a.txt", "x", "If-None-Match", "*")
+		e.want(http.StatusNoContent, "alice", "PUT", "/a.txt", "three", "If-Match", etag)
+		e.want(http.StatusCreated, "alice", "PUT", "/b.txt", "new", "If-None-Match", "*")
+		e.want(http.StatusConflict, "alice", "PUT", "/missing/c.txt", "x")
+		e.want(http.StatusRequestEntityTooLarge, "alice", "PUT", "/big", strings.Repeat("x", 1<<20+1))
+		// X-OC-Mtime sets the modification time, as ownCloud does.
+		h, _ = e.want(http.StatusCreated, "alice", "PUT", "/m.txt", "m", "X-OC-Mtime", "1500000000")
+		if h.Get("X-OC-Mtime") != "accepted" {
+			t.Fatalf("X-OC-Mtime not accepted: %v", h)
+		}
+		gh, _ = e.want(http.StatusOK, "alice", "HEAD", "/m.txt", "")
+		if gh.Get("Last-Modified") != time.Unix(1500000000, 0).UTC().Format(http.TimeFormat) {
+			t.Fatalf("mtime: %s", gh.Get("Last-Modified"))
+		}
+		e.want(http.StatusCreated, "alice", "MKCOL", "/d", "")
+		e.want(http.StatusMethodNotAllowed, "alice", "MKCOL", "/d", "")
+		e.want(http.StatusConflict, "alice", "MKCOL", "/x/y", "")
+		e.want(http.StatusUnsupportedMediaType, "alice", "MKCOL", "/e", "<x/>")
+		e.want(http.StatusMethodNotAllowed, "alice", "PUT", "/d", "x")
+		e.want(http.StatusNoContent, "alice", "DELETE", "/d", "")
+		e.want(http.StatusNotFound, "alice", "DELETE", "/d", "")
+		e.want(http.StatusNotFound, "alice", "GET", "/d", "")
+		ents, _ := os.ReadDir(filepath.Join(e.dir))
+		for _, u := range ents {
+			files, _ := os.ReadDir(filepath.Join(e.dir, u.Name()))
+			for _, f := range files {
+				if strings.HasPrefix(f.Name(), tmpPrefix) {
+					t.Fatalf("temporary file left behind: %s", f.Name())
+				}
+			}
+		}
+	})
+}
+
+func TestQuota(t *testing.T) {
+	testdb.Each(t, func(t *testing.T, db *gorm.DB) {
+		addUser(t, db, "alice", 100)
+		addUser(t, db, "bob", 0)
+		e := newEnv(t, db, t.TempDir(), Options{DefaultQuota: 10})
+		e.want(http.StatusCreated, "alice", "PUT", "/a", strings.Repeat("a", 60))
+		e.want(http.StatusInsufficientStorage, "alice", "PUT", "/b", strings.Repeat("b", 60))
+		// Replacing a file counts only the difference.
+		e.want(http.StatusNoContent, "alice", "PUT", "/a", strings.Repeat("a", 90))
+		_, b := e.want(http.StatusMultiStatus, "alice", "PROPFIND", "/", `<?xml version="1.0"?><D:propfind xmlns:D="DAV:"><D:prop><D:quota-available-bytes/><D:quota-used-bytes/></D:prop></D:propfind>`, "Depth", "0")
+		if !strings.Contains(b, "<D:quota-available-bytes>10</D:quota-available-bytes>") || !strings.Contains(b, "<D:quota-used-bytes>90</D:quota-used-bytes>") {
+			t.Fatalf("quota props: %s", b)
+		}
+		// bob has no quota of his own: the default (10 bytes) applies.
+		e.want(http.StatusInsufficientStorage, "bob", "PUT", "/a", strings.Repeat("a", 11))
+		e.want(http.StatusCreated, "bob", "PUT", "/a", strings.Repeat("a", 10))
+	})
+}
+
+func TestBadInput(t *testing.T) {
+	testdb.Each(t, func(t *testing.T, db *gorm.DB) {
+		addUser(t, db, "alice", 0)
+		e := newEnv(t, db, t.TempDir(), Options{MaxXMLBytes: 4096, MaxXMLDepth: 8})
+		e.want(http.StatusCreated, "alice", "PUT", "/f", "x")
+		deep := strings.Repeat("<a>", 20) + strings.Repeat("</a>", 20)
+		big := `<D:propfind xmlns:D="DAV:"><D:prop>` + strings.Repeat("<D:x/>", 1000) + `</D:prop></D:propfind>`
+		for _, m := range []string{"PROPFIND", "PROPPATCH", "LOCK"} {
+			hdr := []string{"Depth", "0"}
+			e.want(http.StatusBadRequest, "alice", m, "/f", "<D:propfind xmlns:D='DAV:'><D:prop>", hdr...)
+			e.want(http.StatusBadRequest, "alice", m, "/f", `<D:propfind xmlns:D="DAV:"><x:prop/></D:propfind>`, hdr...)
+			e.want(http.StatusBadRequest, "alice", m, "/f", `<D:propfind xmlns:D="DAV:" xmlns:z=""><D:allprop/></D:propfind>`, hdr...)
+			e.want(http.StatusBadRequest, "alice", m, "/f", deep, hdr...)
+			e.want(http.StatusRequestEntityTooLarge, "alice", m, "/f", big, hdr...)
+			e.want(http.StatusBadRequest, "alice", m, "/f", `<!DOCTYPE x [<!ENTITY a "b">]><x/>`, hdr...)
+		}
+		_, b := e.want(http.StatusForbidden, "alice", "PROPFIND", "/", "", "Depth", "infinity")
+		if !strings.Contains(b, "propfind-finite-depth") {
+			t.Fatalf("Depth infinity: %s", b)
+		}
+		e.want(http.StatusForbidden, "alice", "PROPFIND", "/", "")
+		e.want(http.StatusBadRequest, "alice", "PROPFIND", "/", "", "Depth", "2")
+		e.want(http.StatusNotFound, "alice", "PROPFIND", "/nope", "", "Depth", "0")
+		e.want(http.StatusBadRequest, "alice", "PROPPATCH", "/f", "")
+		e.want(http.StatusBadRequest, "alice", "LOCK", "/f", `<D:lockinfo xmlns:D="DAV:"><D:lockscope><D:bogus/></D:lockscope><D:locktype><D:write/></D:locktype></D:lockinfo>`)
+		e.want(http.StatusBadRequest, "alice", "LOCK", "/f", lockXML("exclusive", ""), "Depth", "1")
+		e.want(http.StatusPreconditionFailed, "alice", "LOCK", "/f", "", "If", "(<opaquelocktoken:unknown>)")
+		e.want(http.StatusBadRequest, "alice", "UNLOCK", "/f", "")
+		e.want(http.StatusConflict, "alice", "UNLOCK", "/f", "", "Lock-Token", "<opaquelocktoken:unknown>")
+		e.want(http.StatusBadRequest, "alice", "PUT", "/f", "y", "If", "(garbage")
+		e.want(http.StatusBadRequest, "alice", "COPY", "/f", "")
+		e.want(http.StatusBadRequest, "alice", "COPY", "/f", "", "Destination", e.base+"/g", "Overwrite", "maybe")
+		e.want(http.StatusBadRequest, "alice", "MOVE", "/f", "", "Destination", e.base+"/g", "Depth", "0")
+		e.want(http.StatusForbidden, "alice", "MOVE", "/f", "", "Destination", e.base+"/f")
+		e.want(http.StatusConflict, "alice", "COPY", "/f", "", "Destination", e.base+"/no/g")
+		e.want(http.StatusNotFound, "alice", "COPY", "/nope", "", "Destination", e.base+"/g")
+		e.want(http.StatusForbidden, "alice", "DELETE", "/", "")
+	})
+}
+
+func TestTraversal(t *testing.T) {
+	testdb.Each(t, func(t *testing.T, db *gorm.DB) {
+		alice := addUser(t, db, "alice", 0)
+		bob := addUser(t, db, "bob", 0)
+		dir := t.TempDir()
+		e := newEnv(t, db, dir, Options{})
+		e.want(http.StatusCreated, "alice", "PUT", "/secret", "alice's")
+		e.want(http.StatusCreated, "bob", "PUT", "/mine", "bob's")
+		if err := os.WriteFile(filepath.Join(dir, "outside"), []byte("outside"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		// A symlink planted in bob's tree (e.g. by an operator or a
+		// restored backup) must not lead anywhere outside it.
+		if err := os.Symlink(filepath.Join(dir, alice.ID), filepath.Join(dir, bob.ID, "link")); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Symlink("/etc/passwd", filepath.Join(dir, bob.ID, "passwd")); err != nil {
+			t.Fatal(err)
+		}
+		for _, p := range []string{
+			"/webdav/../outside",
+			"/webdav/%2e%2e/outside",
+			"/webdav/%2E%2E%2Foutside",
+			"/webdav/..%2f..%2foutside",
+			"/webdav/x/../../outside",
+			"/webdav/" + alice.ID + "/secret",
+			"/webdav//" + filepath.Join(dir, alice.ID, "secret"),
+			"/webdav/link/secret",
+			"/webdav/passwd",
+			"/webdav/%00",
+		} {
+			conn, err := net.Dial("tcp", e.srv.Listener.Addr().String())
+			if err != nil {
+				t.Fatal(err)
+			}
+			fmt.Fprintf(conn, "GET %s HTTP/1.1\r\nHost: x\r\nAuthorization: Basic %s\r\nConnection: close\r\n\r\n", p, basic("bob"))
+			resp, _ := io.ReadAll(conn)
+			conn.Close()
+			s := string(resp)
+			if strings.HasPrefix(s, "HTTP/1.1 200") || strings.Contains(s, "alice's") || strings.Contains(s, "outside") || strings.Contains(s, "root:") {
+				t.Fatalf("GET %s escaped the tree: %.300s", p, s)
+			}
+		}
+		// PROPFIND does not list the escaping links' targets.
+		_, b := e.want(http.StatusMultiStatus, "bob", "PROPFIND", "/", "", "Depth", "1")
+		if strings.Contains(b, "/webdav/link/") || strings.Contains(b, "/webdav/passwd") {
+			t.Fatalf("escaping symlinks listed: %s", b)
+		}
+		// Destinations on another host or outside the tree.
+		e.want(http.StatusBadGateway, "bob", "COPY", "/mine", "", "Destination", "http://evil.example/webdav/x")
+		e.want(http.StatusForbidden, "bob", "COPY", "/mine", "", "Destination", e.srv.URL+"/other/x")
+		e.want(http.StatusBadRequest, "bob", "MOVE", "/mine", "", "Destination", e.base+"/../x")
+		e.want(http.StatusBadRequest, "bob", "MOVE", "/mine", "", "Destination", e.base+"/%2e%2e/x")
+		if _, err := os.Stat(filepath.Join(dir, "x")); err == nil {
+			t.Fatal("a MOVE reached the data directory")
+		}
+		if b, _ := os.ReadFile(filepath.Join(dir, alice.ID, "secret")); string(b) != "alice's" {
+			t.Fatalf("alice's file changed: %q", b)
+		}
+	})
+}
+
+func basic(user string) string {
+	r, _ := http.NewRequest("GET", "/", nil)
+	r.SetBasicAuth(user, testPass)
+	return strings.TrimPrefix(r.Header.Get("Authorization"), "Basic ")
+}
+
+func TestIsolation(t *testing.T) {
+	testdb.Each(t, func(t *testing.T, db *gorm.DB) {
+		addUser(t, db, "alice", 0)
+		addUser(t, db, "bob", 0)
+		e := newEnv(t, db, t.TempDir(), Options{})
+		e.want(http.StatusCreated, "alice", "MKCOL", "/private", "")
+		e.want(http.StatusCreated, "alice", "PUT", "/private/doc", "alice's")
+		// bob sees his own (empty) tree under the same URLs.
+		e.want(http.StatusNotFound, "bob", "GET", "/private/doc", "")
+		_, b := e.want(http.StatusMultiStatus, "bob", "PROPFIND", "/", "", "Depth", "1")
+		if strings.Contains(b, "private") {
+			t.Fatalf("bob lists alice's tree: %s", b)
+		}
+		e.want(http.StatusConflict, "bob", "LOCK", "/private/doc", lockXML("exclusive", "bob"))
+		e.want(http.StatusNotFound, "bob", "MOVE", "/private/doc", "", "Destination", e.base+"/stolen")
+		e.want(http.StatusNotFound, "bob", "COPY", "/private/doc", "", "Destination", e.base+"/stolen")
+		// Copying into "alice's" path lands in bob's tree.
+		e.want(http.StatusCreated, "bob", "MKCOL", "/private", "")
+		e.want(http.StatusCreated, "bob", "PUT", "/mine", "bob's")
+		e.want(http.StatusCreated, "bob", "COPY", "/mine", "", "Destination", e.base+"/private/doc2")
+		e.want(http.StatusNotFound, "alice", "GET", "/private/doc2", "")
+		_, got := e.want(http.StatusOK, "alice", "GET", "/private/doc", "")
+		if got != "alice's" {
+			t.Fatalf("alice's file: %q", got)
+		}
+		// A lock of alice does not show up for, or block, bob.
+		tok := e.lock("alice", "/private/doc", "exclusive", "0")
+		e.want(http.StatusCreated, "bob", "PUT", "/private/doc", "bob's")
+		e.want(http.StatusConflict, "bob", "UNLOCK", "/private/doc", "", "Lock-Token", "<"+tok+">")
+		e.want(http.StatusLocked, "alice", "PUT", "/private/doc", "x")
+	})
+}
+
+func TestAbortedPutKeepsOldFile(t *testing.T) {
+	testdb.Each(t, func(t *testing.T, db *gorm.DB) {
+		u := addUser(t, db, "alice", 0)
+		e := newEnv(t, db, t.TempDir(), Options{})
+		e.want(http.StatusCreated, "alice", "PUT", "/f", "old content")
+		conn, err := net.Dial("tcp", e.srv.Listener.Addr().String())
+		if err != nil {
+			t.Fatal(err)
+		}
+		fmt.Fprintf(conn, "PUT /webdav/f HTTP/1.1\r\nHost: x\r\nAuthorization: Basic %s\r\nContent-Length: 1000000\r\n\r\n", basic("alice"))
+		conn.Write(bytes.Repeat([]byte("n"), 300000))
+		conn.Close()
+		// The server notices the cut when it reads; wait until the
+		// temporary file is gone.
+		deadline := time.Now().Add(30 * time.Second)
+		for {
+			left := false
+			files, _ := os.ReadDir(filepath.Join(e.dir, u.ID))
+			for _, f := range files {
+				left = left || strings.HasPrefix(f.Name(), tmpPrefix)
+			}
+			if !left {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatal("temporary upload file never removed")
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+		_, b := e.want(http.StatusOK, "alice", "GET", "/f", "")
+		if b != "old content" {
+			t.Fatalf("after aborted PUT: %q", b)
+		}
+	})
+}
+
+// slowPut starts a PUT whose body the test feeds through the returned
+// writer; the result arrives on the channel.
+func (e *env) slowPut(user, path string) (*io.PipeWriter, chan int) {
+	pr, pw := io.Pipe()
+	req, _ := http.NewRequest("PUT", e.base+path, pr)
+	req.SetBasicAuth(user, testPass)
+	done := make(chan int, 1)
+	go func() {
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			done <- -1
+			return
+		}
+		resp.Body.Close()
+		done <- resp.StatusCode
+	}()
+	return pw, done
+}
+
+func TestGetDuringPutAndConcurrentPuts(t *testing.T) {
+	testdb.Each(t, func(t *testing.T, db *gorm.DB) {
+		addUser(t, db, "alice", 0)
+		e := newEnv(t, db, t.TempDir(), Options{})
+		e.want(http.StatusCreated, "alice", "PUT", "/f", "old")
+		chunk := 1 << 20
+		w1, d1 := e.slowPut("alice", "/f")
+		w2, d2 := e.slowPut("alice", "/f")
+		for i := 0; i < 4; i++ {
+			w1.Write(bytes.Repeat([]byte("a"), chunk))
+			w2.Write(bytes.Repeat([]byte("b"), chunk))
+			_, b := e.want(http.StatusOK, "alice", "GET", "/f", "")
+			if b != "old" {
+				t.Fatalf("GET during PUT saw %d bytes of new content", len(b))
+			}
+		}
+		w1.Close()
+		w2.Close()
+		s1, s2 := <-d1, <-d2
+		if s1 != http.StatusNoContent || s2 != http.StatusNoContent {
+			t.Fatalf("concurrent PUTs: %d, %d", s1, s2)
+		}
+		_, b := e.want(http.StatusOK, "alice", "GET", "/f", "")
+		if b != strings.Repeat("a", 4*chunk) && b != strings.Repeat("b", 4*chunk) {
+			t.Fatalf("concurrent PUTs mixed: %d bytes", len(b))
+		}
+		// Many small concurrent PUTs to one path: every one succeeds.
+		var wg sync.WaitGroup
+		codes := make(chan int, 16)
+		for i := 0; i < 16; i++ {
+			wg.Add(1)
+			go func(i int) {
+				defer wg.Done()
+				req, _ := http.NewRequest("PUT", e.base+"/g", strings.NewReader(strings.Repeat(fmt.Sprint(i%10), 1000)))
+				req.SetBasicAuth("alice", testPass)
+				resp, err := http.DefaultClient.Do(req)
+				if err != nil {
+					codes <- -1
+					return
+				}
+				resp.Body.Close()
+				codes <- resp.StatusCode
+			}(i)
+		}
+		wg.Wait()
+		close(codes)
+		for c := range codes {
+			if c != http.StatusCreated && c != http.StatusNoContent {
+				t.Fatalf("concurrent small PUT: %d", c)
+			}
+		}
+		_, b = e.want(http.StatusOK, "alice", "GET", "/g", "")
+		if len(b) != 1000 || strings.Count(b, b[:1]) != 1000 {
+			t.Fatalf("concurrent small PUTs mixed: %q", b)
+		}
+	})
+}
+
+func TestPropfindAndProppatch(t *testing.T) {
+	testdb.Each(t, func(t *testing.T, db *gorm.DB) {
+		addUser(t, db, "alice", 0)
+		e := newEnv(t, db, t.TempDir(), Options{})
+		e.want(http.StatusCreated, "alice", "MKCOL", "/dir", "")
+		e.want(http.StatusCreated, "alice", "PUT", "/dir/"+escapeSegment("a b#?%.txt"), "hello")
+		e.want(http.StatusCreated, "alice", "PUT", "/dir/"+escapeSegment("é 🎉.png"), "png")
+		_, b := e.want(http.StatusMultiStatus, "alice", "PROPFIND", "/dir/", "", "Depth", "1")
+		for _, s := range []string{
+			"<D:href>/webdav/dir/</D:href>", "<D:href>/webdav/dir/a%20b%23%3F%25.txt</D:href>",
+			"<D:getcontentlength>5</D:getcontentlength>", "<D:getcontenttype>text/plain; charset=utf-8</D:getcontenttype>",
+			"<D:getcontenttype>image/png</D:getcontenttype>", "<D:creationdate>", "<D:supportedlock><D:lockentry>",
+			"<D:displayname>é 🎉.png</D:displayname>", "<D:getetag>&#34;",
+		} {
+			if !strings.Contains(b, s) && !(strings.HasPrefix(s, "<D:getetag>") && strings.Contains(b, `<D:getetag>"`)) {
+				t.Fatalf("PROPFIND Depth 1 lacks %s:\n%s", s, b)
+			}
+		}
+		// Checksums the way rclone (owncloud vendor) asks for them.
+		_, b = e.want(http.StatusMultiStatus, "alice", "PROPFIND", "/dir/a%20b%23%3F%25.txt", `<?xml version="1.0"?><d:propfind xmlns:d="DAV:" xmlns:oc="http://owncloud.org/ns"><d:prop><d:getlastmodified/><oc:checksums/><oc:nope/></d:prop></d:propfind>`, "Depth", "0")
+		if !strings.Contains(b, "SHA1:aaf4c61ddcc5e8a2dabede0f3b482cd9aea9434d MD5:5d41402abc4b2a76b9719d911017c592") || !strings.Contains(b, "404 Not Found") {
+			t.Fatalf("checksums: %s", b)
+		}
+		// Dead properties, Windows properties on a folder, mtime.
+		patch := `<?xml version="1.0"?><D:propertyupdate xmlns:D="DAV:" xmlns:Z="urn:schemas-microsoft-com:" xmlns:x="urn:x"><D:set><D:prop>` +
+			`<Z:Win32CreationTime>Mon, 01 Jan 2024 00:00:00 GMT</Z:Win32CreationTime><Z:Win32FileAttributes>00000010</Z:Win32FileAttributes>` +
+			`<x:color xml:lang="en">blue <x:b>and</x:b> green</x:color></D:prop></D:set></D:propertyupdate>`
+		_, b = e.want(http.StatusMultiStatus, "alice", "PROPPATCH", "/dir", patch)
+		if strings.Contains(b, "403") || strings.Contains(b, "424") {
+			t.Fatalf("PROPPATCH on folder: %s", b)
+		}
+		_, b = e.want(http.StatusMultiStatus, "alice", "PROPPATCH", "/dir/a%20b%23%3F%25.txt",
+			`<D:propertyupdate xmlns:D="DAV:"><D:set><D:prop><D:lastmodified>1600000000</D:lastmodified></D:prop></D:set></D:propertyupdate>`)
+		if !strings.Contains(b, "200 OK") {
+			t.Fatalf("PROPPATCH lastmodified: %s", b)
+		}
+		h, _ := e.want(http.StatusOK, "alice", "HEAD", "/dir/a%20b%23%3F%25.txt", "")
+		if h.Get("Last-Modified") != time.Unix(1600000000, 0).UTC().Format(http.TimeFormat) {
+			t.Fatalf("mtime after PROPPATCH: %s", h.Get("Last-Modified"))
+		}
+		// The checksum stays valid: the content did not change.
+		_, b = e.want(http.StatusMultiStatus, "alice", "PROPFIND", "/dir/a%20b%23%3F%25.txt", `<d:propfind xmlns:d="DAV:" xmlns:oc="http://owncloud.org/ns"><d:prop><oc:checksums/></d:prop></d:propfind>`, "Depth", "0")
+		if !strings.Contains(b, "SHA1:") {
+			t.Fatalf("checksum lost after mtime change: %s", b)
+		}
+		// Protected live properties: 403 for them, 424 for the rest.
+		_, b = e.want(http.StatusMultiStatus, "alice", "PROPPATCH", "/dir", `<D:propertyupdate xmlns:D="DAV:" xmlns:x="urn:x"><D:set><D:prop><D:getetag>x</D:getetag><x:other>1</x:other></D:prop></D:set></D:propertyupdate>`)
+		if !strings.Contains(b, "403 Forbidden") || !strings.Contains(b, "424 Failed Dependency") {
+			t.Fatalf("protected property: %s", b)
+		}
+		_, b = e.want(http.StatusMultiStatus, "alice", "PROPFIND", "/dir", `<D:propfind xmlns:D="DAV:"><D:prop><x:other xmlns:x="urn:x"/><x:color xmlns:x="urn:x"/></D:prop></D:propfind>`, "Depth", "0")
+		if !strings.Contains(b, `<color xmlns="urn:x">blue <b xmlns="urn:x">and</b> green</color>`) || !strings.Contains(b, "404") {
+			t.Fatalf("dead property: %s", b)
+		}
+		_, b = e.want(http.StatusMultiStatus, "alice", "PROPFIND", "/dir", `<D:propfind xmlns:D="DAV:"><D:propname/></D:propfind>`, "Depth", "0")
+		if !strings.Contains(b, `<Win32FileAttributes xmlns="urn:schemas-microsoft-com:"/>`) || !strings.Contains(b, "<D:resourcetype/>") {
+			t.Fatalf("propname: %s", b)
+		}
+		// Properties travel with COPY and MOVE and die with DELETE.
+		e.want(http.StatusCreated, "alice", "COPY", "/dir", "", "Destination", e.base+"/copy")
+		e.want(http.StatusCreated, "alice", "MOVE", "/copy", "", "Destination", e.base+"/moved")
+		_, b = e.want(http.StatusMultiStatus, "alice", "PROPFIND", "/moved", "", "Depth", "0")
+		if !strings.Contains(b, `<color xmlns="urn:x">`) {
+			t.Fatalf("properties not carried by COPY+MOVE: %s", b)
+		}
+		e.want(http.StatusNoContent, "alice", "DELETE", "/moved", "")
+		e.want(http.StatusCreated, "alice", "MKCOL", "/moved", "")
+		_, b = e.want(http.StatusMultiStatus, "alice", "PROPFIND", "/moved", "", "Depth", "0")
+		if strings.Contains(b, `urn:x`) {
+			t.Fatalf("properties survived DELETE: %s", b)
+		}
+	})
+}
+
+func TestLocks(t *testing.T) {
+	testdb.Each(t, func(t *testing.T, db *gorm.DB) {
+		addUser(t, db, "alice", 0)
+		dir := t.TempDir()
+		e := newEnv(t, db, dir, Options{MaxLockTimeout: time.Hour})
+		e.want(http.StatusCreated, "alice", "MKCOL", "/d", "")
+		e.want(http.StatusCreated, "alice", "PUT", "/d/f", "x")
+		tok := e.lock("alice", "/d", "exclusive", "infinity")
+		e.want(http.StatusLocked, "alice", "PUT", "/d/f", "y")
+		e.want(http.StatusLocked, "alice", "DELETE", "/d/f", "")
+		e.want(http.StatusLocked, "alice", "MOVE", "/d/f", "", "Destination", e.base+"/g")
+		e.want(http.StatusLocked, "alice", "PROPPATCH", "/d/f", `<D:propertyupdate xmlns:D="DAV:"><D:set><D:prop><x xmlns="urn:x">1</x></D:prop></D:set></D:propertyupdate>`)
+		e.want(http.StatusLocked, "alice", "LOCK", "/d/f", lockXML("shared", "x"), "Depth", "0")
+		e.want(http.StatusNoContent, "alice", "PUT", "/d/f", "y", "If", "(<"+tok+">)")
+		// Tagged list with an ETag, and Not.
+		h, _ := e.want(http.StatusOK, "alice", "HEAD", "/d/f", "")
+		etag := h.Get("ETag")
+		e.want(http.StatusNoContent, "alice", "PUT", "/d/f", "z", "If", "<"+e.base+"/d/f> (<"+tok+"> ["+etag+"])")
+		e.want(http.StatusPreconditionFailed, "alice", "PUT", "/d/f", "z", "If", `(<`+tok+`> ["bogus"])`)
+		e.want(http.StatusNoContent, "alice", "PUT", "/d/f", "w", "If", `(<`+tok+`> ["bogus"]) (<`+tok+`> Not ["bogus"])`)
+		// Lock discovery, capped timeout, refresh.
+		_, b := e.want(http.StatusMultiStatus, "alice", "PROPFIND", "/d/f", `<D:propfind xmlns:D="DAV:"><D:prop><D:lockdiscovery/></D:prop></D:propfind>`, "Depth", "0")
+		if !strings.Contains(b, tok) || !strings.Contains(b, "<D:depth>infinity</D:depth>") {
+			t.Fatalf("lockdiscovery: %s", b)
+		}
+		_, b = e.want(http.StatusOK, "alice", "LOCK", "/d", "", "If", "(<"+tok+">)", "Timeout", "Infinite")
+		if !strings.Contains(b, "<D:timeout>Second-3600</D:timeout>") && !strings.Contains(b, "<D:timeout>Second-3599</D:timeout>") {
+			t.Fatalf("refresh did not cap the timeout at 1h: %s", b)
+		}
+		// A restart (new Handler, same database and directory) and a
+		// second replica both see the lock.
+		e2 := newEnv(t, db, dir, Options{})
+		e2.want(http.StatusLocked, "alice", "PUT", "/d/f", "v")
+		e2.want(http.StatusNoContent, "alice", "UNLOCK", "/d", "", "Lock-Token", "<"+tok+">")
+		e.want(http.StatusNoContent, "alice", "PUT", "/d/f", "v")
+		// Shared locks coexist; an exclusive one does not join them.
+		s1 := e.lock("alice", "/d/f", "shared", "0")
+		s2 := e2.lock("alice", "/d/f", "shared", "0")
+		e.want(http.StatusLocked, "alice", "LOCK", "/d/f", lockXML("exclusive", "x"), "Depth", "0")
+		e.want(http.StatusNoContent, "alice", "PUT", "/d/f", "u", "If", "(<"+s2+">)")
+		// DELETE releases the locks of what it removes.
+		e.want(http.StatusNoContent, "alice", "DELETE", "/d/f", "", "If", "(<"+s1+">)")
+		e.want(http.StatusCreated, "alice", "PUT", "/d/f", "again")
+		// LOCK on an unmapped URL creates an empty file.
+		e.want(http.StatusCreated, "alice", "LOCK", "/d/new", lockXML("exclusive", "x"), "Depth", "0")
+		// MOVE does not move locks: the lock of the source is dropped.
+		e.want(http.StatusCreated, "alice", "PUT", "/m", "m")
+		mt := e.lock("alice", "/m", "exclusive", "0")
+		e.want(http.StatusCreated, "alice", "MOVE", "/m", "", "Destination", e.base+"/m2", "If", "(<"+mt+">)")
+		e.want(http.StatusNoContent, "alice", "PUT", "/m2", "free")
+		_, b = e.want(http.StatusMultiStatus, "alice", "PROPFIND", "/m2", `<D:propfind xmlns:D="DAV:"><D:prop><D:lockdiscovery/></D:prop></D:propfind>`, "Depth", "0")
+		if strings.Contains(b, "activelock") {
+			t.Fatalf("lock moved with its resource: %s", b)
+		}
+	})
+}
+
+func TestDeadPropsAfterRestart(t *testing.T) {
+	testdb.Each(t, func(t *testing.T, db *gorm.DB) {
+		addUser(t, db, "alice", 0)
+		dir := t.TempDir()
+		e := newEnv(t, db, dir, Options{})
+		e.want(http.StatusCreated, "alice", "PUT", "/f", "x")
+		e.want(http.StatusMultiStatus, "alice", "PROPPATCH", "/f", `<D:propertyupdate xmlns:D="DAV:"><D:set><D:prop><k xmlns="urn:k">v</k></D:prop></D:set></D:propertyupdate>`)
+		e.srv.Close()
+		e2 := newEnv(t, db, dir, Options{})
+		_, b := e2.want(http.StatusMultiStatus, "alice", "PROPFIND", "/f", "", "Depth", "0")
+		if !strings.Contains(b, `<k xmlns="urn:k">v</k>`) {
+			t.Fatalf("dead property lost on restart: %s", b)
+		}
+	})
+}
+
+func TestBigTreeCopyMove(t *testing.T) {
+	testdb.Each(t, func(t *testing.T, db *gorm.DB) {
+		u := addUser(t, db, "alice", 0)
+		dir := t.TempDir()
+		e := newEnv(t, db, dir, Options{})
+		e.want(http.StatusCreated, "alice", "MKCOL", "/big", "")
+		for i := 0; i < 3000; i++ {
+			if err := os.WriteFile(filepath.Join(dir, u.ID, "big", fmt.Sprintf("f%04d", i)), []byte("x"), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+		e.want(http.StatusCreated, "alice", "COPY", "/big", "", "Destination", e.base+"/big2")
+		e.want(http.StatusCreated, "alice", "MOVE", "/big2", "", "Destination", e.base+"/big3")
+		_, b := e.want(http.StatusMultiStatus, "alice", "PROPFIND", "/big3", `<D:propfind xmlns:D="DAV:"><D:prop><D:getcontentlength/></D:prop></D:propfind>`, "Depth", "1")
+		if n := strings.Count(b, "<D:response>"); n != 3001 {
+			t.Fatalf("PROPFIND after COPY+MOVE lists %d entries, want 3001", n)
+		}
+		e.want(http.StatusNoContent, "alice", "DELETE", "/big3", "")
+	})
+}
+
+func TestMetricsAndLogs(t *testing.T) {
+	testdb.Each(t, func(t *testing.T, db *gorm.DB) {
+		addUser(t, db, "alice", 0)
+		reg := prometheus.NewRegistry()
+		var logs bytes.Buffer
+		var mu sync.Mutex
+		e := newEnv(t, db, t.TempDir(), Options{Registerer: reg, Logger: newTestLogger(&logs, &mu)})
+		e.want(http.StatusCreated, "alice", "PUT", "/f", "abc")
+		mfs, err := reg.Gather()
+		if err != nil {
+			t.Fatal(err)
+		}
+		names := map[string]bool{}
+		for _, mf := range mfs {
+			names[mf.GetName()] = true
+		}
+		for _, n := range []string{"ontoflow_webdav_requests_total", "ontoflow_webdav_request_duration_seconds", "ontoflow_webdav_request_bytes_total"} {
+			if !names[n] {
+				t.Fatalf("metric %s missing: %v", n, names)
+			}
+		}
+		mu.Lock()
+		line := logs.String()
+		mu.Unlock()
+		for _, s := range []string{"user=alice", "method=PUT", "path=/webdav/f", "status=201", "bytes_in=3", "duration_ms="} {
+			if !strings.Contains(line, s) {
+				t.Fatalf("access log lacks %s: %s", s, line)
+			}
+		}
+	})
+}

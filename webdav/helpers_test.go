@@ -27,7 +27,7 @@ type env struct {
 	base string // server URL + "/webdav"
 }
 
-const testPass = "correct horse battery"
+const testPass = "correct-horse-battery"
 
 func newEnv(t *testing.T, db *gorm.DB, dir string, opts Options) *env {
 	t.Helper()

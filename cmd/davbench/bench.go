@@ -334,6 +334,15 @@ func (s *server) putMany(ctx context.Context, c *http.Client, folder string, bod
 	return float64(count) / el.Seconds(), nil
 }
 
+// cpu is the server's CPU time so far in seconds (all its processes).
+func (s *server) cpu() float64 {
+	pids, err := s.pids()
+	if err != nil {
+		return 0
+	}
+	return cpuTime(pids)
+}
+
 func median(xs []float64) float64 {
 	if len(xs) == 0 {
 		return 0

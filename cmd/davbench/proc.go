@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 )
 
 // memStat is one process's resident memory in KiB.
@@ -84,6 +85,40 @@ func snapshot(pids []int) map[int]memStat {
 	return out
 }
 
+// cpuTime is the user + system CPU time of pids in seconds (clock ticks of
+// 1/100 s, the Linux USER_HZ).
+func cpuTime(pids []int) float64 {
+	var ticks int64
+	for _, p := range pids {
+		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", p))
+		if err != nil {
+			continue
+		}
+		i := bytes.LastIndexByte(b, ')')
+		if i < 0 {
+			continue
+		}
+		// After the command: state(3) ppid(4) ... utime(14) stime(15).
+		f := strings.Fields(string(b[i+1:]))
+		if len(f) < 13 {
+			continue
+		}
+		u, _ := strconv.ParseInt(f[11], 10, 64)
+		s, _ := strconv.ParseInt(f[12], 10, 64)
+		ticks += u + s
+	}
+	return float64(ticks) / 100
+}
+
+// selfCPU is this process's (the load generator's) CPU time in seconds.
+func selfCPU() float64 {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return float64(ru.Utime.Nano()+ru.Stime.Nano()) / 1e9
+}
+
 func totalRSS(s map[int]memStat) int64 {
 	var t int64
 	for _, m := range s {
@@ -117,6 +152,29 @@ func machineFacts() (cpus int, model string, memTotal string, kernel string) {
 		kernel = strings.TrimSpace(string(b))
 	}
 	return cpus, model, memTotal, kernel
+}
+
+// machineBusy is the CPU time, in seconds, all CPUs have spent not idle
+// since boot (from /proc/stat; USER_HZ ticks).
+func machineBusy() float64 {
+	b, err := os.ReadFile("/proc/stat")
+	if err != nil {
+		return 0
+	}
+	line, _, _ := strings.Cut(string(b), "\n")
+	f := strings.Fields(line)
+	if len(f) < 9 || f[0] != "cpu" {
+		return 0
+	}
+	var busy int64
+	for i, x := range f[1:9] {
+		n, _ := strconv.ParseInt(x, 10, 64)
+		// Fields: user nice system idle iowait irq softirq steal.
+		if i != 3 && i != 4 {
+			busy += n
+		}
+	}
+	return float64(busy) / 100
 }
 
 func loadAvg() string {

@@ -132,7 +132,16 @@ func run(ctx context.Context, args []string) error {
 		rep.idle = append(rep.idle, float64(totalRSS(snapshot(pids)))/1024)
 	}
 
+	// Before starting, how busy was the machine? Five seconds of /proc/stat
+	// with nothing of ours running.
+	m0 := machineBusy()
+	time.Sleep(5 * time.Second)
+	rep.busyBefore = (machineBusy() - m0) / 5 / float64(runtime.NumCPU()) * 100
+
 	b := &benches{cfg: cfg, rep: rep, servers: servers, big: big, small: small}
+	mStart, selfStart := machineBusy(), selfCPU()
+	srvStart := []float64{apache.cpu(), onto.cpu()}
+	wallStart := time.Now()
 	steps := []struct {
 		name string
 		fn   func(context.Context) error
@@ -154,6 +163,11 @@ func run(ctx context.Context, args []string) error {
 			return fmt.Errorf("benchmark %s: %w", st.name, err)
 		}
 	}
+	// Whatever the machine spent beyond the two servers and this client
+	// was other work competing for the two cores during the measurements.
+	own := selfCPU() - selfStart + apache.cpu() - srvStart[0] + onto.cpu() - srvStart[1]
+	rep.otherCPU = machineBusy() - mStart - own
+	rep.wall = time.Since(wallStart)
 	rep.loadAfter = loadAvg()
 	rep.apacheVersion = apacheVersion(ctx)
 	md := rep.markdown()
@@ -410,6 +424,7 @@ func (b *benches) mem(ctx context.Context) error {
 func (b *benches) propfind(ctx context.Context) error {
 	var ms [2][]float64
 	var size [2]int64
+	var cpu [2]float64
 	clients := []*http.Client{newClient(), newClient()}
 	defer func() {
 		for _, c := range clients {
@@ -418,9 +433,13 @@ func (b *benches) propfind(ctx context.Context) error {
 	}()
 	for run := -2; run < b.cfg.runs; run++ { // runs -2 and -1 warm caches up
 		for i, s := range b.servers {
+			c0 := s.cpu()
 			d, n, sz, err := s.propfind(ctx, clients[i], "p10k/")
 			if err != nil {
 				return err
+			}
+			if run >= 0 {
+				cpu[i] += s.cpu() - c0
 			}
 			if n != b.cfg.files10k+1 {
 				return fmt.Errorf("PROPFIND p10k on %s: %d entries, want %d", s.name, n, b.cfg.files10k+1)
@@ -436,17 +455,20 @@ func (b *benches) propfind(ctx context.Context) error {
 		name:   fmt.Sprintf("PROPFIND Depth 1 allprop, %s files (median of %d)", thousands(b.cfg.files10k), b.cfg.runs),
 		apache: fmt.Sprintf("%.0f ms", a), onto: fmt.Sprintf("%.0f ms", o),
 		ratio: ratio(o, a), target: "≤ 0.5x", met: o <= 0.5*a,
-		notes: fmt.Sprintf("Apache runs %s ms, %.1f MB answer; Ontoflow runs %s ms, %.1f MB answer.",
-			list(ms[0]), float64(size[0])/1e6, list(ms[1]), float64(size[1])/1e6),
+		notes: fmt.Sprintf("Apache runs %s ms, %.1f MB answer, server CPU %.0f ms a run; Ontoflow runs %s ms, %.1f MB answer, server CPU %.0f ms a run.",
+			list(ms[0]), float64(size[0])/1e6, 1000*cpu[0]/float64(b.cfg.runs),
+			list(ms[1]), float64(size[1])/1e6, 1000*cpu[1]/float64(b.cfg.runs)),
 	})
 	return nil
 }
 
 func (b *benches) get(ctx context.Context) error {
 	var mibs [2][]float64
+	var cpu, client [2]float64
 	for round := -1; round < b.cfg.rounds; round++ { // round -1 warms up
 		for i, s := range b.servers {
 			c := newClient()
+			c0, l0 := s.cpu(), selfCPU()
 			v, err := s.getParallel(ctx, c, "big.bin", int64(len(b.big)), 4)
 			c.CloseIdleConnections()
 			if err != nil {
@@ -454,20 +476,30 @@ func (b *benches) get(ctx context.Context) error {
 			}
 			if round >= 0 {
 				mibs[i] = append(mibs[i], v)
+				cpu[i] += s.cpu() - c0
+				client[i] += selfCPU() - l0
 			}
 		}
 	}
-	b.addThroughput(fmt.Sprintf("GET %d MiB, 4 clients (median of %d)", b.cfg.bigMiB, b.cfg.rounds), "MiB/s", mibs)
+	// The client's receive side is the same code for both servers; its CPU
+	// shows how much of the two cores was left to the server.
+	mib := float64(4 * b.cfg.bigMiB * b.cfg.rounds)
+	clientNote := fmt.Sprintf(" Client CPU: %.0f ms per 100 MiB against Apache, %.0f against Ontoflow.",
+		client[0]/mib*100*1000, client[1]/mib*100*1000)
+	b.addThroughput(fmt.Sprintf("GET %d MiB, 4 clients (median of %d)", b.cfg.bigMiB, b.cfg.rounds), "MiB/s", mibs,
+		cpuNote(cpu, mib, "ms per 100 MiB", 100*1000)+clientNote)
 	return nil
 }
 
 func (b *benches) put(ctx context.Context) error {
 	var mibs [2][]float64
+	var cpu [2]float64
 	// Round -1 creates the file; the timed rounds replace it, which is the
 	// case atomicity is about (a reader keeps seeing the old version).
 	for round := -1; round < b.cfg.rounds; round++ {
 		for i, s := range b.servers {
 			c := newClient()
+			c0 := s.cpu()
 			v, err := s.put(ctx, c, "put-big.bin", b.big)
 			c.CloseIdleConnections()
 			if err != nil {
@@ -475,15 +507,18 @@ func (b *benches) put(ctx context.Context) error {
 			}
 			if round >= 0 {
 				mibs[i] = append(mibs[i], v)
+				cpu[i] += s.cpu() - c0
 			}
 		}
 	}
-	b.addThroughput(fmt.Sprintf("PUT %d MiB replacing a file, 1 client (median of %d)", b.cfg.bigMiB, b.cfg.rounds), "MiB/s", mibs)
+	b.addThroughput(fmt.Sprintf("PUT %d MiB replacing a file, 1 client (median of %d)", b.cfg.bigMiB, b.cfg.rounds), "MiB/s", mibs,
+		cpuNote(cpu, float64(b.cfg.bigMiB*b.cfg.rounds), "ms per 100 MiB", 100*1000))
 	return nil
 }
 
 func (b *benches) smallPut(ctx context.Context) error {
 	var rps [2][]float64
+	var cpu [2]float64
 	stamp := time.Now().UTC().Format("20060102T150405")
 	for round := -1; round < b.cfg.rounds; round++ {
 		for i, s := range b.servers {
@@ -493,6 +528,7 @@ func (b *benches) smallPut(ctx context.Context) error {
 				count = 200
 			}
 			folder := fmt.Sprintf("small-%s-%d/", stamp, round+1)
+			c0 := s.cpu()
 			v, err := s.putMany(ctx, c, folder, b.small, count, 8)
 			c.CloseIdleConnections()
 			if err != nil {
@@ -500,20 +536,33 @@ func (b *benches) smallPut(ctx context.Context) error {
 			}
 			if round >= 0 {
 				rps[i] = append(rps[i], v)
+				cpu[i] += s.cpu() - c0
 			}
 		}
 	}
-	b.addThroughput(fmt.Sprintf("PUT %s x 4 KiB new files, 8 clients (median of %d)", thousands(b.cfg.smallCount), b.cfg.rounds), "req/s", rps)
+	b.addThroughput(fmt.Sprintf("PUT %s x 4 KiB new files, 8 clients (median of %d)", thousands(b.cfg.smallCount), b.cfg.rounds), "req/s", rps,
+		cpuNote(cpu, float64(b.cfg.smallCount*b.cfg.rounds), "µs per request", 1e6))
 	return nil
 }
 
-func (b *benches) addThroughput(name, unit string, v [2][]float64) {
+// cpuNote describes the servers' CPU time per unit of work: units is the
+// work done in the timed rounds, scale converts seconds per unit to what
+// label names.
+func cpuNote(cpu [2]float64, units float64, label string, scale float64) string {
+	if units == 0 {
+		return ""
+	}
+	return fmt.Sprintf(" Server CPU (user+system): Apache %.0f, Ontoflow %.0f %s.",
+		cpu[0]/units*scale, cpu[1]/units*scale, label)
+}
+
+func (b *benches) addThroughput(name, unit string, v [2][]float64, extra string) {
 	a, o := median(v[0]), median(v[1])
 	b.rep.add(row{
 		name:   name,
 		apache: fmt.Sprintf("%s %s", thousands(int(a+0.5)), unit), onto: fmt.Sprintf("%s %s", thousands(int(o+0.5)), unit),
 		ratio: ratio(o, a), target: "≥ 2x", met: o >= 2*a,
-		notes: fmt.Sprintf("Apache rounds %s; Ontoflow rounds %s (%s).", list(v[0]), list(v[1]), unit),
+		notes: fmt.Sprintf("Apache rounds %s; Ontoflow rounds %s (%s).", list(v[0]), list(v[1]), unit) + extra,
 	})
 }
 
@@ -553,6 +602,9 @@ type row struct {
 type report struct {
 	command               string
 	loadBefore, loadAfter string
+	busyBefore            float64       // % of all CPUs busy in the 5 s before the benchmarks
+	otherCPU              float64       // CPU seconds used by other processes during them
+	wall                  time.Duration // duration of the benchmarks
 	apacheVersion         string
 	idle                  []float64 // MiB, Apache then Ontoflow
 	rows                  []row
@@ -563,8 +615,10 @@ func (r *report) add(x row) { r.rows = append(r.rows, x) }
 func (r *report) markdown() string {
 	var sb strings.Builder
 	cpus, model, mem, kernel := machineFacts()
-	fmt.Fprintf(&sb, "Machine: %d CPUs (nproc %d), %s, MemTotal %s, Linux %s; %s; %s. Load average before %s, after %s.\n\n",
-		cpus, runtime.NumCPU(), model, mem, kernel, runtime.Version(), r.apacheVersion, r.loadBefore, r.loadAfter)
+	fmt.Fprintf(&sb, "Machine: %d CPUs (nproc %d), %s, MemTotal %s, Linux %s; %s; %s. Load average before %s, after %s. "+
+		"CPUs %.0f%% busy in the 5 s before the benchmarks; other processes used %.1f CPU-seconds during the %.0f s of benchmarks.\n\n",
+		cpus, runtime.NumCPU(), model, mem, kernel, runtime.Version(), r.apacheVersion, r.loadBefore, r.loadAfter,
+		r.busyBefore, r.otherCPU, r.wall.Seconds())
 	if len(r.idle) == 2 {
 		fmt.Fprintf(&sb, "Idle RSS after warm-up: Apache %.1f MiB (all processes), Ontoflow %.1f MiB.\n\n", r.idle[0], r.idle[1])
 	}

@@ -154,27 +154,25 @@ func machineFacts() (cpus int, model string, memTotal string, kernel string) {
 	return cpus, model, memTotal, kernel
 }
 
-// machineBusy is the CPU time, in seconds, all CPUs have spent not idle
-// since boot (from /proc/stat; USER_HZ ticks).
-func machineBusy() float64 {
+// machineBusy returns the CPU time, in seconds since boot over all CPUs,
+// spent in processes (user, nice, system) and outside them (irq, softirq,
+// where loopback TCP is mostly processed, and steal), from /proc/stat.
+func machineBusy() (procs, kernel float64) {
 	b, err := os.ReadFile("/proc/stat")
 	if err != nil {
-		return 0
+		return 0, 0
 	}
 	line, _, _ := strings.Cut(string(b), "\n")
 	f := strings.Fields(line)
 	if len(f) < 9 || f[0] != "cpu" {
-		return 0
+		return 0, 0
 	}
-	var busy int64
-	for i, x := range f[1:9] {
-		n, _ := strconv.ParseInt(x, 10, 64)
-		// Fields: user nice system idle iowait irq softirq steal.
-		if i != 3 && i != 4 {
-			busy += n
-		}
+	var n [8]int64
+	for i := range n {
+		n[i], _ = strconv.ParseInt(f[1+i], 10, 64)
 	}
-	return float64(busy) / 100
+	// Fields: user nice system idle iowait irq softirq steal.
+	return float64(n[0]+n[1]+n[2]) / 100, float64(n[5]+n[6]+n[7]) / 100
 }
 
 func loadAvg() string {

@@ -134,12 +134,14 @@ func run(ctx context.Context, args []string) error {
 
 	// Before starting, how busy was the machine? Five seconds of /proc/stat
 	// with nothing of ours running.
-	m0 := machineBusy()
+	p0, k0 := machineBusy()
 	time.Sleep(5 * time.Second)
-	rep.busyBefore = (machineBusy() - m0) / 5 / float64(runtime.NumCPU()) * 100
+	p1, k1 := machineBusy()
+	rep.busyBefore = (p1 - p0 + k1 - k0) / 5 / float64(runtime.NumCPU()) * 100
 
 	b := &benches{cfg: cfg, rep: rep, servers: servers, big: big, small: small}
-	mStart, selfStart := machineBusy(), selfCPU()
+	mStart, kStart := machineBusy()
+	selfStart := selfCPU()
 	srvStart := []float64{apache.cpu(), onto.cpu()}
 	wallStart := time.Now()
 	steps := []struct {
@@ -166,7 +168,9 @@ func run(ctx context.Context, args []string) error {
 	// Whatever the machine spent beyond the two servers and this client
 	// was other work competing for the two cores during the measurements.
 	own := selfCPU() - selfStart + apache.cpu() - srvStart[0] + onto.cpu() - srvStart[1]
-	rep.otherCPU = machineBusy() - mStart - own
+	mEnd, kEnd := machineBusy()
+	rep.otherCPU = mEnd - mStart - own
+	rep.kernelCPU = kEnd - kStart
 	rep.wall = time.Since(wallStart)
 	rep.loadAfter = loadAvg()
 	rep.apacheVersion = apacheVersion(ctx)
@@ -604,6 +608,7 @@ type report struct {
 	loadBefore, loadAfter string
 	busyBefore            float64       // % of all CPUs busy in the 5 s before the benchmarks
 	otherCPU              float64       // CPU seconds used by other processes during them
+	kernelCPU             float64       // CPU seconds in irq/softirq/steal during them
 	wall                  time.Duration // duration of the benchmarks
 	apacheVersion         string
 	idle                  []float64 // MiB, Apache then Ontoflow
@@ -616,9 +621,9 @@ func (r *report) markdown() string {
 	var sb strings.Builder
 	cpus, model, mem, kernel := machineFacts()
 	fmt.Fprintf(&sb, "Machine: %d CPUs (nproc %d), %s, MemTotal %s, Linux %s; %s; %s. Load average before %s, after %s. "+
-		"CPUs %.0f%% busy in the 5 s before the benchmarks; other processes used %.1f CPU-seconds during the %.0f s of benchmarks.\n\n",
+		"CPUs %.0f%% busy in the 5 s before the benchmarks; during the %.0f s of benchmarks other processes used %.1f CPU-seconds, interrupts/softirq (loopback TCP)/steal %.1f.\n\n",
 		cpus, runtime.NumCPU(), model, mem, kernel, runtime.Version(), r.apacheVersion, r.loadBefore, r.loadAfter,
-		r.busyBefore, r.otherCPU, r.wall.Seconds())
+		r.busyBefore, r.wall.Seconds(), r.otherCPU, r.kernelCPU)
 	if len(r.idle) == 2 {
 		fmt.Fprintf(&sb, "Idle RSS after warm-up: Apache %.1f MiB (all processes), Ontoflow %.1f MiB.\n\n", r.idle[0], r.idle[1])
 	}

@@ -199,14 +199,40 @@ func newStage(fn func([]byte) error) *stage {
 	return s
 }
 
+// smallUpload is the largest body copied in one piece (it must fit a
+// bufPool buffer).
+const smallUpload = 256 << 10
+
 var errTooLarge = errors.New("upload too large")
 var errQuota = errors.New("quota exceeded")
 
 // copyHashed copies r to f while computing MD5 and SHA-1. Reading the next
 // chunk, writing the current one and the two hashes run concurrently.
 // limit < 0 means none; beyond it the copy fails with limitErr.
-func copyHashed(f *os.File, r io.Reader, limit int64, limitErr error) (n int64, md5sum, sha1sum string, err error) {
+func copyHashed(f *os.File, r io.Reader, size, limit int64, limitErr error) (n int64, md5sum, sha1sum string, err error) {
 	md, sh := md5.New(), sha1.New()
+	if size >= 0 && size <= smallUpload && (limit < 0 || size <= limit) {
+		// Small bodies: one read, one write, hashes inline; the
+		// pipeline's goroutines would cost more than they save.
+		bp := bufPool.Get().(*[]byte)
+		defer bufPool.Put(bp)
+		buf := (*bp)[:size+1]
+		k, rerr := io.ReadFull(r, buf)
+		switch {
+		case rerr == io.ErrUnexpectedEOF || rerr == io.EOF:
+		case rerr != nil:
+			return int64(k), "", "", rerr
+		default:
+			// More than announced: a broken client or a lie.
+			return int64(k), "", "", io.ErrUnexpectedEOF
+		}
+		if _, err := f.Write(buf[:k]); err != nil {
+			return int64(k), "", "", err
+		}
+		md.Write(buf[:k])
+		sh.Write(buf[:k])
+		return int64(k), hex.EncodeToString(md.Sum(nil)), hex.EncodeToString(sh.Sum(nil)), nil
+	}
 	stages := []*stage{
 		newStage(func(p []byte) error { _, err := f.Write(p); return err }),
 		newStage(func(p []byte) error { md.Write(p); return nil }),
@@ -351,7 +377,7 @@ func (rq *request) servePut() {
 			rq.root.Remove(rel(tmp))
 		}
 	}()
-	n, md5sum, sha1sum, err := copyHashed(f, rq.r.Body, limit, limitErr)
+	n, md5sum, sha1sum, err := copyHashed(f, rq.r.Body, rq.r.ContentLength, limit, limitErr)
 	if err != nil {
 		switch {
 		case errors.Is(err, errTooLarge):
@@ -405,8 +431,9 @@ func (rq *request) servePut() {
 	if err == nil {
 		err = h.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
 			if !exists {
-				// Stale metadata of an earlier resource at this path.
-				if err := deleteMeta(tx, rq.user.ID, rq.path, false); err != nil {
+				// Stale properties of an earlier resource at this path
+				// (a removed collection took its members' with it).
+				if err := tx.Exec("DELETE FROM dav_props WHERE user_id = ? AND path = ?", rq.user.ID, rq.path).Error; err != nil {
 					return err
 				}
 			}

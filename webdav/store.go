@@ -2,7 +2,6 @@ package webdav
 
 import (
 	"context"
-	"strings"
 	"time"
 	"unicode/utf8"
 
@@ -11,22 +10,20 @@ import (
 	"github.com/ontoflow/ontoflow/models"
 )
 
-// subtree returns a SQL condition matching col == p or anything below p.
-// SQLite's LIKE ignores ASCII case, so the LIKE only narrows and an exact
-// prefix comparison decides.
-func subtree(col, p string) (string, []any) {
+// subtree returns a SQL condition matching col == p or anything below p,
+// as an index-friendly range: every path below p starts with p+"/", and
+// those sort between p+"/" and p+"0" ('0' follows '/') in byte order.
+// Postgres compares with the "C" collation to get byte order; SQLite's
+// default BINARY collation already is.
+func subtree(tx *gorm.DB, col, p string) (string, []any) {
 	if p == "/" {
 		return "1 = 1", nil
 	}
-	prefix := p + "/"
-	like := escapeLike(prefix) + "%"
-	return "(" + col + " = ? OR (" + col + ` LIKE ? ESCAPE '\' AND substr(` + col + ", 1, ?) = ?))",
-		[]any{p, like, utf8.RuneCountInString(prefix), prefix}
-}
-
-func escapeLike(s string) string {
-	r := strings.NewReplacer(`\`, `\\`, `%`, `\%`, `_`, `\_`)
-	return r.Replace(s)
+	c := col
+	if models.IsPostgres(tx) {
+		c = col + ` COLLATE "C"`
+	}
+	return "(" + col + " = ? OR (" + c + " > ? AND " + c + " < ?))", []any{p, p + "/", p + "0"}
 }
 
 // batchPaths bounds IN lists.
@@ -77,7 +74,7 @@ func (h *Handler) sumsFor(ctx context.Context, userID string, paths []string) (m
 
 // deleteMeta drops the properties, checksums and locks of p and below.
 func deleteMeta(tx *gorm.DB, userID, p string, locks bool) error {
-	cond, args := subtree("path", p)
+	cond, args := subtree(tx, "path", p)
 	args = append([]any{userID}, args...)
 	tables := []string{"dav_props", "dav_checksums"}
 	if locks {
@@ -95,7 +92,7 @@ func deleteMeta(tx *gorm.DB, userID, p string, locks bool) error {
 // and drops the locks rooted in src: RFC 4918 §9.9.4 says a MOVE does not
 // move locks; the moved resources fall under dst's ancestors' locks.
 func moveMeta(tx *gorm.DB, userID, src, dst string) error {
-	cond, args := subtree("path", src)
+	cond, args := subtree(tx, "path", src)
 	for _, t := range []string{"dav_props", "dav_checksums"} {
 		a := append([]any{dst, utf8.RuneCountInString(src) + 1, userID}, args...)
 		if err := tx.Exec("UPDATE "+t+" SET path = CAST(? AS TEXT) || substr(path, CAST(? AS INTEGER)) WHERE user_id = ? AND "+cond, a...).Error; err != nil {
@@ -112,7 +109,7 @@ func moveMeta(tx *gorm.DB, userID, src, dst string) error {
 func copyMeta(tx *gorm.DB, userID, src, dst string, infinite bool) error {
 	cond, args := "path = ?", []any{src}
 	if infinite {
-		cond, args = subtree("path", src)
+		cond, args = subtree(tx, "path", src)
 	}
 	n := utf8.RuneCountInString(src) + 1
 	a := append([]any{dst, n, userID}, args...)

@@ -12,6 +12,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"runtime/debug"
 	"strconv"
 	"strings"
 	"syscall"
@@ -597,6 +598,37 @@ func thousands(n int) string {
 	return string(out)
 }
 
+// buildRevision names the commit the handler was built from (go build
+// -buildvcs=true stamps it), so results can be tied to a version of webdav/.
+func buildRevision() string {
+	bi, ok := debug.ReadBuildInfo()
+	if !ok {
+		return "build information unavailable"
+	}
+	var rev, when, modified string
+	for _, s := range bi.Settings {
+		switch s.Key {
+		case "vcs.revision":
+			rev = s.Value
+		case "vcs.time":
+			when = s.Value
+		case "vcs.modified":
+			modified = s.Value
+		}
+	}
+	if rev == "" {
+		return "commit unknown (build with go build -buildvcs=true to record it)"
+	}
+	if len(rev) > 12 {
+		rev = rev[:12]
+	}
+	out := "commit " + rev + " (" + when + ")"
+	if modified == "true" {
+		out += ", tree not clean (uncommitted or untracked files somewhere)"
+	}
+	return out
+}
+
 type row struct {
 	name, apache, onto, ratio, target string
 	met                               bool
@@ -620,6 +652,7 @@ func (r *report) add(x row) { r.rows = append(r.rows, x) }
 func (r *report) markdown() string {
 	var sb strings.Builder
 	cpus, model, mem, kernel := machineFacts()
+	fmt.Fprintf(&sb, "Ontoflow: %s.\n\n", buildRevision())
 	fmt.Fprintf(&sb, "Machine: %d CPUs (nproc %d), %s, MemTotal %s, Linux %s; %s; %s. Load average before %s, after %s. "+
 		"CPUs %.0f%% busy in the 5 s before the benchmarks; during the %.0f s of benchmarks other processes used %.1f CPU-seconds, interrupts/softirq (loopback TCP)/steal %.1f.\n\n",
 		cpus, runtime.NumCPU(), model, mem, kernel, runtime.Version(), r.apacheVersion, r.loadBefore, r.loadAfter,

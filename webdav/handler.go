@@ -66,6 +66,11 @@ type Handler struct {
 	made   sync.Map // user id -> struct{}: root directory exists
 	stripe [256]sync.Mutex
 	sweep  atomic.Int64
+	// hashing holds the files queued for background hashing (dedupe);
+	// hashSem lets one hash run at a time.
+	hashing    sync.Map
+	hashSem    chan struct{}
+	hashQueued atomic.Int64
 }
 
 // New returns a Handler serving users authenticated by authn.
@@ -107,7 +112,7 @@ func New(db *gorm.DB, authn *auth.Service, opts Options) (*Handler, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Handler{db: db, authn: authn, opts: opts, log: opts.Logger, m: m, realm: "Ontoflow WebDAV"}, nil
+	return &Handler{db: db, authn: authn, opts: opts, log: opts.Logger, m: m, realm: "Ontoflow WebDAV", hashSem: make(chan struct{}, 1)}, nil
 }
 
 // davMethods is the Allow list.

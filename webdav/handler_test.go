@@ -2,6 +2,8 @@ package webdav
 
 import (
 	"bytes"
+	"crypto/md5"
+	"crypto/sha1"
 	"fmt"
 	"io"
 	"net"
@@ -598,6 +600,40 @@ func TestMetricsAndLogs(t *testing.T) {
 			if !strings.Contains(line, s) {
 				t.Fatalf("access log lacks %s: %s", s, line)
 			}
+		}
+	})
+}
+
+// TestLargeUploadChecksum: a large upload is answered before it is hashed;
+// its checksum shows up once the background hash is recorded, and only
+// for the content that was hashed.
+func TestLargeUploadChecksum(t *testing.T) {
+	testdb.Each(t, func(t *testing.T, db *gorm.DB) {
+		addUser(t, db, "alice", 0)
+		e := newEnv(t, db, t.TempDir(), Options{})
+		data := strings.Repeat("0123456789abcdef", 64<<10) // 1 MiB
+		e.want(http.StatusCreated, "alice", "PUT", "/big.bin", data)
+		const ask = `<d:propfind xmlns:d="DAV:" xmlns:oc="http://owncloud.org/ns"><d:prop><oc:checksums/></d:prop></d:propfind>`
+		want := fmt.Sprintf("SHA1:%x MD5:%x", sha1.Sum([]byte(data)), md5.Sum([]byte(data)))
+		deadline := time.Now().Add(time.Minute)
+		for {
+			_, b := e.want(http.StatusMultiStatus, "alice", "PROPFIND", "/big.bin", ask, "Depth", "0")
+			if strings.Contains(b, "<checksum>") {
+				if !strings.Contains(b, want) {
+					t.Fatalf("checksum of large upload: %s, want %s", b, want)
+				}
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("large upload never got a checksum: %s", b)
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+		// A replacement drops the old checksum at once.
+		e.want(http.StatusNoContent, "alice", "PUT", "/big.bin", data+"x")
+		_, b := e.want(http.StatusMultiStatus, "alice", "PROPFIND", "/big.bin", ask, "Depth", "0")
+		if strings.Contains(b, want) {
+			t.Fatalf("stale checksum published after replace: %s", b)
 		}
 	})
 }

@@ -418,7 +418,13 @@ func (pw *propWriter) writeLive(n xmlName, e entry, dir bool, sum models.DavChec
 		b.WriteString(`<D:quota-used-bytes>` + strconv.FormatInt(pw.quotaUsed, 10) + `</D:quota-used-bytes>`)
 	case xmlName{nsOC, "checksums"}:
 		// Valid only while the file is the one that was hashed.
-		if dir || !hasSum || sum.Size != fi.Size() || sum.MtimeNs != fi.ModTime().UnixNano() {
+		if dir || !fi.Mode().IsRegular() {
+			return false
+		}
+		if !hasSum || sum.Size != fi.Size() || sum.MtimeNs != fi.ModTime().UnixNano() {
+			// Not hashed yet (large upload still queued, or lost
+			// across a restart): queue it, publish none this time.
+			pw.rq.h.hashLater(pw.rq.user.ID, e.path)
 			return false
 		}
 		b.WriteString(`<checksums xmlns="` + nsOC + `"><checksum>SHA1:` + sum.SHA1 + ` MD5:` + sum.MD5 + `</checksum></checksums>`)

@@ -632,9 +632,16 @@ func thousands(n int) string {
 	return string(out)
 }
 
+// buildRev may name the handler's commit at link time (-ldflags
+// "-X main.buildRev=..."), for builds from an exported tree without .git.
+var buildRev string
+
 // buildRevision names the commit the handler was built from (go build
 // -buildvcs=true stamps it), so results can be tied to a version of webdav/.
 func buildRevision() string {
+	if buildRev != "" {
+		return "commit " + buildRev + " (exported clean tree)"
+	}
 	bi, ok := debug.ReadBuildInfo()
 	if !ok {
 		return "build information unavailable"

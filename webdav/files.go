@@ -445,22 +445,14 @@ func (rq *request) servePut() {
 		fi, err = rq.root.Stat(rel(rq.path))
 	}
 	if err == nil {
-		err = h.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
-			if !exists {
-				// Stale properties of an earlier resource at this path
-				// (a removed collection took its members' with it).
-				if err := tx.Exec("DELETE FROM dav_props WHERE user_id = ? AND path = ?", rq.user.ID, rq.path).Error; err != nil {
-					return err
-				}
-			}
-			if !inline {
-				return tx.Exec("DELETE FROM dav_checksums WHERE user_id = ? AND path = ?", rq.user.ID, rq.path).Error
-			}
-			return tx.Clauses(clause.OnConflict{UpdateAll: true}).Create(&models.DavChecksum{
+		m := &putMeta{userID: rq.user.ID, path: rq.path, created: !exists}
+		if inline {
+			m.sum = &models.DavChecksum{
 				UserID: rq.user.ID, Path: rq.path, Size: fi.Size(), MtimeNs: fi.ModTime().UnixNano(),
 				SHA1: sha1sum, MD5: md5sum,
-			}).Error
-		})
+			}
+		}
+		err = h.commitPut(ctx, m)
 	}
 	mu.Unlock()
 	if err != nil {

@@ -71,6 +71,9 @@ type Handler struct {
 	hashing    sync.Map
 	hashSem    chan struct{}
 	hashQueued atomic.Int64
+	// commitCh feeds the group-commit writer (commit.go).
+	commitOnce sync.Once
+	commitCh   chan *putMeta
 }
 
 // New returns a Handler serving users authenticated by authn.

@@ -49,6 +49,9 @@ const (
 	// InvalidOntology refuses an inconsistent object type, property or link
 	// type definition (400), as InvalidDefinition does for action types.
 	InvalidOntology Code = "InvalidOntologyDefinition"
+	// OperationNotSupported refuses an operation kind this release cannot
+	// run (invoke_function and invoke_webhook arrive with their runtimes).
+	OperationNotSupported Code = "OperationNotSupported"
 )
 
 var statusByCode = map[Code]int{
@@ -84,6 +87,7 @@ var statusByCode = map[Code]int{
 	IdempotencyConflict:    http.StatusConflict,
 	BatchTooLarge:          http.StatusRequestEntityTooLarge,
 	InvalidOntology:        http.StatusBadRequest,
+	OperationNotSupported:  http.StatusUnprocessableEntity,
 }
 
 // Status is the HTTP status for a code; unknown codes are 500.

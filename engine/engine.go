@@ -79,11 +79,11 @@ func New(d Deps) *Engine {
 		metrics: newMetrics(d.Registerer), now: func() time.Time { return time.Now().UTC() }}
 }
 
-func (e *Engine) checkEnv() domain.CheckEnv {
+func (e *Engine) checkEnv(ctx context.Context) domain.CheckEnv {
 	return domain.CheckEnv{
 		Markings: e.levels,
 		ResolveReference: func(objectTypeID, id string) (bool, error) {
-			return e.onto.ObjectExists(context.Background(), objectTypeID, id)
+			return e.onto.ObjectExists(ctx, objectTypeID, id)
 		},
 	}
 }

@@ -11,6 +11,8 @@ const (
 	StatusRunning   = "running"
 	StatusSucceeded = "succeeded"
 	StatusFailed    = "failed"
+	// StatusPartial closes a batch in which some items failed.
+	StatusPartial = "partially_succeeded"
 )
 
 // Execution kinds (also the OntoflowKind search attribute).

@@ -1,0 +1,96 @@
+package engine
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/ontoflow/ontoflow/models"
+)
+
+// BatchTotals counts a batch's item outcomes.
+type BatchTotals struct {
+	Total     int    `json:"total"`
+	Succeeded int    `json:"succeeded"`
+	Failed    int    `json:"failed"`
+	Pending   int    `json:"pending"`
+	Status    string `json:"status"`
+}
+
+// Totals counts the items of a batch by status (progress while it runs).
+func (e *Engine) Totals(ctx context.Context, batchID string) (*BatchTotals, error) {
+	var rows []struct {
+		Status string
+		N      int
+	}
+	err := e.db.WithContext(ctx).Model(&models.Execution{}).Select("status, count(*) AS n").
+		Where("batch_id = ?", batchID).Group("status").Scan(&rows).Error
+	if err != nil {
+		return nil, fmt.Errorf("count batch %s: %w", batchID, err)
+	}
+	t := &BatchTotals{}
+	for _, r := range rows {
+		t.Total += r.N
+		switch r.Status {
+		case models.StatusSucceeded:
+			t.Succeeded += r.N
+		case models.StatusFailed:
+			t.Failed += r.N
+		default:
+			t.Pending += r.N
+		}
+	}
+	switch {
+	case t.Pending > 0:
+		t.Status = models.StatusRunning
+	case t.Failed == 0:
+		t.Status = models.StatusSucceeded
+	case t.Succeeded == 0:
+		t.Status = models.StatusFailed
+	default:
+		t.Status = models.StatusPartial
+	}
+	return t, nil
+}
+
+// ListBatchChunk lists the unfinished item executions of batch items
+// [from, to), in order. A retried chunk skips what already finished.
+func (e *Engine) ListBatchChunk(ctx context.Context, batchID string, from, to int) ([]string, error) {
+	var ids []string
+	err := e.db.WithContext(ctx).Model(&models.Execution{}).
+		Where("batch_id = ? AND batch_index >= ? AND batch_index < ? AND status NOT IN ?", batchID, from, to,
+			[]string{models.StatusSucceeded, models.StatusFailed}).
+		Order("batch_index").Pluck("id", &ids).Error
+	if err != nil {
+		return nil, fmt.Errorf("list batch %s items %d-%d: %w", batchID, from, to, err)
+	}
+	return ids, nil
+}
+
+// FinishBatch closes a batch row with its totals. Items still pending
+// (their chunk gave up) are marked failed first, so a closed batch has no
+// open items.
+func (e *Engine) FinishBatch(ctx context.Context, batchID string) (*BatchTotals, error) {
+	now := e.now()
+	db := e.db.WithContext(ctx)
+	if err := db.Model(&models.Execution{}).
+		Where("batch_id = ? AND status NOT IN ?", batchID, []string{models.StatusSucceeded, models.StatusFailed}).
+		Updates(map[string]any{"status": models.StatusFailed, "error_code": "Internal",
+			"error_message": "the item's batch chunk gave up", "finished_at": &now}).Error; err != nil {
+		return nil, fmt.Errorf("close open items of batch %s: %w", batchID, err)
+	}
+	t, err := e.Totals(ctx, batchID)
+	if err != nil {
+		return nil, err
+	}
+	res := db.Model(&models.Execution{}).Where("id = ? AND finished_at IS NULL", batchID).
+		Updates(map[string]any{"status": t.Status, "finished_at": &now})
+	if res.Error != nil {
+		return nil, fmt.Errorf("close batch %s: %w", batchID, res.Error)
+	}
+	if res.RowsAffected > 0 {
+		if ex, err := e.execution(ctx, e.db, batchID); err == nil {
+			e.finished(ex, t.Status)
+		}
+	}
+	return t, nil
+}

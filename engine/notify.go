@@ -1,0 +1,255 @@
+package engine
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"regexp"
+	"strings"
+	"time"
+
+	"github.com/google/uuid"
+	"gorm.io/gorm"
+
+	"github.com/ontoflow/ontoflow/models"
+	"github.com/ontoflow/ontoflow/ontology/domain"
+)
+
+// Notification outcome statuses.
+const (
+	Delivered = "delivered"
+	Failed    = "failed"
+	Skipped   = "skipped"
+)
+
+// Notify is the notify step, run after a successful operation only. It
+// delivers each side effect on each of its channels, records every outcome
+// on the execution and never returns a delivery failure: the action has
+// committed and a notification cannot undo it. Recording is guarded by
+// notified_at, so a retried step does not notify twice.
+func (e *Engine) Notify(ctx context.Context, p *Prepared, out *Outcome) error {
+	defer e.observe("notify", time.Now())
+	ex, err := e.execution(ctx, e.db, p.ExecutionID)
+	if err != nil {
+		return err
+	}
+	if ex.NotifiedAt != nil {
+		return nil
+	}
+	at, err := e.onto.ActionType(ctx, ex.ActionTypeID)
+	if err != nil {
+		return err
+	}
+	actor, err := e.actor(ctx, ex.ActorID)
+	if err != nil {
+		return err
+	}
+	before, after := e.beforeAfter(ctx, ex.TargetObjectID, out)
+	scope := templateScope(at, actor, before, after, p.Parameters, ex)
+
+	var notes []models.Notification
+	var outcomes []models.NotificationOutcome
+	for i, n := range at.Config.NotificationSideEffects {
+		recipients, rerr := e.recipients(ctx, n, actor, before, p.Parameters)
+		for _, ch := range n.EffectiveChannels() {
+			o := models.NotificationOutcome{Index: i, Channel: ch, Recipients: len(recipients)}
+			switch {
+			case rerr != nil:
+				o.Status, o.Error = Failed, rerr.Error()
+			case ch != "in_app":
+				o.Status, o.Error = Skipped, "channel "+ch+" is not available in this release"
+			case len(recipients) == 0:
+				o.Status, o.Error = Skipped, "no recipients"
+			default:
+				o.Status = Delivered
+				meta := map[string]any{}
+				for k, v := range n.Metadata {
+					if s, ok := v.(string); ok {
+						v = render(s, scope)
+					}
+					meta[k] = v
+				}
+				for _, uid := range recipients {
+					notes = append(notes, models.Notification{
+						ID: uuid.NewString(), UserID: uid, ExecutionID: ex.ID, ActionTypeID: at.ID,
+						Title: render(n.Title, scope), Body: render(n.Body, scope),
+						Severity: n.EffectiveSeverity(), Category: n.Category, Metadata: models.NewJSON(meta),
+					})
+				}
+			}
+			outcomes = append(outcomes, o)
+		}
+	}
+	now := e.now()
+	return e.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+		res := tx.Model(&models.Execution{}).Where("id = ? AND notified_at IS NULL", ex.ID).
+			Updates(map[string]any{"notified_at": &now, "notifications": models.NewJSON(outcomes)})
+		if res.Error != nil {
+			return fmt.Errorf("record notification outcomes: %w", res.Error)
+		}
+		if res.RowsAffected == 0 || len(notes) == 0 {
+			return nil
+		}
+		if err := tx.CreateInBatches(notes, 200).Error; err != nil {
+			return fmt.Errorf("store notifications: %w", err)
+		}
+		return nil
+	})
+}
+
+// beforeAfter reconstructs the target as the operation found it and the
+// object as it left it, for templates and recipient resolution.
+func (e *Engine) beforeAfter(ctx context.Context, targetID string, out *Outcome) (before, after *Object) {
+	var ed models.Edit
+	if len(out.Edits) > 0 {
+		ed = out.Edits[0]
+	}
+	if ed.ObjectID != "" && ed.Op != domain.KindDeleteObject {
+		after, _ = e.onto.Object(ctx, nil, ed.ObjectID)
+	}
+	if targetID == "" {
+		return nil, after
+	}
+	if ed.Op == domain.KindDeleteObject {
+		return &Object{ID: targetID, ObjectTypeID: ed.ObjectTypeID, Properties: ed.Before}, nil
+	}
+	cur, _ := e.onto.Object(ctx, nil, targetID)
+	if cur == nil || ed.Op != domain.KindUpdateObject {
+		return cur, after
+	}
+	b := *cur
+	b.Properties = map[string]any{}
+	for k, v := range cur.Properties {
+		b.Properties[k] = v
+	}
+	for k, v := range ed.Before {
+		if v == nil {
+			delete(b.Properties, k)
+		} else {
+			b.Properties[k] = v
+		}
+	}
+	return &b, after
+}
+
+// recipients resolves a side effect's recipients to distinct, existing,
+// enabled user ids. A recipient source naming a user that does not exist
+// is an error (the outcome records it).
+func (e *Engine) recipients(ctx context.Context, n domain.NotificationSideEffect, actor *models.User, target *Object, params map[string]any) ([]string, error) {
+	var named []string
+	named = append(named, n.UserIDs...)
+	if n.UserIDInputName != "" {
+		named = append(named, stringsOf(params[n.UserIDInputName])...)
+	}
+	if n.TargetUserPropertyName != "" && target != nil {
+		named = append(named, stringsOf(target.Properties[n.TargetUserPropertyName])...)
+	}
+	if n.SendToTargetCreator && target != nil && target.CreatedBy != "" {
+		named = append(named, target.CreatedBy)
+	}
+	var users []models.User
+	q := e.db.WithContext(ctx).Model(&models.User{}).Select("id", "username", "disabled")
+	if n.Broadcast {
+		if err := q.Where("disabled = ?", false).Find(&users).Error; err != nil {
+			return nil, fmt.Errorf("list users: %w", err)
+		}
+	} else if len(named) > 0 {
+		if err := q.Where("id IN ? OR username IN ?", named, named).Find(&users).Error; err != nil {
+			return nil, fmt.Errorf("look up recipients: %w", err)
+		}
+		found := map[string]bool{}
+		for _, u := range users {
+			found[u.ID], found[u.Username] = true, true
+		}
+		for _, x := range named {
+			if !found[x] {
+				return nil, fmt.Errorf("recipient %q is not a user", x)
+			}
+		}
+	}
+	seen := map[string]bool{}
+	var ids []string
+	add := func(id string) {
+		if !seen[id] {
+			seen[id] = true
+			ids = append(ids, id)
+		}
+	}
+	if n.SendToActor {
+		add(actor.ID)
+	}
+	for _, u := range users {
+		if !u.Disabled {
+			add(u.ID)
+		}
+	}
+	return ids, nil
+}
+
+func stringsOf(v any) []string {
+	switch x := v.(type) {
+	case string:
+		if x != "" {
+			return []string{x}
+		}
+	case []any:
+		var out []string
+		for _, y := range x {
+			if s, ok := y.(string); ok && s != "" {
+				out = append(out, s)
+			}
+		}
+		return out
+	}
+	return nil
+}
+
+// templateScope is what {{ path }} in titles, bodies and metadata can name.
+func templateScope(at *ActionType, actor *models.User, before, after *Object, params map[string]any, ex *models.Execution) map[string]any {
+	obj := func(o *Object) any {
+		if o == nil {
+			return nil
+		}
+		return map[string]any{"id": o.ID, "object_type_id": o.ObjectTypeID, "properties": o.Properties,
+			"marking": o.Marking, "created_by": o.CreatedBy}
+	}
+	return map[string]any{
+		"action":        map[string]any{"id": at.ID, "name": at.Name, "display_name": at.DisplayName, "version": at.Version},
+		"actor":         map[string]any{"id": actor.ID, "username": actor.Username, "organization": actor.Organization},
+		"target":        obj(before),
+		"object":        obj(after),
+		"parameters":    params,
+		"justification": ex.Justification,
+		"execution":     map[string]any{"id": ex.ID, "kind": ex.Kind, "workflow_id": ex.WorkflowID},
+	}
+}
+
+var placeholder = regexp.MustCompile(`\{\{\s*([A-Za-z0-9_.\-]+)\s*\}\}`)
+
+// render replaces {{ path }} with the value at path in scope; a path that
+// names nothing renders empty.
+func render(s string, scope map[string]any) string {
+	return placeholder.ReplaceAllStringFunc(s, func(m string) string {
+		path := placeholder.FindStringSubmatch(m)[1]
+		var cur any = scope
+		for _, part := range strings.Split(path, ".") {
+			mm, ok := cur.(map[string]any)
+			if !ok {
+				return ""
+			}
+			cur = mm[part]
+		}
+		switch v := cur.(type) {
+		case nil:
+			return ""
+		case string:
+			return v
+		default:
+			b, err := json.Marshal(v)
+			if err != nil {
+				return ""
+			}
+			return string(b)
+		}
+	})
+}

@@ -1,0 +1,253 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"gorm.io/gorm"
+	"gorm.io/gorm/clause"
+
+	"github.com/ontoflow/ontoflow/apperr"
+	"github.com/ontoflow/ontoflow/models"
+	"github.com/ontoflow/ontoflow/ontology/domain"
+)
+
+// Prepared is what Validate hands to the later steps: the execution's
+// identity and its materialized parameters. It travels through workflow
+// history, so it holds ids and values, not loaded records.
+type Prepared struct {
+	ExecutionID      string         `json:"execution_id"`
+	ActionTypeID     string         `json:"action_type_id"`
+	ActorID          string         `json:"actor_id"`
+	TargetID         string         `json:"target_object_id,omitempty"`
+	Parameters       map[string]any `json:"parameters"`
+	HasNotifications bool           `json:"has_notifications"`
+}
+
+// Outcome is what the operation did.
+type Outcome struct {
+	Edits  []models.Edit  `json:"edits"`
+	Result map[string]any `json:"result,omitempty"`
+}
+
+// Failure is a refusal or error recorded on an execution.
+type Failure struct {
+	Code    string          `json:"code"`
+	Message string          `json:"message"`
+	Details []apperr.Detail `json:"details,omitempty"`
+	Data    any             `json:"data,omitempty"`
+}
+
+// execution loads an execution row.
+func (e *Engine) execution(ctx context.Context, db *gorm.DB, id string) (*models.Execution, error) {
+	var ex models.Execution
+	err := db.WithContext(ctx).Take(&ex, "id = ?", id).Error
+	if errors.Is(err, gorm.ErrRecordNotFound) {
+		return nil, apperr.New(apperr.ExecutionNotFound, "execution %q not found", id)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("load execution %s: %w", id, err)
+	}
+	return &ex, nil
+}
+
+// request rebuilds the engine request of an execution row.
+func (e *Engine) request(ctx context.Context, ex *models.Execution) (*input, error) {
+	at, err := e.onto.ActionType(ctx, ex.ActionTypeID)
+	if err != nil {
+		return nil, err
+	}
+	actor, err := e.actor(ctx, ex.ActorID)
+	if err != nil {
+		return nil, err
+	}
+	return e.load(ctx, Request{Action: at, Actor: actor, Guest: ex.ActorGuest, TargetID: ex.TargetObjectID,
+		Parameters: ex.Parameters.V, Justification: ex.Justification})
+}
+
+// Prepare is the validate step: it loads the execution, its action type and
+// target, and materializes the parameters. Invalid parameters are
+// ActionValidationFailed with the per-parameter result as data.
+func (e *Engine) Prepare(ctx context.Context, executionID string) (*Prepared, error) {
+	defer e.observe("validate", time.Now())
+	ex, err := e.execution(ctx, e.db, executionID)
+	if err != nil {
+		return nil, err
+	}
+	in, err := e.request(ctx, ex)
+	if err != nil {
+		return nil, err
+	}
+	params, v := e.materialize(ctx, in)
+	if err := v.refusal(); err != nil {
+		return nil, err
+	}
+	return &Prepared{ExecutionID: ex.ID, ActionTypeID: in.Action.ID, ActorID: ex.ActorID, TargetID: ex.TargetObjectID,
+		Parameters: params, HasNotifications: len(in.Action.Config.NotificationSideEffects) > 0}, nil
+}
+
+// Authorize is the authorize step: the policy's actor and target checks
+// and the justification rule.
+func (e *Engine) Authorize(ctx context.Context, p *Prepared) error {
+	defer e.observe("authorize", time.Now())
+	ex, err := e.execution(ctx, e.db, p.ExecutionID)
+	if err != nil {
+		return err
+	}
+	in, err := e.request(ctx, ex)
+	if err != nil {
+		return err
+	}
+	return e.authorize(in, true)
+}
+
+// Operation applies one kind of operation inside the engine's transaction.
+// invoke_function and invoke_webhook plug in here in a later release.
+type Operation func(ctx context.Context, tx *gorm.DB, in *input, params map[string]any) (*Outcome, error)
+
+func (e *Engine) operation(kind string) (Operation, bool) {
+	switch kind {
+	case domain.KindUpdateObject:
+		return e.updateObject, true
+	case domain.KindCreateObject:
+		return e.createObject, true
+	case domain.KindDeleteObject:
+		return e.deleteObject, true
+	case domain.KindCreateLink:
+		return e.createLink, true
+	}
+	return nil, false
+}
+
+// Run is the run-operation step. The operation's edits and the execution's
+// move to succeeded commit in one transaction that first locks the row:
+// an activity retried after a crash finds the row succeeded and returns the
+// recorded outcome instead of applying the edits again.
+func (e *Engine) Run(ctx context.Context, p *Prepared) (*Outcome, error) {
+	defer e.observe("run", time.Now())
+	var out *Outcome
+	var done *models.Execution
+	err := e.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+		var ex models.Execution
+		q := tx
+		if models.IsPostgres(tx) {
+			q = q.Clauses(clause.Locking{Strength: "UPDATE"})
+		}
+		if err := q.Take(&ex, "id = ?", p.ExecutionID).Error; err != nil {
+			return fmt.Errorf("lock execution %s: %w", p.ExecutionID, err)
+		}
+		switch ex.Status {
+		case models.StatusSucceeded:
+			out = &Outcome{Edits: ex.Edits.V, Result: ex.Result.V}
+			return nil
+		case models.StatusFailed:
+			return apperr.New(apperr.Code(ex.ErrorCode), "%s", ex.ErrorMessage)
+		}
+		in, err := e.request(ctx, &ex)
+		if err != nil {
+			return err
+		}
+		op, ok := e.operation(in.Action.OperationKind)
+		if !ok {
+			return apperr.New(apperr.OperationNotSupported, "operation %s is not available in this release", in.Action.OperationKind)
+		}
+		// The target is re-read inside the transaction so the edit's
+		// "before" is what the edit replaced.
+		if in.Target != nil {
+			if in.Target, err = e.onto.Object(ctx, tx, in.Target.ID); err != nil {
+				return fmt.Errorf("reload target: %w", err)
+			}
+			if in.Target == nil {
+				return apperr.New(apperr.ObjectNotFound, "object %q not found", ex.TargetObjectID)
+			}
+		}
+		out, err = op(ctx, tx, in, p.Parameters)
+		if err != nil {
+			return err
+		}
+		now := e.now()
+		ex.Status, ex.FinishedAt, ex.ActionVersion = models.StatusSucceeded, &now, in.Action.Version
+		ex.Edits, ex.Result = models.NewJSON(out.Edits), models.NewJSON(out.Result)
+		ex.Parameters = models.NewJSON(p.Parameters)
+		if err := tx.Select("status", "finished_at", "action_version", "edits", "result", "parameters").Save(&ex).Error; err != nil {
+			return fmt.Errorf("record execution %s: %w", ex.ID, err)
+		}
+		done = &ex
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	if done != nil {
+		e.finished(done, models.StatusSucceeded)
+	}
+	return out, nil
+}
+
+func (e *Engine) updateObject(ctx context.Context, tx *gorm.DB, in *input, params map[string]any) (*Outcome, error) {
+	patch := mappedProperties(in.Action.Config.Operation, params)
+	after, err := e.onto.UpdateObject(ctx, tx, in.Target.ID, patch)
+	if err != nil {
+		return nil, err
+	}
+	return &Outcome{
+		Edits: []models.Edit{{Op: domain.KindUpdateObject, ObjectTypeID: after.ObjectTypeID, ObjectID: after.ID,
+			Before: pick(in.Target.Properties, patch), After: pick(after.Properties, patch)}},
+		Result: map[string]any{"object_id": after.ID},
+	}, nil
+}
+
+func (e *Engine) createObject(ctx context.Context, tx *gorm.DB, in *input, params map[string]any) (*Outcome, error) {
+	props := mappedProperties(in.Action.Config.Operation, params)
+	obj, err := e.onto.CreateObject(ctx, tx, in.Action.ObjectTypeID, props, "", in.Actor.ID, in.Actor.Organization)
+	if err != nil {
+		return nil, err
+	}
+	return &Outcome{
+		Edits:  []models.Edit{{Op: domain.KindCreateObject, ObjectTypeID: obj.ObjectTypeID, ObjectID: obj.ID, After: obj.Properties}},
+		Result: map[string]any{"object_id": obj.ID},
+	}, nil
+}
+
+func (e *Engine) deleteObject(ctx context.Context, tx *gorm.DB, in *input, _ map[string]any) (*Outcome, error) {
+	if err := e.onto.DeleteObject(ctx, tx, in.Target.ID); err != nil {
+		return nil, err
+	}
+	return &Outcome{
+		Edits:  []models.Edit{{Op: domain.KindDeleteObject, ObjectTypeID: in.Target.ObjectTypeID, ObjectID: in.Target.ID, Before: in.Target.Properties}},
+		Result: map[string]any{"object_id": in.Target.ID},
+	}, nil
+}
+
+func (e *Engine) createLink(ctx context.Context, tx *gorm.DB, in *input, params map[string]any) (*Outcome, error) {
+	op := in.Action.Config.Operation
+	src, dst := linkEnds(op, in.Target.ID, params)
+	id, err := e.onto.CreateLink(ctx, tx, op.LinkTypeID, src, dst)
+	if err != nil {
+		return nil, err
+	}
+	return &Outcome{
+		Edits:  []models.Edit{{Op: domain.KindCreateLink, LinkTypeID: op.LinkTypeID, LinkID: id, SourceID: src, TargetID: dst}},
+		Result: map[string]any{"link_id": id},
+	}, nil
+}
+
+// RecordFailure marks an execution failed unless it already finished.
+func (e *Engine) RecordFailure(ctx context.Context, executionID string, f Failure) error {
+	now := e.now()
+	res := e.db.WithContext(ctx).Model(&models.Execution{}).
+		Where("id = ? AND status NOT IN ?", executionID, []string{models.StatusSucceeded, models.StatusFailed}).
+		Updates(map[string]any{"status": models.StatusFailed, "error_code": f.Code, "error_message": f.Message,
+			"error_details": models.NewJSON[any](f), "finished_at": &now})
+	if res.Error != nil {
+		return fmt.Errorf("record failure of %s: %w", executionID, res.Error)
+	}
+	if res.RowsAffected > 0 {
+		if ex, err := e.execution(ctx, e.db, executionID); err == nil {
+			e.finished(ex, models.StatusFailed)
+		}
+	}
+	return nil
+}

@@ -130,7 +130,7 @@ func Start(ctx context.Context, mode Mode, cfg *config.Config, log *slog.Logger)
 	}
 
 	store := ontology.NewStore(a.DB, cfg.Markings)
-	eng := engine.New(engine.Deps{DB: a.DB, Store: store, Levels: cfg.Markings, Log: log, Registerer: a.Registry})
+	eng := engine.New(engine.Deps{DB: a.DB, Ontology: store, Levels: cfg.Markings, Log: log, Registerer: a.Registry})
 
 	if mode == Dev || mode == Worker {
 		a.Worker = worker.New(a.Temporal, worker.Options{

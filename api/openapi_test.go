@@ -23,6 +23,7 @@ import (
 func allRouteGroups() []func(*gin.RouterGroup) {
 	return []func(*gin.RouterGroup){
 		api.OntologyRoutes(ontology.NewStore(nil, auth.DefaultLevels)),
+		api.ActionRoutes(api.ActionDeps{}),
 	}
 }
 

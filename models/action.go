@@ -45,7 +45,7 @@ type Execution struct {
 	TargetObjectID string                      `gorm:"size:36;index" json:"target_object_id,omitempty"`
 	Parameters     JSON[map[string]any]        `json:"parameters"`
 	Justification  string                      `gorm:"type:text" json:"justification,omitempty"`
-	Status         string                      `gorm:"size:16;index;not null" json:"status"`
+	Status         string                      `gorm:"size:32;index;not null" json:"status"`
 	ErrorCode      string                      `gorm:"size:64" json:"error_code,omitempty"`
 	ErrorMessage   string                      `gorm:"type:text" json:"error_message,omitempty"`
 	ErrorDetails   JSON[any]                   `json:"error_details,omitempty"`

@@ -92,7 +92,12 @@ func start(t *testing.T, env []string, args ...string) *proc {
 		t.Fatalf("start ontoflow %v: %v", args, err)
 	}
 	go func() { p.done <- p.cmd.Wait() }()
-	t.Cleanup(func() { p.kill() })
+	t.Cleanup(func() {
+		p.kill()
+		if t.Failed() {
+			t.Logf("ontoflow %v stderr (last 4 KiB):\n%s", args, tail(p.stderr.String(), 4096))
+		}
+	})
 
 	deadline := time.After(3 * time.Minute)
 	for !strings.Contains(p.stdout.String(), " ready in ") {
@@ -269,4 +274,11 @@ func waitHTTP(t *testing.T, url string) response {
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
+}
+
+func tail(s string, n int) string {
+	if len(s) > n {
+		return s[len(s)-n:]
+	}
+	return s
 }

@@ -207,8 +207,8 @@ func actionSuite(t *testing.T, admin client) {
 			"operation": map[string]any{"property_mappings": []map[string]any{
 				{"property": "status", "input": "status"}, {"property": "priority", "input": "priority"}}},
 			"notification_side_effects": []map[string]any{{
-				"title": "{{ target.properties.title }} is now {{ object.properties.status }}",
-				"body":  "{{ actor.username }} changed it from {{ target.properties.status }}: {{ justification }}",
+				"title":         "{{ target.properties.title }} is now {{ object.properties.status }}",
+				"body":          "{{ actor.username }} changed it from {{ target.properties.status }}: {{ justification }}",
 				"send_to_actor": true, "target_user_property_name": "owner",
 			}},
 		},

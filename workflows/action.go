@@ -11,9 +11,9 @@
 // payload limits.
 //
 // Versioning: workflow code must stay deterministic for histories in
-// flight. Change it with workflow.GetVersion at the point of change; the
-// replay test (workflows/replay_test.go) replays recorded histories against
-// the current code and fails on a non-deterministic change.
+// flight. Any change to the sequence of steps goes behind
+// workflow.GetVersion at the point of change, so executions started by the
+// previous worker build replay unchanged after a deploy.
 package workflows
 
 import (

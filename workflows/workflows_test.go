@@ -1,0 +1,145 @@
+package workflows
+
+import (
+	"context"
+	"errors"
+	"testing"
+
+	"go.temporal.io/sdk/activity"
+	"go.temporal.io/sdk/temporal"
+	"go.temporal.io/sdk/testsuite"
+
+	"github.com/ontoflow/ontoflow/activities"
+	"github.com/ontoflow/ontoflow/apperr"
+	"github.com/ontoflow/ontoflow/engine"
+	"github.com/ontoflow/ontoflow/models"
+)
+
+// fakeSteps records the steps the workflow ran. The steps' real behaviour
+// is covered end to end (cmd/ontoflow); these tests pin the workflow's
+// order, its failure path and the batch's chunking.
+type fakeSteps struct {
+	calls    []string
+	refuse   map[string]bool // execution id -> Authorize refuses
+	flaky    int             // RunOperation fails this many times first
+	recorded map[string]string
+	chunks   [][2]int
+}
+
+func (f *fakeSteps) register(env *testsuite.TestWorkflowEnvironment) {
+	reg := func(name string, fn any) {
+		env.RegisterActivityWithOptions(fn, activity.RegisterOptions{Name: name})
+	}
+	reg(activities.Validate, func(ctx context.Context, id string) (*engine.Prepared, error) {
+		f.calls = append(f.calls, "validate:"+id)
+		return &engine.Prepared{ExecutionID: id, HasNotifications: true}, nil
+	})
+	reg(activities.Authorize, func(ctx context.Context, p *engine.Prepared) error {
+		f.calls = append(f.calls, "authorize:"+p.ExecutionID)
+		if f.refuse[p.ExecutionID] {
+			return temporal.NewNonRetryableApplicationError("no", string(apperr.PermissionDenied), nil)
+		}
+		return nil
+	})
+	reg(activities.RunOperation, func(ctx context.Context, p *engine.Prepared) (*engine.Outcome, error) {
+		f.calls = append(f.calls, "run:"+p.ExecutionID)
+		if f.flaky > 0 {
+			f.flaky--
+			return nil, errors.New("database briefly unavailable")
+		}
+		return &engine.Outcome{}, nil
+	})
+	reg(activities.Notify, func(ctx context.Context, p *engine.Prepared, o *engine.Outcome) error {
+		f.calls = append(f.calls, "notify:"+p.ExecutionID)
+		return nil
+	})
+	reg(activities.RecordFailure, func(ctx context.Context, id string, fl engine.Failure) error {
+		f.recorded[id] = fl.Code
+		return nil
+	})
+	reg(activities.ListBatchChunk, func(ctx context.Context, batchID string, from, to int) ([]string, error) {
+		f.chunks = append(f.chunks, [2]int{from, to})
+		var ids []string
+		for i := from; i < to; i++ {
+			ids = append(ids, string(rune('a'+i)))
+		}
+		return ids, nil
+	})
+	reg(activities.FinishBatch, func(ctx context.Context, batchID string) (*engine.BatchTotals, error) {
+		return &engine.BatchTotals{Total: 5, Status: models.StatusPartial}, nil
+	})
+}
+
+func newEnv(t *testing.T) (*testsuite.TestWorkflowEnvironment, *fakeSteps) {
+	var s testsuite.WorkflowTestSuite
+	env := s.NewTestWorkflowEnvironment()
+	f := &fakeSteps{refuse: map[string]bool{}, recorded: map[string]string{}}
+	f.register(env)
+	env.RegisterWorkflow(ActionWorkflow)
+	env.RegisterWorkflow(BatchWorkflow)
+	env.RegisterWorkflow(BatchChunkWorkflow)
+	return env, f
+}
+
+func TestActionWorkflowRunsStepsInOrderAndRetriesInfrastructure(t *testing.T) {
+	env, f := newEnv(t)
+	f.flaky = 2
+	env.ExecuteWorkflow(ActionWorkflow, ActionInput{ExecutionID: "x"})
+	if err := env.GetWorkflowError(); err != nil {
+		t.Fatal(err)
+	}
+	var res ItemResult
+	if err := env.GetWorkflowResult(&res); err != nil || res.Status != models.StatusSucceeded {
+		t.Fatalf("result %+v, %v", res, err)
+	}
+	want := "[validate:x authorize:x run:x run:x run:x notify:x]"
+	if got := fmtCalls(f.calls); got != want {
+		t.Errorf("steps = %s, want %s", got, want)
+	}
+}
+
+func TestActionWorkflowRecordsRefusalAndSkipsLaterSteps(t *testing.T) {
+	env, f := newEnv(t)
+	f.refuse["x"] = true
+	env.ExecuteWorkflow(ActionWorkflow, ActionInput{ExecutionID: "x"})
+	var appErr *temporal.ApplicationError
+	if err := env.GetWorkflowError(); !errors.As(err, &appErr) || appErr.Type() != string(apperr.PermissionDenied) {
+		t.Fatalf("workflow error = %v, want PermissionDenied", err)
+	}
+	if got := fmtCalls(f.calls); got != "[validate:x authorize:x]" {
+		t.Errorf("steps after a refusal = %s: no run, no notify", got)
+	}
+	if f.recorded["x"] != string(apperr.PermissionDenied) {
+		t.Errorf("recorded failure = %q", f.recorded["x"])
+	}
+}
+
+func TestBatchWorkflowChunksItems(t *testing.T) {
+	env, f := newEnv(t)
+	f.refuse["b"] = true
+	env.ExecuteWorkflow(BatchWorkflow, BatchInput{BatchID: "batch", Total: 5, ChildItems: 2, Concurrency: 2})
+	if err := env.GetWorkflowError(); err != nil {
+		t.Fatal(err)
+	}
+	var tot engine.BatchTotals
+	if err := env.GetWorkflowResult(&tot); err != nil || tot.Status != models.StatusPartial {
+		t.Fatalf("totals %+v, %v", tot, err)
+	}
+	if len(f.chunks) != 3 {
+		t.Errorf("chunks = %v, want [0,2) [2,4) [4,5)", f.chunks)
+	}
+	if f.recorded["b"] != string(apperr.PermissionDenied) || len(f.recorded) != 1 {
+		t.Errorf("failures = %v: one refused item must not stop the others", f.recorded)
+	}
+}
+
+func fmtCalls(c []string) string {
+	out := "["
+	for i, s := range c {
+		if i > 0 {
+			out += " "
+		}
+		out += s
+	}
+	return out + "]"
+}

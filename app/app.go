@@ -76,9 +76,10 @@ type App struct {
 func Start(ctx context.Context, mode Mode, cfg *config.Config, log *slog.Logger) (a *App, err error) {
 	a = &App{Mode: mode, Cfg: cfg, Log: log, Registry: prometheus.NewRegistry()}
 	a.Registry.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	started := a // the error returns below set a to nil
 	defer func() {
 		if err != nil {
-			a.Stop(context.Background())
+			started.Stop(context.Background())
 		}
 	}()
 

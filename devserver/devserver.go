@@ -15,6 +15,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -103,7 +104,25 @@ func defaultDynamicConfig() map[string]any {
 // UI is enabled it is listening when Start returns.
 //
 // ctx bounds the start-up; it is not retained.
-func Start(ctx context.Context, cfg Config) (_ *Server, retErr error) {
+//
+// The internal ports are picked free just before the server binds them, so
+// another process can take one in between; such a start is retried with
+// fresh ports.
+func Start(ctx context.Context, cfg Config) (*Server, error) {
+	for attempt := 1; ; attempt++ {
+		s, err := start(ctx, cfg)
+		if err == nil || attempt == 3 || !strings.Contains(err.Error(), "address already in use") || ctx.Err() != nil {
+			return s, err
+		}
+		log := cfg.Logger
+		if log == nil {
+			log = slog.Default()
+		}
+		log.Warn("embedded temporal: a port was taken while starting; retrying", "attempt", attempt, "err", err)
+	}
+}
+
+func start(ctx context.Context, cfg Config) (_ *Server, retErr error) {
 	if err := cfg.normalize(); err != nil {
 		return nil, err
 	}

@@ -8,6 +8,7 @@ package devserver
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -326,6 +327,18 @@ func namespaceRefreshInterval(extra map[string]any) time.Duration {
 	return 2 * time.Second
 }
 
+func clearMembership(dbPath string) error {
+	db, err := sql.Open("sqlite", "file:"+dbPath+"?_pragma=busy_timeout(5000)")
+	if err != nil {
+		return fmt.Errorf("devserver: open database: %w", err)
+	}
+	defer db.Close()
+	if _, err := db.Exec("DELETE FROM cluster_membership"); err != nil {
+		return fmt.Errorf("devserver: clear stale cluster membership: %w", err)
+	}
+	return nil
+}
+
 // prepareDatabase returns the SQLite config, creating the schema when the
 // database file is new. For a file database it also takes an exclusive lock
 // on DataDir so that two servers cannot share one database.
@@ -364,7 +377,15 @@ func prepareDatabase(cfg Config) (*config.SQL, func(), error) {
 	fi, err := os.Stat(dbPath)
 	switch {
 	case err == nil && fi.Size() > 0:
-		// Existing database: reuse it as is.
+		// Existing database: reuse it, minus the membership rows of the
+		// previous run. Those name ports that are gone; left in place, the
+		// new server waits for its membership ring to time out joining them
+		// (about 45 s measured). The directory lock makes them certainly
+		// stale.
+		if err := clearMembership(dbPath); err != nil {
+			unlock()
+			return nil, nil, err
+		}
 	case err == nil || errors.Is(err, os.ErrNotExist):
 		if err := sqlite.SetupSchema(sqlCfg); err != nil {
 			for _, suffix := range []string{"", "-wal", "-shm"} {

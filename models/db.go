@@ -81,6 +81,9 @@ func Open(ctx context.Context, dsn string) (*gorm.DB, error) {
 		}
 		// One writer at a time is SQLite's rule; a small pool serves reads.
 		sqlDB.SetMaxOpenConns(4)
+		// Keep all four open: with the default of two idle, connections three
+		// and four were closed and reopened under load.
+		sqlDB.SetMaxIdleConns(4)
 	}
 	if err := ping(ctx, db); err != nil {
 		return nil, err

@@ -283,7 +283,7 @@ func (h *actionRoutes) view(ctx context.Context, ex *models.Execution, items boo
 // 202 with a Location while it runs, and the recorded typed error (its own
 // status: 400, 403, 404, 409...) when it failed.
 func (h *actionRoutes) answer(c *gin.Context, ex *models.Execution) {
-	v, err := h.view(c.Request.Context(), ex, ex.TotalItems <= h.BatchSyncMax)
+	v, err := h.view(c.Request.Context(), ex, ex.TotalItems <= min(h.BatchSyncMax, maxInlineItems))
 	if err != nil {
 		fail(c, err)
 		return
@@ -436,13 +436,18 @@ func (h *actionRoutes) getExecution(c *gin.Context) {
 		fail(c, err)
 		return
 	}
-	v, err := h.view(c.Request.Context(), ex, true)
+	// Large batches list their items through /executions?batch=<id>.
+	v, err := h.view(c.Request.Context(), ex, ex.TotalItems <= maxInlineItems)
 	if err != nil {
 		fail(c, err)
 		return
 	}
 	c.JSON(http.StatusOK, v)
 }
+
+// maxInlineItems is the largest batch whose items GET /executions/{id}
+// lists inline.
+const maxInlineItems = 1000
 
 func (h *actionRoutes) listExecutions(c *gin.Context) {
 	ctx := c.Request.Context()
@@ -466,6 +471,9 @@ func (h *actionRoutes) listExecutions(c *gin.Context) {
 	}
 	if s := c.Query("status"); s != "" {
 		q = q.Where("status = ?", s)
+	}
+	if s := c.Query("batch"); s != "" {
+		q = q.Where("batch_id = ?", s)
 	}
 	if s := c.Query("kind"); s != "" {
 		q = q.Where("kind = ?", s)

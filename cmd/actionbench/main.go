@@ -1,0 +1,361 @@
+// Command actionbench measures the action engine against a bare Temporal
+// workflow on the same embedded server, in one run: it starts the whole dev
+// process in-process (app.Start), registers a baseline workflow of four
+// no-op regular activities on its own task queue, and prints a Markdown
+// table with the ratios issue 5 sets as targets.
+//
+//	go run ./cmd/actionbench [-seq 100] [-conc 50] [-conc-total 500] [-children 1000] [-batch 1000,10000]
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"os"
+	"runtime"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"go.temporal.io/sdk/activity"
+	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/worker"
+	"go.temporal.io/sdk/workflow"
+
+	"github.com/ontoflow/ontoflow/app"
+	"github.com/ontoflow/ontoflow/config"
+)
+
+const bareQueue = "actionbench-bare"
+
+func noop(ctx context.Context) error { return nil }
+
+// bareWorkflow is the baseline: four no-op regular activities.
+func bareWorkflow(ctx workflow.Context) error {
+	ctx = workflow.WithActivityOptions(ctx, workflow.ActivityOptions{StartToCloseTimeout: 30 * time.Second})
+	for _, name := range []string{"validate", "authorize", "run", "notify"} {
+		if err := workflow.ExecuteActivity(ctx, name).Get(ctx, nil); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// bareParent starts n bareWorkflow children, at most 50 at a time.
+func bareParent(ctx workflow.Context, n int) error {
+	sel := workflow.NewSelector(ctx)
+	pending := 0
+	for i := 0; i < n || pending > 0; {
+		for pending < 50 && i < n {
+			f := workflow.ExecuteChildWorkflow(ctx, bareWorkflow)
+			sel.AddFuture(f, func(f workflow.Future) { pending-- })
+			pending++
+			i++
+		}
+		sel.Select(ctx)
+	}
+	return nil
+}
+
+type bench struct {
+	api, user, pass string
+	c               client.Client
+}
+
+func main() {
+	seq := flag.Int("seq", 100, "sequential runs for p50/p95")
+	conc := flag.Int("conc", 50, "concurrent clients")
+	concTotal := flag.Int("conc-total", 500, "executions in the throughput test")
+	children := flag.Int("children", 1000, "children of the bare parent")
+	batches := flag.String("batch", "1000,10000", "batch sizes")
+	flag.Parse()
+	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelError}))
+	if err := run(log, *seq, *conc, *concTotal, *children, *batches); err != nil {
+		fmt.Fprintln(os.Stderr, "actionbench:", err)
+		os.Exit(1)
+	}
+}
+
+func run(log *slog.Logger, seq, conc, concTotal, children int, batchList string) error {
+	dir, err := os.MkdirTemp("", "actionbench")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(dir)
+	fs := flag.NewFlagSet("dev", flag.ContinueOnError)
+	cfg, check := config.Bind(fs, config.ModeDev)
+	if err := fs.Parse([]string{"--data-dir", dir, "--http-addr", "127.0.0.1:0", "--temporal-port", "0", "--ui-port", "-1",
+		"--admin-password", "bench-password-1", "--log-level", "error"}); err != nil {
+		return err
+	}
+	if err := check(); err != nil {
+		return err
+	}
+	ctx := context.Background()
+	a, err := app.Start(ctx, app.Dev, cfg, log)
+	if err != nil {
+		return fmt.Errorf("start dev: %w", err)
+	}
+	defer a.Stop(ctx)
+	w := worker.New(a.Temporal, bareQueue, worker.Options{})
+	w.RegisterWorkflow(bareWorkflow)
+	w.RegisterWorkflow(bareParent)
+	for _, n := range []string{"validate", "authorize", "run", "notify"} {
+		w.RegisterActivityWithOptions(noop, activity.RegisterOptions{Name: n})
+	}
+	if err := w.Start(); err != nil {
+		return err
+	}
+	defer w.Stop()
+	b := &bench{api: a.APIURL, user: "admin", pass: "bench-password-1", c: a.Temporal}
+	actionID, targets, err := b.setup(concTotal + seq)
+	if err != nil {
+		return err
+	}
+
+	bareRun := func(i int) error {
+		r, err := b.c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{TaskQueue: bareQueue}, bareWorkflow)
+		if err != nil {
+			return err
+		}
+		return r.Get(ctx, nil)
+	}
+	execRun := func(i int) error {
+		return b.post("/api/v1/ontology/actions/"+actionID+"/execute",
+			map[string]any{"target_object_id": targets[i%len(targets)], "parameters": map[string]any{"priority": i}}, 200, nil)
+	}
+	// Warm both paths.
+	for i := 0; i < 5; i++ {
+		if err := bareRun(i); err != nil {
+			return err
+		}
+		if err := execRun(i); err != nil {
+			return err
+		}
+	}
+	bareP50, bareP95, err := sequential(seq, bareRun)
+	if err != nil {
+		return err
+	}
+	exP50, exP95, err := sequential(seq, func(i int) error { return execRun(i + concTotal) })
+	if err != nil {
+		return err
+	}
+	bareTput, err := throughput(conc, concTotal, bareRun)
+	if err != nil {
+		return err
+	}
+	exTput, err := throughput(conc, concTotal, execRun)
+	if err != nil {
+		return err
+	}
+	start := time.Now()
+	r, err := b.c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{TaskQueue: bareQueue}, bareParent, children)
+	if err != nil {
+		return err
+	}
+	if err := r.Get(ctx, nil); err != nil {
+		return err
+	}
+	bareChildren := time.Since(start)
+
+	type batchResult struct {
+		n int
+		d time.Duration
+	}
+	var bres []batchResult
+	for _, s := range strings.Split(batchList, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(s))
+		if err != nil {
+			return err
+		}
+		d, err := b.batch(actionID, targets, n)
+		if err != nil {
+			return err
+		}
+		bres = append(bres, batchResult{n, d})
+	}
+
+	ms := func(d time.Duration) string { return fmt.Sprintf("%.1f ms", float64(d.Microseconds())/1000) }
+	met := func(ok bool) string {
+		if ok {
+			return "yes"
+		}
+		return "**no**"
+	}
+	fmt.Printf("Command: `go run ./cmd/actionbench %s`; %s, nproc %d, %s.\n\n", strings.Join(os.Args[1:], " "), time.Now().UTC().Format(time.RFC3339), runtime.NumCPU(), cpuModel())
+	fmt.Println("| figure | bare workflow (4 no-op activities) | Ontoflow | ratio | target | met |")
+	fmt.Println("|---|---|---|---|---|---|")
+	fmt.Printf("| sequential p50 (n=%d) | %s | %s (sync execute over HTTP, update_object) | %.2fx | ≤ 0.35x | %s |\n", seq, ms(bareP50), ms(exP50), ratio(exP50, bareP50), met(ratio(exP50, bareP50) <= 0.35))
+	fmt.Printf("| sequential p95 | %s | %s | %.2fx | | |\n", ms(bareP95), ms(exP95), ratio(exP95, bareP95))
+	fmt.Printf("| throughput, %d concurrent clients, %d runs | %.1f/s | %.1f/s | %.2fx | ≥ 3x | %s |\n", conc, concTotal, bareTput, exTput, exTput/bareTput, met(exTput/bareTput >= 3))
+	for _, br := range bres {
+		target, ok := "", true
+		if br.n == children {
+			target, ok = "≤ 0.1x", ratio(br.d, bareChildren) <= 0.1
+		}
+		if br.n >= 10000 {
+			target, ok = "≤ 60 s", br.d <= time.Minute
+		}
+		fmt.Printf("| batch of %d items | parent with %d plain children: %.1f s | %.1f s | %.3fx | %s | %s |\n", br.n, children, bareChildren.Seconds(), br.d.Seconds(), ratio(br.d, bareChildren), target, met(ok))
+	}
+	return nil
+}
+
+func ratio(a, b time.Duration) float64 { return float64(a) / float64(b) }
+
+func cpuModel() string {
+	b, _ := os.ReadFile("/proc/cpuinfo")
+	for _, l := range strings.Split(string(b), "\n") {
+		if strings.HasPrefix(l, "model name") {
+			return strings.TrimSpace(strings.SplitN(l, ":", 2)[1])
+		}
+	}
+	return "unknown CPU"
+}
+
+func sequential(n int, f func(i int) error) (p50, p95 time.Duration, err error) {
+	ds := make([]time.Duration, n)
+	for i := range ds {
+		t := time.Now()
+		if err := f(i); err != nil {
+			return 0, 0, err
+		}
+		ds[i] = time.Since(t)
+	}
+	sort.Slice(ds, func(i, j int) bool { return ds[i] < ds[j] })
+	return ds[n/2], ds[n*95/100], nil
+}
+
+func throughput(workers, total int, f func(i int) error) (float64, error) {
+	var wg sync.WaitGroup
+	next := make(chan int)
+	errs := make(chan error, workers)
+	start := time.Now()
+	for w := 0; w < workers; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range next {
+				if err := f(i); err != nil {
+					errs <- err
+					return
+				}
+			}
+		}()
+	}
+	for i := 0; i < total; i++ {
+		select {
+		case next <- i:
+		case err := <-errs:
+			close(next)
+			wg.Wait()
+			return 0, err
+		}
+	}
+	close(next)
+	wg.Wait()
+	select {
+	case err := <-errs:
+		return 0, err
+	default:
+	}
+	return float64(total) / time.Since(start).Seconds(), nil
+}
+
+var httpClient = &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 100}, Timeout: 10 * time.Minute}
+
+func (b *bench) post(path string, body any, want int, out any) error {
+	js, _ := json.Marshal(body)
+	req, _ := http.NewRequest("POST", b.api+path, bytes.NewReader(js))
+	req.Header.Set("Content-Type", "application/json")
+	req.SetBasicAuth(b.user, b.pass)
+	return b.do(req, want, out)
+}
+
+func (b *bench) do(req *http.Request, want int, out any) error {
+	resp, err := httpClient.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	data, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != want {
+		return fmt.Errorf("%s %s: %d %.300s", req.Method, req.URL.Path, resp.StatusCode, data)
+	}
+	if out != nil {
+		return json.Unmarshal(data, out)
+	}
+	return nil
+}
+
+// setup creates an object type, n target objects and an update_object
+// action.
+func (b *bench) setup(n int) (string, []string, error) {
+	if err := b.post("/api/v1/ontology/types", map[string]any{"name": "Ticket", "primary_key": "title",
+		"properties": []map[string]any{{"name": "title", "type": "string", "required": true}, {"name": "priority", "type": "integer"}}}, 201, nil); err != nil {
+		return "", nil, err
+	}
+	var a struct {
+		ID string `json:"id"`
+	}
+	if err := b.post("/api/v1/ontology/actions", map[string]any{"name": "set-priority", "object_type_id": "Ticket", "operation_kind": "update_object",
+		"inputs": []map[string]any{{"name": "priority", "type": "integer", "required": true}},
+		"config": map[string]any{"operation": map[string]any{"property_mappings": []map[string]any{{"property": "priority", "input": "priority"}}}}}, 201, &a); err != nil {
+		return "", nil, err
+	}
+	ids := make([]string, n)
+	for i := range ids {
+		var o struct {
+			ID string `json:"id"`
+		}
+		if err := b.post("/api/v1/ontology/types/Ticket/objects", map[string]any{"properties": map[string]any{"title": fmt.Sprintf("t%d", i)}}, 201, &o); err != nil {
+			return "", nil, err
+		}
+		ids[i] = o.ID
+	}
+	return a.ID, ids, nil
+}
+
+// batch submits an n-item batch asynchronously and polls it to the end.
+func (b *bench) batch(actionID string, targets []string, n int) (time.Duration, error) {
+	items := make([]map[string]any, n)
+	for i := range items {
+		items[i] = map[string]any{"target_object_id": targets[i%len(targets)], "parameters": map[string]any{"priority": i}}
+	}
+	start := time.Now()
+	var acc struct {
+		ID string `json:"id"`
+	}
+	if err := b.post("/api/v1/ontology/actions/"+actionID+"/execute-batch?async=true", map[string]any{"items": items}, 202, &acc); err != nil {
+		return 0, err
+	}
+	for {
+		req, _ := http.NewRequest("GET", b.api+"/api/v1/ontology/executions/"+acc.ID, nil)
+		req.SetBasicAuth(b.user, b.pass)
+		var ex struct {
+			Status     string  `json:"status"`
+			FinishedAt *string `json:"finished_at"`
+			Totals     struct {
+				Succeeded, Failed int
+			} `json:"totals"`
+		}
+		if err := b.do(req, 200, &ex); err != nil {
+			return 0, err
+		}
+		if ex.FinishedAt != nil {
+			if ex.Totals.Succeeded != n {
+				return 0, fmt.Errorf("batch of %d: %d succeeded, %d failed", n, ex.Totals.Succeeded, ex.Totals.Failed)
+			}
+			return time.Since(start), nil
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}

@@ -127,9 +127,20 @@ func (e *Engine) operation(kind string) (Operation, bool) {
 // recorded outcome instead of applying the edits again.
 func (e *Engine) Run(ctx context.Context, p *Prepared) (*Outcome, error) {
 	defer e.observe("run", time.Now())
+	// Everything read outside the transaction is read first: inside it,
+	// only tx is used, so the holder of SQLite's single write lock never
+	// waits for a second pool connection that blocked writers hold.
+	ex0, err := e.execution(ctx, e.db, p.ExecutionID)
+	if err != nil {
+		return nil, err
+	}
+	in, err := e.request(ctx, ex0)
+	if err != nil {
+		return nil, err
+	}
 	var out *Outcome
 	var done *models.Execution
-	err := e.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+	err = e.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
 		var ex models.Execution
 		q := tx
 		if models.IsPostgres(tx) {
@@ -145,10 +156,7 @@ func (e *Engine) Run(ctx context.Context, p *Prepared) (*Outcome, error) {
 		case models.StatusFailed:
 			return apperr.New(apperr.Code(ex.ErrorCode), "%s", ex.ErrorMessage)
 		}
-		in, err := e.request(ctx, &ex)
-		if err != nil {
-			return err
-		}
+		var err error
 		op, ok := e.operation(in.Action.OperationKind)
 		if !ok {
 			return apperr.New(apperr.OperationNotSupported, "operation %s is not available in this release", in.Action.OperationKind)

@@ -224,7 +224,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Allow", davMethods)
 		http.Error(w, "method not allowed", http.StatusMethodNotAllowed)
 	default:
-		http.Error(w, "method not implemented", http.StatusNotImplemented)
+		http.Error(w, "unknown method", http.StatusNotImplemented)
 	}
 }
 

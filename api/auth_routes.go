@@ -46,6 +46,12 @@ func (s *Server) issueToken(c *gin.Context) {
 		fail(c, apperr.New(apperr.InvalidArgument, "ttl_seconds must be positive"))
 		return
 	}
+	if req.TTLSeconds > int64(s.deps.MaxTokenTTL/time.Second) {
+		// Compared before multiplying: a huge value would overflow into a
+		// negative duration and issue an already-expired token.
+		fail(c, apperr.New(apperr.InvalidArgument, "ttl_seconds must be at most %d", int64(s.deps.MaxTokenTTL/time.Second)))
+		return
+	}
 	if req.TTLSeconds > 0 {
 		ttl = time.Duration(req.TTLSeconds) * time.Second
 	}

@@ -141,7 +141,7 @@ func (s *Server) readyz(c *gin.Context) {
 	defer cancel()
 	if err := s.deps.Ready(ctx); err != nil {
 		s.deps.Logger.Warn("not ready", "err", err)
-		c.AbortWithStatusJSON(http.StatusServiceUnavailable, errorBody{Error: apperr.New(apperr.Unavailable, "not ready: %v", err)})
+		c.AbortWithStatusJSON(http.StatusServiceUnavailable, errorBody{Error: apperr.New(apperr.Unavailable, "not ready (database or Temporal unreachable; see the server log)")})
 		return
 	}
 	c.JSON(http.StatusOK, gin.H{"status": "ready"})

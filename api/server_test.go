@@ -157,6 +157,7 @@ func TestConventions(t *testing.T) {
 			{"forged page token", "admin", "GET", "/api/v1/users?page_token=not*base64", "", "", 400, "InvalidArgument"},
 			{"negative ttl", "admin", "POST", "/api/v1/auth/tokens", "application/json", `{"ttl_seconds":-5}`, 400, "InvalidArgument"},
 			{"ttl too long", "admin", "POST", "/api/v1/auth/tokens", "application/json", `{"ttl_seconds":999999999}`, 400, "InvalidArgument"},
+			{"ttl overflowing a duration", "admin", "POST", "/api/v1/auth/tokens", "application/json", `{"ttl_seconds":9000000000000000000}`, 400, "InvalidArgument"},
 			{"revoke unknown token", "admin", "DELETE", "/api/v1/auth/tokens/nope", "", "", 404, "TokenNotFound"},
 			{"panic", "admin", "GET", "/api/v1/test/panic", "", "", 500, "Internal"},
 		}
@@ -265,5 +266,28 @@ func TestWebDAVDispatch(t *testing.T) {
 		if got := f.davHits > before; got != c.dav {
 			t.Errorf("%s %s reached WebDAV = %v, want %v", c.method, c.path, got, c.dav)
 		}
+	}
+}
+
+// users:admin cannot be turned into the admin role: its holder may not
+// grant roles, permissions or clearance, touch an admin, or edit itself.
+func TestUsersAdminCannotEscalate(t *testing.T) {
+	f := newFoundation(t, testdb.Open(t, "sqlite"))
+	if r := f.json(t, "admin", "POST", "/api/v1/users", `{"username":"manager","password":"manager-password","permissions":["users:admin"]}`); r.status != 201 {
+		t.Fatalf("create manager: %d %s", r.status, r.body)
+	}
+	for _, c := range []struct{ path, body string }{
+		{"/api/v1/users/manager", `{"roles":["admin"]}`},
+		{"/api/v1/users/plain", `{"permissions":["*:*"]}`},
+		{"/api/v1/users/plain", `{"clearance":"pii"}`},
+		{"/api/v1/users/admin", `{"password":"taken-over-1"}`},
+		{"/api/v1/users/manager", `{"organization":"elsewhere"}`},
+	} {
+		if r := f.json(t, "manager", "PATCH", c.path, c.body); r.status != 403 || r.code() != "PermissionDenied" {
+			t.Errorf("PATCH %s %s by users:admin: %d %s", c.path, c.body, r.status, r.body)
+		}
+	}
+	if r := f.json(t, "manager", "PATCH", "/api/v1/users/plain", `{"disabled":true}`); r.status != 200 {
+		t.Errorf("users:admin disabling a plain user: %d %s", r.status, r.body)
 	}
 }

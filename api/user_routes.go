@@ -5,6 +5,7 @@ import (
 
 	"github.com/gin-gonic/gin"
 
+	"github.com/ontoflow/ontoflow/apperr"
 	"github.com/ontoflow/ontoflow/models"
 	"github.com/ontoflow/ontoflow/users"
 )
@@ -77,6 +78,20 @@ func (s *Server) updateUser(c *gin.Context) {
 	if err := decodeJSON(c, &sp); err != nil {
 		fail(c, err)
 		return
+	}
+	// users:admin manages accounts; only the admin role grants roles,
+	// permissions or clearance, or changes an admin's account, so the
+	// permission cannot be turned into the admin role.
+	if p := principal(c); !p.User.IsAdmin() {
+		target, err := s.users().Get(c.Request.Context(), c.Param("id"))
+		if err != nil {
+			fail(c, err)
+			return
+		}
+		if target.IsAdmin() || target.ID == p.User.ID || sp.Roles != nil || sp.Permissions != nil || sp.Clearance != nil {
+			fail(c, apperr.New(apperr.PermissionDenied, "only an admin may change roles, permissions or clearance, an admin's account, or their own"))
+			return
+		}
 	}
 	u, err := s.users().Update(c.Request.Context(), c.Param("id"), sp)
 	if err != nil {

@@ -124,6 +124,11 @@ func clientIP(r *http.Request) string {
 
 // Basic verifies a username and password.
 func (s *Service) Basic(ctx context.Context, username, password, remote string) (*Principal, error) {
+	if len(username) > 128 || len(password) > 1024 {
+		// Refused before the throttle keys them: oversized names must not
+		// fill its table.
+		return nil, ErrUnauthorized
+	}
 	s.throttle.wait(ctx, "u:"+username, "a:"+remote)
 	u, err := s.lookup(ctx, username)
 	if err != nil && !errors.Is(err, gorm.ErrRecordNotFound) {

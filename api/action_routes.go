@@ -83,14 +83,23 @@ func (h *actionRoutes) actionType(c *gin.Context) (*engine.ActionType, bool) {
 	return at, true
 }
 
-func (h *actionRoutes) validate(c *gin.Context) {
+// bind reads the action type of the path and the request body.
+func (h *actionRoutes) bind(c *gin.Context) (*engine.ActionType, executeRequest, bool) {
+	var req executeRequest
 	at, ok := h.actionType(c)
 	if !ok {
-		return
+		return nil, req, false
 	}
-	var req executeRequest
 	if err := decodeJSON(c, &req); err != nil {
 		fail(c, err)
+		return nil, req, false
+	}
+	return at, req, true
+}
+
+func (h *actionRoutes) validate(c *gin.Context) {
+	at, req, ok := h.bind(c)
+	if !ok {
 		return
 	}
 	p := principal(c)
@@ -139,13 +148,8 @@ func (h *actionRoutes) newExecution(c *gin.Context, at *engine.ActionType, kind 
 }
 
 func (h *actionRoutes) execute(c *gin.Context) {
-	at, ok := h.actionType(c)
+	at, req, ok := h.bind(c)
 	if !ok {
-		return
-	}
-	var req executeRequest
-	if err := decodeJSON(c, &req); err != nil {
-		fail(c, err)
 		return
 	}
 	h.submit(c, at, models.KindExecute, req)

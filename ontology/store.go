@@ -81,19 +81,9 @@ func (s *Store) inTx(ctx context.Context, tx *gorm.DB, fn func(tx *gorm.DB) erro
 
 func newID() string { return uuid.NewString() }
 
-// isUnique reports whether err is a unique-constraint violation on either
-// dialect (the modernc SQLite driver's errors are not translated by gorm).
-func isUnique(err error) bool {
-	if err == nil {
-		return false
-	}
-	if errors.Is(err, gorm.ErrDuplicatedKey) {
-		return true
-	}
-	msg := err.Error()
-	return strings.Contains(msg, "UNIQUE constraint failed") || strings.Contains(msg, "SQLSTATE 23505") ||
-		strings.Contains(msg, "duplicate key value")
-}
+// isUnique reports whether err is a unique-constraint violation; models.Open
+// translates both dialects' errors to gorm.ErrDuplicatedKey.
+func isUnique(err error) bool { return errors.Is(err, gorm.ErrDuplicatedKey) }
 
 // ontErr is a definition failure of an object type, property or link type:
 // InvalidOntology naming the member.

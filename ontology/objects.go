@@ -619,7 +619,9 @@ func parseFilters(ts *typeState, raw []RawFilter, levels []string) ([]domain.Con
 // string-like types, JSON otherwise (numbers, booleans, objects, arrays).
 func filterValue(t domain.PropertyType, raw string) (any, error) {
 	switch t.Base {
-	case domain.TypeString, domain.TypeDate, domain.TypeTimestamp, domain.TypeReference,
+	case domain.TypeReference:
+		return t.Normalize(raw), nil
+	case domain.TypeString, domain.TypeDate, domain.TypeTimestamp,
 		domain.TypeMarking, domain.TypeMediaReference:
 		return raw, nil
 	}

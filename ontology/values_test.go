@@ -282,3 +282,41 @@ func TestConcurrentWritersKeepConstraints(t *testing.T) {
 		}
 	})
 }
+
+// A reference written with an upper-case UUID is the same value as its
+// lower-case spelling: it is stored lower-case, the unique check refuses
+// the second spelling, and a filter in either case finds it.
+func TestReferenceUUIDCaseIsNormalized(t *testing.T) {
+	testdb.Each(t, func(t *testing.T, db *gorm.DB) {
+		ctx := context.Background()
+		s := ontology.NewStore(db, nil)
+		ok(s.CreateObjectType(ctx, admin.ID, ontology.ObjectTypeSpec{Name: "Project",
+			Properties: []ontology.PropertySpec{{Name: "title", Type: domain.T(domain.TypeString)}}}))(t)
+		p := ok(s.CreateObject(ctx, nil, "Project", map[string]any{"title": "P"}, "", admin.ID, ""))(t)
+		var sp ontology.ObjectTypeSpec
+		decodeInto(t, `{"name":"Seat","properties":[{"name":"label","type":"string"},
+			{"name":"project","type":{"type":"reference"},"unique":true}]}`, &sp)
+		ok(s.CreateObjectType(ctx, admin.ID, sp))(t)
+
+		upper := strings.ToUpper(p.ID)
+		if upper == p.ID {
+			t.Fatalf("id %s has no letters to upper-case", p.ID)
+		}
+		first := ok(s.CreateObject(ctx, nil, "Seat", map[string]any{"label": "a", "project": upper}, "", admin.ID, ""))(t)
+		if got := first.Properties["project"]; got != p.ID {
+			t.Fatalf("stored reference = %v, want the lower-case id %s", got, p.ID)
+		}
+		_, err := s.CreateObject(ctx, nil, "Seat", map[string]any{"label": "b", "project": p.ID}, "", admin.ID, "")
+		mustCode(t, err, apperr.UniqueViolation)
+		_, err = s.CreateObject(ctx, nil, "Seat", map[string]any{"label": "c", "project": upper}, "", admin.ID, "")
+		mustCode(t, err, apperr.UniqueViolation)
+
+		for _, v := range []string{p.ID, upper} {
+			got := ok(s.ListObjects(ctx, admin, "Seat", ontology.ObjectQuery{
+				Filters: []ontology.RawFilter{{Key: "project", Value: v}}, Limit: 10}))(t)
+			if len(got) != 1 || got[0].ID != first.ID {
+				t.Errorf("filter project=%s found %d objects, want the one seat", v, len(got))
+			}
+		}
+	})
+}

@@ -420,9 +420,16 @@ func (t PropertyType) check(field string, v any, env CheckEnv, depth int) error 
 
 // Normalize returns v in its canonical stored form, assuming Check passed:
 // integers become int64, doubles float64 (json.Number decoded), arrays
-// []any with normalized elements, other values unchanged.
+// []any with normalized elements, references (UUIDs) lower-cased, other
+// values unchanged.
 func (t PropertyType) Normalize(v any) any {
 	switch t.Base {
+	case TypeReference:
+		// Object ids are stored lower-case; an upper-case spelling of the
+		// same id must be the same value (unique checks, filters, links).
+		if s, ok := v.(string); ok && IsUUID(s) {
+			return strings.ToLower(s)
+		}
 	case TypeInteger:
 		if n, ok := AsInt64(v); ok {
 			return n

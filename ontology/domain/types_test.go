@@ -285,4 +285,14 @@ func TestAssignableAndNormalize(t *testing.T) {
 	if got := ArrayOf(T(TypeDouble)).Normalize([]any{json.Number("1.5")}).([]any)[0]; got != 1.5 {
 		t.Errorf("normalize array = %#v", got)
 	}
+	up := "AAAAAAAA-0000-4000-8000-00000000000B"
+	if got := T(TypeReference).Normalize(up); got != strings.ToLower(up) {
+		t.Errorf("normalize reference = %#v, want it lower-cased", got)
+	}
+	if got := ArrayOf(T(TypeReference)).Normalize([]any{up}).([]any)[0]; got != strings.ToLower(up) {
+		t.Errorf("normalize array of references = %#v", got)
+	}
+	if got := T(TypeReference).Normalize("Not-A-UUID"); got != "Not-A-UUID" {
+		t.Errorf("normalize of a non-UUID changed it: %#v", got)
+	}
 }

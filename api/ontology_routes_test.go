@@ -25,10 +25,10 @@ import (
 
 const ontoPassword = "correct-horse-1"
 
-// ontoEnv is a real HTTP server with the ontology routes and four users:
+// ontoEnv is a real HTTP server with the ontology routes and five users:
 // admin (admin role), writer (ontology:write, pii, acme), reader (no
-// permission, public clearance, acme) and outsider (ontology:write, pii,
-// globex).
+// permission, public clearance, acme), outsider (ontology:*, pii, globex)
+// and clerk (ontology:write, confidential, acme).
 type ontoEnv struct {
 	t   *testing.T
 	url string
@@ -49,6 +49,7 @@ func newOntoEnv(t *testing.T, db *gorm.DB) *ontoEnv {
 		{"writer", "pii", "acme", nil, []string{"ontology:write"}},
 		{"reader", "public", "acme", nil, nil},
 		{"outsider", "pii", "globex", nil, []string{"ontology:*"}},
+		{"clerk", "confidential", "acme", nil, []string{"ontology:write"}},
 	} {
 		name, pw, cl, org, roles, perms := u.name, ontoPassword, u.clearance, u.org, u.roles, u.perms
 		created, err := us.Create(ctx, users.Spec{Username: &name, Password: &pw, Clearance: &cl, Organization: &org,
@@ -372,8 +373,8 @@ func TestOntologyRoutesLinks(t *testing.T) {
 		l1 := e.expect(201, "", "writer", "POST", "/link-types/member_of/links", link(ann, core)).str("id")
 		e.expect(201, "", "writer", "POST", "/link-types/"+ltID+"/links", link(bob, core))
 		r := e.expect(409, "LinkCardinalityViolation", "writer", "POST", "/link-types/member_of/links", link(ann, edge))
-		if !strings.Contains(r.raw, l1) {
-			t.Fatalf("cardinality error does not name the existing link: %s", r.raw)
+		if strings.Contains(r.raw, l1) || strings.Contains(r.raw, core) {
+			t.Fatalf("cardinality error names the existing link or its other end: %s", r.raw)
 		}
 		e.expect(409, "Conflict", "writer", "POST", "/link-types/member_of/links", link(ann, core))
 		e.expect(400, "InvalidArgument", "writer", "POST", "/link-types/member_of/links", link(core, ann))
@@ -494,5 +495,35 @@ func TestOntologyRoutesActionTypes(t *testing.T) {
 		e.expect(204, "", "writer", "DELETE", "/actions/"+id, "")
 		e.expect(404, "ActionTypeNotFound", "writer", "DELETE", "/actions/"+id, "")
 		e.expect(204, "", "writer", "DELETE", "/types/Ticket", "")
+	})
+}
+
+// A cardinality refusal names neither the existing link nor its other end:
+// clerk (confidential) can read Dan and Open but not Vault (pii), to which
+// Dan is already linked.
+func TestOntologyRoutesCardinalityErrorHidesUnreadable(t *testing.T) {
+	testdb.Each(t, func(t *testing.T, db *gorm.DB) {
+		e := newOntoEnv(t, db)
+		e.expect(201, "", "writer", "POST", "/types", `{"name":"Employee","properties":[{"name":"name","type":"string"}]}`)
+		e.expect(201, "", "writer", "POST", "/types", `{"name":"Team","properties":[{"name":"title","type":"string"}]}`)
+		e.expect(201, "", "writer", "POST", "/link-types", `{"name":"member_of","source_object_type_id":"Employee","target_object_type_id":"Team","cardinality":"many_to_one"}`)
+		dan := e.expect(201, "", "writer", "POST", "/types/Employee/objects", `{"properties":{"name":"Dan"}}`).str("id")
+		vault := e.expect(201, "", "writer", "POST", "/types/Team/objects", `{"properties":{"title":"Vault"},"marking":"pii"}`).str("id")
+		open := e.expect(201, "", "writer", "POST", "/types/Team/objects", `{"properties":{"title":"Open"}}`).str("id")
+		l := e.expect(201, "", "writer", "POST", "/link-types/member_of/links",
+			fmt.Sprintf(`{"source_object_id":%q,"target_object_id":%q}`, dan, vault)).str("id")
+		e.expect(404, "ObjectNotFound", "clerk", "GET", "/types/Team/objects/"+vault, "")
+		e.expect(404, "LinkNotFound", "clerk", "GET", "/links/"+l, "")
+
+		r := e.expect(409, "LinkCardinalityViolation", "clerk", "POST", "/link-types/member_of/links",
+			fmt.Sprintf(`{"source_object_id":%q,"target_object_id":%q}`, dan, open))
+		for _, hidden := range []string{vault, l, strings.ToUpper(vault)} {
+			if strings.Contains(strings.ToLower(r.raw), strings.ToLower(hidden)) {
+				t.Fatalf("cardinality error names %s, which clerk cannot read: %s", hidden, r.raw)
+			}
+		}
+		if !strings.Contains(r.raw, "member_of") || !strings.Contains(r.raw, "source_object_id") {
+			t.Fatalf("cardinality error does not say which link type and side: %s", r.raw)
+		}
 	})
 }

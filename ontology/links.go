@@ -258,7 +258,8 @@ func slots(cardinality, linkID, sourceID, targetID string) (source, target strin
 }
 
 // createLink links sourceID to targetID, checking object types and
-// cardinality (409 LinkCardinalityViolation naming the existing link).
+// cardinality (409 LinkCardinalityViolation, naming neither the existing
+// link nor its other end).
 func (s *Store) createLink(ctx context.Context, tx *gorm.DB, linkTypeRef, sourceID, targetID string, props map[string]any, createdBy string) (*models.Link, error) {
 	lt, err := findLinkType(ctx, tx, linkTypeRef)
 	if err != nil {
@@ -323,8 +324,10 @@ func cardinalityFree(tx *gorm.DB, lt *models.LinkType, col, objectID, side strin
 	if err != nil {
 		return fmt.Errorf("check cardinality: %w", err)
 	}
-	return apperr.New(apperr.CardinalityViolation, "link type %s is %s: %s object %s already has link %s", lt.Name, lt.Cardinality, side, objectID, other.ID).
-		WithDetails(apperr.Detail{Field: side + "_object_id", Reason: "cardinality", Message: "already linked by " + other.ID})
+	// Generic on purpose: the existing link's other end may be an object
+	// the caller cannot read, so neither it nor the link is named.
+	return apperr.New(apperr.CardinalityViolation, "link type %s is %s: the %s object already has a %s link", lt.Name, lt.Cardinality, side, lt.Name).
+		WithDetails(apperr.Detail{Field: side + "_object_id", Reason: "cardinality", Message: "already has a link of this type"})
 }
 
 // CreateLinkAs links two objects u may read.

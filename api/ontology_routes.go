@@ -7,6 +7,7 @@ import (
 
 	"github.com/gin-gonic/gin"
 
+	"github.com/ontoflow/ontoflow/auth"
 	"github.com/ontoflow/ontoflow/models"
 	"github.com/ontoflow/ontoflow/ontology"
 	"github.com/ontoflow/ontoflow/ontology/domain"
@@ -380,7 +381,18 @@ func (h *ontologyAPI) listActionTypes(c *gin.Context) {
 		objectType = c.Query("object_type")
 	}
 	items, err := h.store.ListActionTypes(c.Request.Context(), objectType, c.Query("q"), pr.Offset, pr.Limit+1)
+	if err == nil && !canWriteOntology(c) {
+		for i := range items {
+			items[i].RedactSecrets()
+		}
+	}
 	ontoList(c, pr, items, err)
+}
+
+// canWriteOntology reports whether the caller holds ontology:write; action
+// types are shown to others with their webhook header values redacted.
+func canWriteOntology(c *gin.Context) bool {
+	return auth.HasPermission(ontoUser(c), ontology.PermWrite)
 }
 
 func (h *ontologyAPI) createActionType(c *gin.Context) {
@@ -395,6 +407,9 @@ func (h *ontologyAPI) createActionType(c *gin.Context) {
 
 func (h *ontologyAPI) getActionType(c *gin.Context) {
 	v, err := h.store.GetActionType(c.Request.Context(), c.Param("id"))
+	if err == nil && !canWriteOntology(c) {
+		v.RedactSecrets()
+	}
 	ontoReply(c, http.StatusOK, v, err)
 }
 

@@ -527,3 +527,53 @@ func TestOntologyRoutesCardinalityErrorHidesUnreadable(t *testing.T) {
 		}
 	})
 }
+
+// Webhook header values (credentials, typically) are shown only to callers
+// who may change the action type; others see the header names with the
+// values redacted, in the list and in the single read.
+func TestOntologyRoutesWebhookHeadersRedacted(t *testing.T) {
+	testdb.Each(t, func(t *testing.T, db *gorm.DB) {
+		e := newOntoEnv(t, db)
+		const secret = "Bearer s3cr3t-hook-token"
+		r := e.expect(201, "", "writer", "POST", "/actions", `{"name":"notify_crm","operation_kind":"invoke_webhook",
+			"config":{"operation":{"method":"POST","url":"https://hooks.example.com/crm","headers":{"Authorization":"`+secret+`","X-Env":"prod"}}}}`)
+		id := r.str("id")
+		if !strings.Contains(r.raw, secret) {
+			t.Fatalf("the writer's create response lacks the header value: %s", r.raw)
+		}
+		headers := func(v any) map[string]any {
+			m, _ := v.(map[string]any)
+			cfg, _ := m["config"].(map[string]any)
+			op, _ := cfg["operation"].(map[string]any)
+			h, _ := op["headers"].(map[string]any)
+			return h
+		}
+		for _, path := range []string{"/actions/" + id, "/actions/notify_crm"} {
+			r := e.expect(200, "", "reader", "GET", path, "")
+			if strings.Contains(r.raw, "s3cr3t") || strings.Contains(r.raw, `"prod"`) {
+				t.Fatalf("GET %s as reader shows a header value: %s", path, r.raw)
+			}
+			if h := headers(r.body); h["Authorization"] != ontology.RedactedValue || h["X-Env"] != ontology.RedactedValue {
+				t.Fatalf("GET %s as reader: headers %v, want names with redacted values", path, h)
+			}
+		}
+		list := e.expect(200, "", "reader", "GET", "/actions", "")
+		if strings.Contains(list.raw, "s3cr3t") || len(list.data()) != 1 || headers(list.data()[0])["Authorization"] != ontology.RedactedValue {
+			t.Fatalf("list as reader: %s", list.raw)
+		}
+		// Writers (ontology:write, ontology:*, admin) still see the values.
+		for _, u := range []string{"writer", "outsider", "admin"} {
+			r := e.expect(200, "", u, "GET", "/actions/"+id, "")
+			if h := headers(r.body); h["Authorization"] != secret || h["X-Env"] != "prod" {
+				t.Fatalf("GET as %s: headers %v, want the stored values", u, h)
+			}
+			if l := e.expect(200, "", u, "GET", "/actions", ""); headers(l.data()[0])["Authorization"] != secret {
+				t.Fatalf("list as %s: %s", u, l.raw)
+			}
+		}
+		// The stored definition is untouched by a reader's view.
+		if h := headers(e.expect(200, "", "writer", "GET", "/actions/"+id, "").body); h["Authorization"] != secret {
+			t.Fatalf("header value changed after a redacted read: %v", h)
+		}
+	})
+}

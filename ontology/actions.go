@@ -25,6 +25,25 @@ type ActionTypeView struct {
 	UpdatedAt time.Time `json:"updated_at"`
 }
 
+// RedactedValue replaces a secret in an action type shown to a caller
+// who may not change it.
+const RedactedValue = "***"
+
+// RedactSecrets replaces the values of v's webhook headers (they commonly
+// carry credentials) with RedactedValue; the header names stay. The API
+// shows action types this way to callers without PermWrite.
+func (v *ActionTypeView) RedactSecrets() {
+	hs := v.Config.Operation.Headers
+	if len(hs) == 0 {
+		return
+	}
+	red := make(map[string]string, len(hs))
+	for k := range hs {
+		red[k] = RedactedValue
+	}
+	v.Config.Operation.Headers = red
+}
+
 func definitionOf(at *models.ActionType) domain.ActionDefinition {
 	return domain.ActionDefinition{Name: at.Name, DisplayName: at.DisplayName, Description: at.Description,
 		ObjectTypeID: at.ObjectTypeID, OperationKind: at.OperationKind, Inputs: at.Inputs.V,

@@ -291,3 +291,83 @@ func TestUsersAdminCannotEscalate(t *testing.T) {
 		t.Errorf("users:admin disabling a plain user: %d %s", r.status, r.body)
 	}
 }
+
+// bearer sends a request with a bearer token.
+func (f *foundation) bearer(t *testing.T, token, method, path, body string) reply {
+	t.Helper()
+	var rd io.Reader
+	if body != "" {
+		rd = strings.NewReader(body)
+	}
+	req, err := http.NewRequest(method, f.srv.URL+path, rd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if body != "" {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	req.Header.Set("Authorization", "Bearer "+token)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return reply{resp.StatusCode, resp.Header, b}
+}
+
+// issue issues a token for user over Basic and returns its secret and id.
+func (f *foundation) issue(t *testing.T, user, body string) (secret, id string) {
+	t.Helper()
+	r := f.json(t, user, "POST", "/api/v1/auth/tokens", body)
+	var tok struct {
+		Token string `json:"token"`
+		Info  struct {
+			ID string `json:"id"`
+		} `json:"token_info"`
+	}
+	if err := json.Unmarshal(r.body, &tok); err != nil || r.status != 201 {
+		t.Fatalf("issue token for %s: %d %s", user, r.status, r.body)
+	}
+	return tok.Token, tok.Info.ID
+}
+
+// A guest session may revoke itself and the user's other guest tokens,
+// never the user's full tokens (403), even when the user is an admin.
+func TestGuestRevokesOnlyGuestTokens(t *testing.T) {
+	testdb.Each(t, func(t *testing.T, db *gorm.DB) {
+		f := newFoundation(t, db)
+		for _, user := range []string{"plain", "admin"} {
+			full, fullID := f.issue(t, user, `{"name":"cli"}`)
+			guest, guestID := f.issue(t, user, `{"guest":true}`)
+			_, otherGuestID := f.issue(t, user, `{"guest":true}`)
+
+			r := f.bearer(t, guest, "DELETE", "/api/v1/auth/tokens/"+fullID, "")
+			if r.status != 403 || r.code() != "PermissionDenied" {
+				t.Fatalf("%s: guest revoking a full token: %d %s", user, r.status, r.body)
+			}
+			if r := f.bearer(t, full, "GET", "/api/v1/me", ""); r.status != 200 {
+				t.Fatalf("%s: full token after the refused revoke: %d %s", user, r.status, r.body)
+			}
+			if r := f.bearer(t, guest, "DELETE", "/api/v1/auth/tokens/"+otherGuestID, ""); r.status != 204 {
+				t.Fatalf("%s: guest revoking another guest token: %d %s", user, r.status, r.body)
+			}
+			if r := f.bearer(t, guest, "DELETE", "/api/v1/auth/tokens/"+guestID, ""); r.status != 204 {
+				t.Fatalf("%s: guest revoking itself: %d %s", user, r.status, r.body)
+			}
+			if r := f.bearer(t, guest, "GET", "/api/v1/me", ""); r.status != 401 {
+				t.Fatalf("%s: revoked guest token still works: %d", user, r.status)
+			}
+			// The full token can still revoke itself.
+			if r := f.bearer(t, full, "DELETE", "/api/v1/auth/tokens/"+fullID, ""); r.status != 204 {
+				t.Fatalf("%s: full token revoking itself: %d %s", user, r.status, r.body)
+			}
+		}
+		// An admin's guest session cannot reach another user's tokens.
+		_, plainID := f.issue(t, "plain", `{"guest":true}`)
+		adminGuest, _ := f.issue(t, "admin", `{"guest":true}`)
+		if r := f.bearer(t, adminGuest, "DELETE", "/api/v1/auth/tokens/"+plainID, ""); r.status != 404 || r.code() != "TokenNotFound" {
+			t.Fatalf("admin's guest session revoking another user's token: %d %s", r.status, r.body)
+		}
+	})
+}

@@ -278,11 +278,28 @@ func (s *Service) IssueToken(ctx context.Context, u *models.User, name string, t
 	return secret, t, nil
 }
 
-// RevokeToken revokes one of u's tokens (admins may revoke any).
+// RevokeToken revokes one of u's tokens (admins may revoke any). A guest
+// session may revoke only its user's guest tokens (itself included):
+// revoking one of the user's full tokens is PermissionDenied, and the
+// admin role does not extend to a guest session.
 func (s *Service) RevokeToken(ctx context.Context, p *Principal, id string) error {
 	q := s.db.WithContext(ctx).Model(&models.APIToken{}).Where("id = ? AND revoked_at IS NULL", id)
-	if !p.User.IsAdmin() {
+	if p.Guest || !p.User.IsAdmin() {
 		q = q.Where("user_id = ?", p.User.ID)
+	}
+	if p.Guest {
+		var t models.APIToken
+		err := s.db.WithContext(ctx).Where("id = ? AND user_id = ? AND revoked_at IS NULL", id, p.User.ID).Take(&t).Error
+		if errors.Is(err, gorm.ErrRecordNotFound) {
+			return apperr.New(apperr.TokenNotFound, "token %q not found", id)
+		}
+		if err != nil {
+			return fmt.Errorf("look up token: %w", err)
+		}
+		if !t.Guest {
+			return apperr.New(apperr.PermissionDenied, "a guest session may revoke only guest tokens")
+		}
+		q = q.Where("guest = ?", true)
 	}
 	now := s.now().UTC()
 	res := q.Update("revoked_at", &now)

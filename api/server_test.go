@@ -371,3 +371,22 @@ func TestGuestRevokesOnlyGuestTokens(t *testing.T) {
 		}
 	})
 }
+
+// An organization longer than its column is a 400 naming the field, on
+// Postgres as on SQLite (Postgres used to answer 500).
+func TestUserOrganizationTooLong(t *testing.T) {
+	testdb.Each(t, func(t *testing.T, db *gorm.DB) {
+		f := newFoundation(t, db)
+		long := strings.Repeat("o", 129)
+		r := f.json(t, "admin", "POST", "/api/v1/users", `{"username":"olga","password":"long-enough","organization":"`+long+`"}`)
+		if r.status != 400 || r.code() != "InvalidArgument" || !strings.Contains(string(r.body), "organization") {
+			t.Fatalf("create with a 129-character organization: %d %s", r.status, r.body)
+		}
+		if r := f.json(t, "admin", "PATCH", "/api/v1/users/plain", `{"organization":"`+long+`"}`); r.status != 400 || r.code() != "InvalidArgument" {
+			t.Fatalf("update to a 129-character organization: %d %s", r.status, r.body)
+		}
+		if r := f.json(t, "admin", "PATCH", "/api/v1/users/plain", `{"organization":"`+long[:128]+`"}`); r.status != 200 {
+			t.Fatalf("update to a 128-character organization: %d %s", r.status, r.body)
+		}
+	})
+}

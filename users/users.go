@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"regexp"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/google/uuid"
 	"gorm.io/gorm"
@@ -41,6 +42,10 @@ var usernameRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._@-]{0,127}$`)
 // MinPasswordLen is the shortest accepted password.
 const MinPasswordLen = 8
 
+// MaxOrganizationLen is the longest organization, in characters (the
+// column's size).
+const MaxOrganizationLen = 128
+
 func (s *Store) check(sp Spec) error {
 	if sp.Username != nil && !usernameRE.MatchString(*sp.Username) {
 		return apperr.New(apperr.InvalidArgument, "username must be 1-128 characters of letters, digits, '.', '_', '@' or '-', starting with a letter or digit")
@@ -64,6 +69,18 @@ func (s *Store) check(sp Spec) error {
 			if strings.TrimSpace(x) == "" {
 				return apperr.New(apperr.InvalidArgument, "%s[%d] is empty", list.name, i)
 			}
+		}
+	}
+	if sp.Organization != nil {
+		// The column is varchar(128) on Postgres: longer values would fail
+		// there as a 500 instead of being refused here.
+		if n := utf8.RuneCountInString(*sp.Organization); n > MaxOrganizationLen {
+			return apperr.New(apperr.InvalidArgument, "organization must be at most %d characters, got %d", MaxOrganizationLen, n).
+				WithDetails(apperr.Detail{Field: "organization", Reason: "too_long", Message: fmt.Sprintf("at most %d characters", MaxOrganizationLen)})
+		}
+		if !utf8.ValidString(*sp.Organization) {
+			return apperr.New(apperr.InvalidArgument, "organization must be valid UTF-8").
+				WithDetails(apperr.Detail{Field: "organization", Reason: "encoding", Message: "invalid UTF-8"})
 		}
 	}
 	if sp.QuotaBytes != nil && *sp.QuotaBytes < 0 {

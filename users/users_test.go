@@ -2,6 +2,7 @@ package users_test
 
 import (
 	"context"
+	"strings"
 	"testing"
 
 	"gorm.io/gorm"
@@ -80,6 +81,9 @@ func TestRefusals(t *testing.T) {
 			{"empty role", users.Spec{Username: ptr("x4"), Password: ptr("long-enough"), Roles: ptr([]string{" "})}, apperr.InvalidArgument},
 			{"empty permission", users.Spec{Username: ptr("x5"), Password: ptr("long-enough"), Permissions: ptr([]string{""})}, apperr.InvalidArgument},
 			{"negative quota", users.Spec{Username: ptr("x6"), Password: ptr("long-enough"), QuotaBytes: ptr(int64(-1))}, apperr.InvalidArgument},
+			{"organization too long", users.Spec{Username: ptr("x7"), Password: ptr("long-enough"), Organization: ptr(strings.Repeat("o", 129))}, apperr.InvalidArgument},
+			{"organization too long in runes", users.Spec{Username: ptr("x8"), Password: ptr("long-enough"), Organization: ptr(strings.Repeat("é", 129))}, apperr.InvalidArgument},
+			{"organization not UTF-8", users.Spec{Username: ptr("x9"), Password: ptr("long-enough"), Organization: ptr("acme\xff")}, apperr.InvalidArgument},
 			{"duplicate", users.Spec{Username: ptr("alice"), Password: ptr("long-enough")}, apperr.Conflict},
 		}
 		for _, c := range cases {
@@ -92,6 +96,18 @@ func TestRefusals(t *testing.T) {
 		}
 		if _, err := st.Update(ctx, "carl", users.Spec{Username: ptr("alice")}); !apperr.Is(err, apperr.Conflict) {
 			t.Errorf("rename onto a taken name: %v", err)
+		}
+		if _, err := st.Update(ctx, "carl", users.Spec{Organization: ptr(strings.Repeat("o", 129))}); !apperr.Is(err, apperr.InvalidArgument) {
+			t.Errorf("update to an organization of 129 characters: %v", err)
+		}
+		// 128 characters (multi-byte ones too) fit the column on both dialects.
+		for _, org := range []string{strings.Repeat("o", 128), strings.Repeat("é", 128)} {
+			if u, err := st.Update(ctx, "carl", users.Spec{Organization: ptr(org)}); err != nil || u.Organization != org {
+				t.Errorf("update to an organization of 128 characters: %v", err)
+			}
+			if got, err := st.Get(ctx, "carl"); err != nil || got.Organization != org {
+				t.Errorf("stored organization = %q, %v", got.Organization, err)
+			}
 		}
 	})
 }

@@ -390,3 +390,17 @@ func TestUserOrganizationTooLong(t *testing.T) {
 		}
 	})
 }
+
+// A UUID-shaped username is refused (users are addressed by id or name).
+func TestUsernameMustNotBeUUID(t *testing.T) {
+	f := newFoundation(t, testdb.Open(t, "sqlite"))
+	for _, name := range []string{"0b6c1a52-8f7e-4d7a-9a53-2f1f0e8b9c11", "0B6C1A52-8F7E-4D7A-9A53-2F1F0E8B9C11", "0b6c1a528f7e4d7a9a532f1f0e8b9c11"} {
+		r := f.json(t, "admin", "POST", "/api/v1/users", `{"username":"`+name+`","password":"long-enough"}`)
+		if r.status != 400 || r.code() != "InvalidArgument" || !strings.Contains(string(r.body), "UUID") {
+			t.Errorf("create user %s: %d %s", name, r.status, r.body)
+		}
+		if r := f.json(t, "admin", "PATCH", "/api/v1/users/plain", `{"username":"`+name+`"}`); r.status != 400 || r.code() != "InvalidArgument" {
+			t.Errorf("rename to %s: %d %s", name, r.status, r.body)
+		}
+	}
+}

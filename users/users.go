@@ -50,6 +50,12 @@ func (s *Store) check(sp Spec) error {
 	if sp.Username != nil && !usernameRE.MatchString(*sp.Username) {
 		return apperr.New(apperr.InvalidArgument, "username must be 1-128 characters of letters, digits, '.', '_', '@' or '-', starting with a letter or digit")
 	}
+	if sp.Username != nil && isUUID(*sp.Username) {
+		// Users are addressed by id or name: a UUID-shaped name would be
+		// taken for an id (and could be another user's id).
+		return apperr.New(apperr.InvalidArgument, "username %q looks like a user id; usernames must not be UUIDs", *sp.Username).
+			WithDetails(apperr.Detail{Field: "username", Reason: "format", Message: "a username must not be a UUID"})
+	}
 	if sp.Password != nil && len(*sp.Password) < MinPasswordLen {
 		return apperr.New(apperr.InvalidArgument, "password must be at least %d characters", MinPasswordLen)
 	}
@@ -146,10 +152,22 @@ func apply(u *models.User, sp Spec) error {
 	return nil
 }
 
-// Get finds a user by id or username.
+// isUUID reports whether s parses as a UUID in any form uuid.Parse takes.
+func isUUID(s string) bool {
+	_, err := uuid.Parse(s)
+	return err == nil
+}
+
+// Get finds a user by id (anything that parses as a UUID) or username.
 func (s *Store) Get(ctx context.Context, idOrName string) (*models.User, error) {
 	var u models.User
-	err := s.DB.WithContext(ctx).Where("id = ? OR username = ?", idOrName, idOrName).Take(&u).Error
+	q := s.DB.WithContext(ctx)
+	if id, err := uuid.Parse(idOrName); err == nil {
+		q = q.Where("id = ?", id.String())
+	} else {
+		q = q.Where("username = ?", idOrName)
+	}
+	err := q.Take(&u).Error
 	if errors.Is(err, gorm.ErrRecordNotFound) {
 		return nil, apperr.New(apperr.UserNotFound, "user %q not found", idOrName)
 	}

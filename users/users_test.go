@@ -84,6 +84,9 @@ func TestRefusals(t *testing.T) {
 			{"organization too long", users.Spec{Username: ptr("x7"), Password: ptr("long-enough"), Organization: ptr(strings.Repeat("o", 129))}, apperr.InvalidArgument},
 			{"organization too long in runes", users.Spec{Username: ptr("x8"), Password: ptr("long-enough"), Organization: ptr(strings.Repeat("é", 129))}, apperr.InvalidArgument},
 			{"organization not UTF-8", users.Spec{Username: ptr("x9"), Password: ptr("long-enough"), Organization: ptr("acme\xff")}, apperr.InvalidArgument},
+			{"UUID username", users.Spec{Username: ptr("0b6c1a52-8f7e-4d7a-9a53-2f1f0e8b9c11"), Password: ptr("long-enough")}, apperr.InvalidArgument},
+			{"upper-case UUID username", users.Spec{Username: ptr("0B6C1A52-8F7E-4D7A-9A53-2F1F0E8B9C11"), Password: ptr("long-enough")}, apperr.InvalidArgument},
+			{"UUID username without hyphens", users.Spec{Username: ptr("0b6c1a528f7e4d7a9a532f1f0e8b9c11"), Password: ptr("long-enough")}, apperr.InvalidArgument},
 			{"duplicate", users.Spec{Username: ptr("alice"), Password: ptr("long-enough")}, apperr.Conflict},
 		}
 		for _, c := range cases {
@@ -96,6 +99,22 @@ func TestRefusals(t *testing.T) {
 		}
 		if _, err := st.Update(ctx, "carl", users.Spec{Username: ptr("alice")}); !apperr.Is(err, apperr.Conflict) {
 			t.Errorf("rename onto a taken name: %v", err)
+		}
+		alice, err := st.Get(ctx, "alice")
+		if err != nil {
+			t.Fatal(err)
+		}
+		// Renaming carl to alice's id would make "GET /users/<alice's id>"
+		// ambiguous.
+		if _, err := st.Update(ctx, "carl", users.Spec{Username: ptr(alice.ID)}); !apperr.Is(err, apperr.InvalidArgument) {
+			t.Errorf("rename to another user's id: %v", err)
+		}
+		if got, err := st.Get(ctx, strings.ToUpper(alice.ID)); err != nil || got.Username != "alice" {
+			t.Errorf("get by upper-case id: %v %v", got, err)
+		}
+		// Names that only resemble ids are fine.
+		if _, err := st.Create(ctx, users.Spec{Username: ptr("0b6c1a52-8f7e"), Password: ptr("long-enough")}); err != nil {
+			t.Errorf("username that is not a UUID: %v", err)
 		}
 		if _, err := st.Update(ctx, "carl", users.Spec{Organization: ptr(strings.Repeat("o", 129))}); !apperr.Is(err, apperr.InvalidArgument) {
 			t.Errorf("update to an organization of 129 characters: %v", err)

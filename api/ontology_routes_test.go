@@ -577,3 +577,52 @@ func TestOntologyRoutesWebhookHeadersRedacted(t *testing.T) {
 		}
 	})
 }
+
+// Lowering an object's marking is a declassification: only admins may do
+// it. Writers may keep it or raise it up to their clearance.
+func TestOntologyRoutesLoweringMarkingNeedsAdmin(t *testing.T) {
+	testdb.Each(t, func(t *testing.T, db *gorm.DB) {
+		e := newOntoEnv(t, db)
+		e.expect(201, "", "writer", "POST", "/types", `{"name":"Doc","properties":[{"name":"title","type":"string"}]}`)
+		id := e.expect(201, "", "writer", "POST", "/types/Doc/objects", `{"properties":{"title":"Plan"},"marking":"confidential"}`).str("id")
+		marking := func() string {
+			return e.expect(200, "", "admin", "GET", "/types/Doc/objects/"+id, "").str("marking")
+		}
+		path := "/types/Doc/objects/" + id
+
+		// clerk (confidential) holds the object's marking and still may not
+		// remove it; neither may writer (pii), by PATCH or PUT.
+		for _, u := range []string{"clerk", "writer"} {
+			r := e.expect(403, "PermissionDenied", u, "PATCH", path, `{"marking":"public"}`)
+			if !strings.Contains(r.raw, "marking") {
+				t.Fatalf("refusal does not name the marking: %s", r.raw)
+			}
+			e.expect(403, "PermissionDenied", u, "PATCH", path, `{"properties":{"title":"Plan B"},"marking":"public"}`)
+			e.expect(403, "PermissionDenied", u, "PUT", path, `{"properties":{"title":"Plan"},"marking":"public"}`)
+			if m := marking(); m != "confidential" {
+				t.Fatalf("marking after %s's refused downgrade = %q", u, m)
+			}
+		}
+		if d := e.expect(200, "", "reader", "GET", "/types/Doc/objects", "").data(); len(d) != 0 {
+			t.Fatalf("reader (public) sees %d objects after refused downgrades", len(d))
+		}
+		// The same marking, no marking, and raising are writes as usual.
+		e.expect(200, "", "clerk", "PATCH", path, `{"properties":{"title":"Plan C"},"marking":"confidential"}`)
+		e.expect(200, "", "clerk", "PUT", path, `{"properties":{"title":"Plan D"}}`)
+		if m := marking(); m != "confidential" {
+			t.Fatalf("marking after writes that keep it = %q", m)
+		}
+		e.expect(403, "PermissionDenied", "clerk", "PATCH", path, `{"marking":"pii"}`) // above clerk's clearance
+		e.expect(200, "", "writer", "PATCH", path, `{"marking":"pii"}`)
+		if m := marking(); m != "pii" {
+			t.Fatalf("marking after raise = %q", m)
+		}
+		e.expect(403, "PermissionDenied", "writer", "PATCH", path, `{"marking":"confidential"}`)
+		// An admin may declassify.
+		e.expect(200, "", "admin", "PATCH", path, `{"marking":"public"}`)
+		if m := marking(); m != "public" {
+			t.Fatalf("marking after the admin's downgrade = %q", m)
+		}
+		e.expect(200, "", "reader", "GET", path, "")
+	})
+}

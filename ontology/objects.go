@@ -464,6 +464,19 @@ func (s *Store) mayMark(u *models.User, marking string) error {
 		WithDetails(apperr.Detail{Field: "marking", Reason: "clearance", Message: "marking above clearance"})
 }
 
+// mayLower refuses a non-admin lowering an object's marking from current
+// to next. Markings are one ordered level, so the caller (who can read the
+// object) always holds the level being removed; lowering it is a
+// declassification, which only admins may do. Raising (up to u's
+// clearance, see mayMark) and keeping the marking are allowed.
+func (s *Store) mayLower(u *models.User, current, next string) error {
+	if next == "" || u.IsAdmin() || s.levels.Rank(next) >= s.levels.Rank(current) {
+		return nil
+	}
+	return apperr.New(apperr.PermissionDenied, "only an admin may lower an object's marking (from %q to %q)", current, next).
+		WithDetails(apperr.Detail{Field: "marking", Reason: "declassify", Message: "lowering a marking needs the admin role"})
+}
+
 // GetObject reads an object u may read.
 func (s *Store) GetObject(ctx context.Context, u *models.User, typeRef, id string) (*models.Object, error) {
 	return s.readable(ctx, s.db, u, typeRef, id)
@@ -514,6 +527,9 @@ func (s *Store) PatchObjectAs(ctx context.Context, u *models.User, typeRef, id s
 	err := s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
 		o, err := s.readable(ctx, tx, u, typeRef, id)
 		if err != nil {
+			return err
+		}
+		if err := s.mayLower(u, o.Marking, p.Marking); err != nil {
 			return err
 		}
 		out, err = s.writeObject(ctx, tx, o, p.Properties, p.Marking, merge)

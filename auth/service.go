@@ -11,6 +11,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net/http"
 	"strings"
 	"sync"
@@ -255,8 +256,32 @@ func (s *Service) Bearer(ctx context.Context, token, remote string) (*Principal,
 	if u.Disabled || u.PasswordEpoch != t.PasswordEpoch {
 		return nil, ErrUnauthorized
 	}
+	s.touchToken(ctx, &t, now)
 	s.throttle.succeed("a:" + remote)
 	return &Principal{User: &u, Guest: t.Guest, TokenID: t.ID, Method: "bearer"}, nil
+}
+
+// LastUsedEvery is how stale a token's last_used_at may get: it is written
+// on a use at most once per this interval, not on every request.
+const LastUsedEvery = time.Minute
+
+// touchToken records that t was used at now when its last_used_at is older
+// than LastUsedEvery. The update is conditional, so concurrent requests
+// and replicas write it at most once per interval; a failure is logged and
+// does not fail the request.
+func (s *Service) touchToken(ctx context.Context, t *models.APIToken, now time.Time) {
+	if t.LastUsedAt != nil && now.Sub(*t.LastUsedAt) < LastUsedEvery {
+		return
+	}
+	now = now.UTC()
+	err := s.db.WithContext(ctx).Model(&models.APIToken{}).
+		Where("id = ? AND (last_used_at IS NULL OR last_used_at < ?)", t.ID, now.Add(-LastUsedEvery)).
+		Update("last_used_at", now).Error
+	if err != nil {
+		slog.WarnContext(ctx, "record token use", "token", t.ID, "err", err)
+		return
+	}
+	t.LastUsedAt = &now
 }
 
 // IssueToken creates a bearer token for u. The secret is returned once and

@@ -250,3 +250,68 @@ func TestLevels(t *testing.T) {
 		t.Errorf("Lowest = %q", ls.Lowest())
 	}
 }
+
+// A bearer token's last_used_at is written on use, at most once per
+// LastUsedEvery: not again on the next request, but again once the stored
+// value is older than that.
+func TestTokenLastUsedAt(t *testing.T) {
+	testdb.Each(t, func(t *testing.T, db *gorm.DB) {
+		ctx := context.Background()
+		s := auth.NewService(db, auth.Options{})
+		u := addUser(t, db, "alice", "alice-password", false)
+		secret, tok, err := s.IssueToken(ctx, u, "cli", time.Hour, false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		load := func() *time.Time {
+			t.Helper()
+			var got models.APIToken
+			if err := db.Take(&got, "id = ?", tok.ID).Error; err != nil {
+				t.Fatal(err)
+			}
+			return got.LastUsedAt
+		}
+		if load() != nil {
+			t.Fatal("a new token has last_used_at set")
+		}
+		before := time.Now().Add(-time.Second)
+		if _, err := s.Authenticate(bearerRequest(secret)); err != nil {
+			t.Fatal(err)
+		}
+		first := load()
+		if first == nil || first.Before(before) || first.After(time.Now().Add(time.Second)) {
+			t.Fatalf("last_used_at after the first use = %v, want about now", first)
+		}
+		for i := 0; i < 3; i++ {
+			if _, err := s.Authenticate(bearerRequest(secret)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if again := load(); again == nil || !again.Equal(*first) {
+			t.Fatalf("last_used_at rewritten within %s: %v, then %v", auth.LastUsedEvery, first, again)
+		}
+		old := time.Now().Add(-auth.LastUsedEvery - time.Minute).UTC().Truncate(time.Millisecond) // both dialects keep this precision
+		if err := db.Model(&models.APIToken{}).Where("id = ?", tok.ID).Update("last_used_at", old).Error; err != nil {
+			t.Fatal(err)
+		}
+		if _, err := s.Authenticate(bearerRequest(secret)); err != nil {
+			t.Fatal(err)
+		}
+		if got := load(); got == nil || !got.After(old.Add(time.Minute)) {
+			t.Fatalf("last_used_at older than %s was not refreshed: %v", auth.LastUsedEvery, got)
+		}
+		// A refused token (revoked) is not marked used.
+		if err := s.RevokeToken(ctx, &auth.Principal{User: u}, tok.ID); err != nil {
+			t.Fatal(err)
+		}
+		if err := db.Model(&models.APIToken{}).Where("id = ?", tok.ID).Update("last_used_at", old).Error; err != nil {
+			t.Fatal(err)
+		}
+		if _, err := s.Authenticate(bearerRequest(secret)); err == nil {
+			t.Fatal("revoked token accepted")
+		}
+		if got := load(); got == nil || !got.Equal(old) {
+			t.Fatalf("a refused use changed last_used_at to %v", got)
+		}
+	})
+}

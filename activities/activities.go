@@ -10,6 +10,7 @@ import (
 	"context"
 	"errors"
 
+	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/temporal"
 
 	"github.com/ontoflow/ontoflow/apperr"
@@ -37,31 +38,31 @@ func New(eng *engine.Engine) *Activities { return &Activities{eng: eng} }
 
 // Validate materializes and type-checks the execution's parameters.
 func (a *Activities) Validate(ctx context.Context, executionID string) (*engine.Prepared, error) {
-	p, err := a.eng.Prepare(ctx, executionID)
+	p, err := a.eng.Prepare(run(ctx), executionID)
 	return p, typed(err)
 }
 
 // Authorize checks the actor and target against the action's policy.
 func (a *Activities) Authorize(ctx context.Context, p *engine.Prepared) error {
-	return typed(a.eng.Authorize(ctx, p))
+	return typed(a.eng.Authorize(run(ctx), p))
 }
 
 // RunOperation applies the operation's edits and records the execution as
 // succeeded in one transaction, exactly once.
 func (a *Activities) RunOperation(ctx context.Context, p *engine.Prepared) (*engine.Outcome, error) {
-	o, err := a.eng.Run(ctx, p)
+	o, err := a.eng.Run(run(ctx), p)
 	return o, typed(err)
 }
 
 // Notify delivers the notification side effects; it records failures on
 // the execution and never returns them.
 func (a *Activities) Notify(ctx context.Context, p *engine.Prepared, o *engine.Outcome) error {
-	return typed(a.eng.Notify(ctx, p, o))
+	return typed(a.eng.Notify(run(ctx), p, o))
 }
 
 // RecordFailure marks the execution failed with f.
 func (a *Activities) RecordFailure(ctx context.Context, executionID string, f engine.Failure) error {
-	return typed(a.eng.RecordFailure(ctx, executionID, f))
+	return typed(a.eng.RecordFailure(run(ctx), executionID, f))
 }
 
 // ListBatchChunk lists the unfinished item executions of a batch range.
@@ -74,6 +75,15 @@ func (a *Activities) ListBatchChunk(ctx context.Context, batchID string, from, t
 func (a *Activities) FinishBatch(ctx context.Context, batchID string) (*engine.BatchTotals, error) {
 	t, err := a.eng.FinishBatch(ctx, batchID)
 	return t, typed(err)
+}
+
+// run tells the engine which workflow run executes the step.
+func run(ctx context.Context) context.Context {
+	if !activity.IsActivity(ctx) {
+		return ctx
+	}
+	we := activity.GetInfo(ctx).WorkflowExecution
+	return engine.WithWorkflowRun(ctx, we.ID, we.RunID)
 }
 
 // typed turns a refusal into a non-retryable application error carrying the

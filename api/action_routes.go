@@ -42,7 +42,17 @@ type ActionDeps struct {
 	BatchMaxItems  int
 	BatchSyncMax   int
 	ExecuteTimeout time.Duration
+	// LocalWorker says the engine's worker runs in this process (dev): a
+	// synchronous execute then waits for the engine to settle the
+	// execution instead of long-polling Temporal for the workflow's close.
+	LocalWorker bool
 }
+
+// localGrace is how long a synchronous execute waits for the local worker
+// before it also asks Temporal. The workflow task of an execution started
+// here is handed to this process's worker (eager start), so the local
+// answer comes unless that worker lost the task, e.g. to a retry elsewhere.
+const localGrace = 5 * time.Second
 
 type actionRoutes struct{ ActionDeps }
 
@@ -191,14 +201,32 @@ func (h *actionRoutes) submit(c *gin.Context, at *engine.ActionType, kind string
 		fail(c, err)
 		return
 	}
+	var settled <-chan struct{}
+	if h.LocalWorker && !wantsAsync(c) {
+		var stop func()
+		settled, stop = h.Engine.Settled(ex.ID)
+		defer stop()
+	}
+	// The engine records the run id when the execution finishes, in the
+	// write that finishes it.
 	run, err := h.Starter.StartAction(ctx, ex)
 	if err != nil {
 		fail(c, err)
 		return
 	}
-	h.DB.WithContext(ctx).Model(ex).Update("run_id", run.GetRunID())
 	ex.RunID = run.GetRunID()
-	h.await(c, ex, func(ctx context.Context) { _ = run.Get(ctx, nil) })
+	h.await(c, ex, func(ctx context.Context) {
+		if settled != nil {
+			select {
+			case <-settled:
+				return
+			case <-ctx.Done():
+				return
+			case <-time.After(localGrace):
+			}
+		}
+		_ = run.Get(ctx, nil)
+	})
 }
 
 // replay answers a repeated Idempotency-Key.
@@ -208,9 +236,9 @@ func (h *actionRoutes) replay(c *gin.Context, prev *models.Execution, hash strin
 		return
 	}
 	h.await(c, prev, func(ctx context.Context) {
-		if prev.RunID != "" {
-			_ = h.Starter.Run(prev.WorkflowID, prev.RunID).Get(ctx, nil)
-		}
+		// Before it finishes, the row has no run id yet: wait on the
+		// workflow's current run.
+		_ = h.Starter.Run(prev.WorkflowID, prev.RunID).Get(ctx, nil)
 	})
 }
 

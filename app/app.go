@@ -190,6 +190,7 @@ func (a *App) startHTTP(ctx context.Context, store *ontology.Store, eng *engine.
 				Store: store, Engine: eng, Starter: starter, DB: a.DB, UIURL: cfg.UIURL,
 				Namespace: cfg.TemporalNamespace, BatchMaxItems: cfg.BatchMaxItems,
 				BatchSyncMax: cfg.BatchSyncMax, ExecuteTimeout: cfg.ExecuteTimeout,
+				LocalWorker: a.Worker != nil,
 			}),
 		},
 	})

@@ -17,7 +17,7 @@ import (
 // buildServerConfig builds the static server config. other holds seven free
 // ports: gRPC of history, matching and worker, then the membership ports of
 // frontend, history, matching and worker.
-func buildServerConfig(cfg Config, sqlCfg *config.SQL, advertise string, frontendPort, httpPort int, other []int) *config.Config {
+func buildServerConfig(cfg Config, sqlCfg, visCfg *config.SQL, advertise string, frontendPort, httpPort int, other []int) *config.Config {
 	svc := func(grpcPort, membershipPort int) config.Service {
 		return config.Service{RPC: config.RPC{
 			GRPCPort:       grpcPort,
@@ -39,14 +39,7 @@ func buildServerConfig(cfg Config, sqlCfg *config.SQL, advertise string, fronten
 			// no pprof (port 0 disables it).
 			PProf: config.PProf{Port: 0},
 		},
-		Persistence: config.Persistence{
-			DefaultStore:     "sqlite",
-			VisibilityStore:  "sqlite",
-			NumHistoryShards: cfg.NumHistoryShards,
-			DataStores: map[string]config.DataStore{
-				"sqlite": {SQL: sqlCfg},
-			},
-		},
+		Persistence: persistence(cfg, sqlCfg, visCfg),
 		ClusterMetadata: &cluster.Config{
 			EnableGlobalNamespace:    false,
 			FailoverVersionIncrement: 10,
@@ -134,4 +127,20 @@ func randomHex(n int) string {
 	b := make([]byte, n)
 	_, _ = rand.Read(b)
 	return hex.EncodeToString(b)
+}
+
+// persistence names the server's stores: visibility in its own SQLite file
+// when visCfg is set (see prepareDatabase), otherwise beside the rest.
+func persistence(cfg Config, sqlCfg, visCfg *config.SQL) config.Persistence {
+	p := config.Persistence{
+		DefaultStore:     "sqlite",
+		VisibilityStore:  "sqlite",
+		NumHistoryShards: cfg.NumHistoryShards,
+		DataStores:       map[string]config.DataStore{"sqlite": {SQL: sqlCfg}},
+	}
+	if visCfg != nil {
+		p.VisibilityStore = "sqlite-visibility"
+		p.DataStores["sqlite-visibility"] = config.DataStore{SQL: visCfg}
+	}
+	return p
 }

@@ -65,6 +65,8 @@ type Engine struct {
 	log     *slog.Logger
 	metrics *metrics
 	now     func() time.Time
+	memo    memo
+	settled settled
 }
 
 // New returns an Engine.

@@ -29,21 +29,18 @@ const (
 // notified_at, so a retried step does not notify twice.
 func (e *Engine) Notify(ctx context.Context, p *Prepared, out *Outcome) error {
 	defer e.observe("notify", time.Now())
-	ex, err := e.execution(ctx, e.db, p.ExecutionID)
+	defer e.memo.drop(p.ExecutionID)
+	defer e.settle(p.ExecutionID)
+	ex, in, err := e.loaded(ctx, p.ExecutionID)
 	if err != nil {
 		return err
 	}
 	if ex.NotifiedAt != nil {
 		return nil
 	}
-	at, err := e.onto.ActionType(ctx, ex.ActionTypeID)
-	if err != nil {
-		return err
-	}
-	actor, err := e.actor(ctx, ex.ActorID)
-	if err != nil {
-		return err
-	}
+	// The memo's copy of the row predates notified_at; the update that
+	// records the outcomes below is what guards against a second delivery.
+	at, actor := in.Action, in.Actor
 	before, after := e.beforeAfter(ctx, ex.TargetObjectID, out)
 	scope := templateScope(at, actor, before, after, p.Parameters, ex)
 

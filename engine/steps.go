@@ -84,6 +84,7 @@ func (e *Engine) Prepare(ctx context.Context, executionID string) (*Prepared, er
 	if err := v.refusal(); err != nil {
 		return nil, err
 	}
+	e.memo.put(ex, in)
 	return &Prepared{ExecutionID: ex.ID, ActionTypeID: in.Action.ID, ActorID: ex.ActorID, TargetID: ex.TargetObjectID,
 		Parameters: params, HasNotifications: len(in.Action.Config.NotificationSideEffects) > 0}, nil
 }
@@ -92,11 +93,7 @@ func (e *Engine) Prepare(ctx context.Context, executionID string) (*Prepared, er
 // and the justification rule.
 func (e *Engine) Authorize(ctx context.Context, p *Prepared) error {
 	defer e.observe("authorize", time.Now())
-	ex, err := e.execution(ctx, e.db, p.ExecutionID)
-	if err != nil {
-		return err
-	}
-	in, err := e.request(ctx, ex)
+	_, in, err := e.loaded(ctx, p.ExecutionID)
 	if err != nil {
 		return err
 	}
@@ -125,19 +122,28 @@ func (e *Engine) operation(kind string) (Operation, bool) {
 // move to succeeded commit in one transaction that first locks the row:
 // an activity retried after a crash finds the row succeeded and returns the
 // recorded outcome instead of applying the edits again.
-func (e *Engine) Run(ctx context.Context, p *Prepared) (*Outcome, error) {
+func (e *Engine) Run(ctx context.Context, p *Prepared) (_ *Outcome, err error) {
 	defer e.observe("run", time.Now())
 	// Everything read outside the transaction is read first: inside it,
 	// only tx is used, so the holder of SQLite's single write lock never
 	// waits for a second pool connection that blocked writers hold.
-	ex0, err := e.execution(ctx, e.db, p.ExecutionID)
+	_, in0, err := e.loaded(ctx, p.ExecutionID)
 	if err != nil {
 		return nil, err
 	}
-	in, err := e.request(ctx, ex0)
-	if err != nil {
-		return nil, err
+	if !p.HasNotifications {
+		defer e.memo.drop(p.ExecutionID)
 	}
+	defer func() {
+		// Without notifications the run is the last step; a refusal is
+		// recorded (and settled) by RecordFailure.
+		if err == nil && !p.HasNotifications {
+			e.settle(p.ExecutionID)
+		}
+	}()
+	// The operation works on a copy: the memo's entry stays as validated
+	// for Notify.
+	in := *in0
 	var out *Outcome
 	var done *models.Execution
 	err = e.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
@@ -171,7 +177,7 @@ func (e *Engine) Run(ctx context.Context, p *Prepared) (*Outcome, error) {
 				return apperr.New(apperr.ObjectNotFound, "object %q not found", ex.TargetObjectID)
 			}
 		}
-		out, err = op(ctx, tx, in, p.Parameters)
+		out, err = op(ctx, tx, &in, p.Parameters)
 		if err != nil {
 			return err
 		}
@@ -179,7 +185,12 @@ func (e *Engine) Run(ctx context.Context, p *Prepared) (*Outcome, error) {
 		ex.Status, ex.FinishedAt, ex.ActionVersion = models.StatusSucceeded, &now, in.Action.Version
 		ex.Edits, ex.Result = models.NewJSON(out.Edits), models.NewJSON(out.Result)
 		ex.Parameters = models.NewJSON(p.Parameters)
-		if err := tx.Select("status", "finished_at", "action_version", "edits", "result", "parameters").Save(&ex).Error; err != nil {
+		cols := []any{"finished_at", "action_version", "edits", "result", "parameters"}
+		if run := runIDFor(ctx, &ex); run != "" {
+			ex.RunID = run
+			cols = append(cols, "run_id")
+		}
+		if err := tx.Select("status", cols...).Save(&ex).Error; err != nil {
 			return fmt.Errorf("record execution %s: %w", ex.ID, err)
 		}
 		done = &ex
@@ -190,6 +201,10 @@ func (e *Engine) Run(ctx context.Context, p *Prepared) (*Outcome, error) {
 	}
 	if done != nil {
 		e.finished(done, models.StatusSucceeded)
+		if p.HasNotifications {
+			// Notify's templates see the row as the run left it.
+			e.memo.put(done, in0)
+		}
 	}
 	return out, nil
 }
@@ -244,11 +259,17 @@ func (e *Engine) createLink(ctx context.Context, tx *gorm.DB, in *input, params 
 
 // RecordFailure marks an execution failed unless it already finished.
 func (e *Engine) RecordFailure(ctx context.Context, executionID string, f Failure) error {
+	e.memo.drop(executionID)
 	now := e.now()
+	cols := map[string]any{"status": models.StatusFailed, "error_code": f.Code, "error_message": f.Message,
+		"error_details": models.NewJSON[any](f), "finished_at": &now}
+	if r, _ := ctx.Value(runKey{}).([2]string); r[0] != "" {
+		// Only the execution's own workflow records its run (not a chunk).
+		cols["run_id"] = gorm.Expr("CASE WHEN workflow_id = ? AND (run_id IS NULL OR run_id = '') THEN ? ELSE run_id END", r[0], r[1])
+	}
 	res := e.db.WithContext(ctx).Model(&models.Execution{}).
 		Where("id = ? AND status NOT IN ?", executionID, []string{models.StatusSucceeded, models.StatusFailed}).
-		Updates(map[string]any{"status": models.StatusFailed, "error_code": f.Code, "error_message": f.Message,
-			"error_details": models.NewJSON[any](f), "finished_at": &now})
+		Updates(cols)
 	if res.Error != nil {
 		return fmt.Errorf("record failure of %s: %w", executionID, res.Error)
 	}
@@ -257,5 +278,6 @@ func (e *Engine) RecordFailure(ctx context.Context, executionID string, f Failur
 			e.finished(ex, models.StatusFailed)
 		}
 	}
+	e.settle(executionID)
 	return nil
 }

@@ -37,6 +37,7 @@ func Open(ctx context.Context, dsn string) (*gorm.DB, error) {
 		Logger:                                   logger.Discard,
 		DisableForeignKeyConstraintWhenMigrating: true,
 		TranslateError:                           true,
+		PrepareStmt:                              true,
 		NowFunc:                                  func() time.Time { return time.Now().UTC() },
 	}
 	var (

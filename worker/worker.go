@@ -35,7 +35,7 @@ func New(c client.Client, opts Options) sdkworker.Worker {
 		// Pollers and slots sized for a 2-core machine running batches of
 		// child workflows: the steps are short local activities, and the
 		// database (SQLite: one writer) is the real limit.
-		MaxConcurrentWorkflowTaskExecutionSize:  64,
+		MaxConcurrentWorkflowTaskExecutionSize:  256,
 		MaxConcurrentLocalActivityExecutionSize: 64,
 		MaxConcurrentWorkflowTaskPollers:        4,
 		DeadlockDetectionTimeout:                5 * time.Second,

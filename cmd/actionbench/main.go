@@ -17,7 +17,9 @@ import (
 	"log/slog"
 	"net/http"
 	"os"
+	"path/filepath"
 	"runtime"
+	"runtime/pprof"
 	"sort"
 	"strconv"
 	"strings"
@@ -34,6 +36,50 @@ import (
 )
 
 const bareQueue = "actionbench-bare"
+
+// recordDir, when set, makes the run record workflow histories only.
+var recordDir string
+
+// profileDir, when set, receives a CPU profile of each Ontoflow phase.
+var profileDir string
+
+// profiled runs f under a CPU profile named name when -profile is set.
+func profiled(name string, f func() error) error {
+	if profileDir == "" {
+		return f()
+	}
+	out, err := os.Create(filepath.Join(profileDir, name+".pprof"))
+	if err != nil {
+		return err
+	}
+	defer out.Close()
+	if err := pprof.StartCPUProfile(out); err != nil {
+		return err
+	}
+	defer pprof.StopCPUProfile()
+	// Contention too: where the phase waits when the CPU is not busy.
+	runtime.SetMutexProfileFraction(10)
+	runtime.SetBlockProfileRate(int(time.Millisecond))
+	defer func() {
+		runtime.SetMutexProfileFraction(0)
+		runtime.SetBlockProfileRate(0)
+		for _, kind := range []string{"mutex", "block"} {
+			if f, err := os.Create(filepath.Join(profileDir, name+"-"+kind+".pprof")); err == nil {
+				_ = pprof.Lookup(kind).WriteTo(f, 0)
+				_ = f.Close()
+			}
+		}
+	}()
+	// A goroutine snapshot two seconds in shows where work queues.
+	t := time.AfterFunc(2*time.Second, func() {
+		if g, err := os.Create(filepath.Join(profileDir, name+"-goroutines.txt")); err == nil {
+			_ = pprof.Lookup("goroutine").WriteTo(g, 1)
+			_ = g.Close()
+		}
+	})
+	defer t.Stop()
+	return f()
+}
 
 func noop(ctx context.Context) error { return nil }
 
@@ -75,6 +121,8 @@ func main() {
 	concTotal := flag.Int("conc-total", 500, "executions in the throughput test")
 	children := flag.Int("children", 1000, "children of the bare parent")
 	batches := flag.String("batch", "1000,10000", "batch sizes")
+	flag.StringVar(&recordDir, "record", "", "only record the histories of the engine's workflows into this directory (for the replay test) and exit")
+	flag.StringVar(&profileDir, "profile", "", "write CPU profiles of Ontoflow's throughput and batch phases into this directory")
 	flag.Parse()
 	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelError}))
 	if err := run(log, *seq, *conc, *concTotal, *children, *batches); err != nil {
@@ -115,9 +163,12 @@ func run(log *slog.Logger, seq, conc, concTotal, children int, batchList string)
 	}
 	defer w.Stop()
 	b := &bench{api: a.APIURL, user: "admin", pass: "bench-password-1", c: a.Temporal}
-	actionID, targets, err := b.setup(concTotal + seq)
+	actionID, targets, err := b.setup(max(concTotal+seq, 4))
 	if err != nil {
 		return err
+	}
+	if recordDir != "" {
+		return b.record(ctx, recordDir, actionID, targets)
 	}
 
 	bareRun := func(i int) error {
@@ -152,19 +203,37 @@ func run(log *slog.Logger, seq, conc, concTotal, children int, batchList string)
 	if err != nil {
 		return err
 	}
-	exTput, err := throughput(conc, concTotal, execRun)
+	var exTput float64
+	err = profiled("throughput", func() (err error) {
+		exTput, err = throughput(conc, concTotal, execRun)
+		return err
+	})
+	if mfs, err := a.Registry.Gather(); err == nil && profileDir != "" {
+		for _, mf := range mfs {
+			if mf.GetName() == "ontoflow_action_step_duration_seconds" {
+				for _, m := range mf.GetMetric() {
+					h := m.GetHistogram()
+					fmt.Fprintf(os.Stderr, "STEP %s: n=%d avg %.2f ms\n", m.GetLabel()[0].GetValue(), h.GetSampleCount(), h.GetSampleSum()/float64(h.GetSampleCount())*1000)
+				}
+			}
+		}
+	}
 	if err != nil {
 		return err
 	}
-	start := time.Now()
-	r, err := b.c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{TaskQueue: bareQueue}, bareParent, children)
-	if err != nil {
-		return err
+	// -children 0 skips the bare parent (quicker runs while profiling).
+	bareChildren := time.Duration(1)
+	if children > 0 {
+		start := time.Now()
+		r, err := b.c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{TaskQueue: bareQueue}, bareParent, children)
+		if err != nil {
+			return err
+		}
+		if err := r.Get(ctx, nil); err != nil {
+			return err
+		}
+		bareChildren = time.Since(start)
 	}
-	if err := r.Get(ctx, nil); err != nil {
-		return err
-	}
-	bareChildren := time.Since(start)
 
 	type batchResult struct {
 		n int
@@ -172,11 +241,18 @@ func run(log *slog.Logger, seq, conc, concTotal, children int, batchList string)
 	}
 	var bres []batchResult
 	for _, s := range strings.Split(batchList, ",") {
+		if strings.TrimSpace(s) == "" {
+			continue
+		}
 		n, err := strconv.Atoi(strings.TrimSpace(s))
 		if err != nil {
 			return err
 		}
-		d, err := b.batch(actionID, targets, n)
+		var d time.Duration
+		err = profiled(fmt.Sprintf("batch-%d", n), func() (err error) {
+			d, err = b.batch(actionID, targets, n)
+			return err
+		})
 		if err != nil {
 			return err
 		}

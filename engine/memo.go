@@ -1,0 +1,113 @@
+package engine
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	"github.com/ontoflow/ontoflow/models"
+)
+
+// memo hands what the validate step loaded to the later steps of the same
+// execution. The steps are local activities of one workflow task, so they
+// run one after another in the worker that validated; without the memo each
+// step re-read the execution row, the action type, the actor and the target
+// (four reads per step, most of a batch item's cost).
+//
+// What it holds is fixed for the execution: the row's request fields never
+// change after the API writes them, and authorize and run deliberately see
+// the action type and actor that validation checked, not a definition
+// edited in the milliseconds between steps. The run step still re-reads the
+// target inside its transaction. A step that finds no entry — retried in
+// another worker, or after memoTTL — loads everything again, so the memo is
+// never needed for correctness.
+type memo struct {
+	mu      sync.Mutex
+	entries map[string]memoEntry
+}
+
+type memoEntry struct {
+	ex   *models.Execution
+	in   *input
+	when time.Time
+}
+
+const (
+	memoTTL = 30 * time.Second
+	// memoMax bounds memory: an execution whose workflow never reaches
+	// its last step (a crash) leaves an entry behind until a sweep.
+	memoMax = 10000
+)
+
+func (m *memo) put(ex *models.Execution, in *input) {
+	now := time.Now()
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.entries == nil {
+		m.entries = map[string]memoEntry{}
+	}
+	if len(m.entries) >= memoMax {
+		for id, e := range m.entries {
+			if now.Sub(e.when) > memoTTL {
+				delete(m.entries, id)
+			}
+		}
+		if len(m.entries) >= memoMax {
+			clear(m.entries)
+		}
+	}
+	m.entries[ex.ID] = memoEntry{ex: ex, in: in, when: now}
+}
+
+func (m *memo) get(id string) (*models.Execution, *input, bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	e, ok := m.entries[id]
+	if !ok || time.Since(e.when) > memoTTL {
+		return nil, nil, false
+	}
+	return e.ex, e.in, true
+}
+
+func (m *memo) drop(id string) {
+	m.mu.Lock()
+	delete(m.entries, id)
+	m.mu.Unlock()
+}
+
+// loaded returns the execution row and its loaded request, from the memo
+// when the validate step of this process left them there.
+func (e *Engine) loaded(ctx context.Context, id string) (*models.Execution, *input, error) {
+	if ex, in, ok := e.memo.get(id); ok {
+		return ex, in, nil
+	}
+	ex, err := e.execution(ctx, e.db, id)
+	if err != nil {
+		return nil, nil, err
+	}
+	in, err := e.request(ctx, ex)
+	if err != nil {
+		return nil, nil, err
+	}
+	return ex, in, nil
+}
+
+// runKey carries the identity of the workflow run executing a step.
+type runKey struct{}
+
+// WithWorkflowRun tells the steps which workflow run executes them, so the
+// execution row records its run id in the same write that finishes it
+// rather than in a separate update from the API.
+func WithWorkflowRun(ctx context.Context, workflowID, runID string) context.Context {
+	return context.WithValue(ctx, runKey{}, [2]string{workflowID, runID})
+}
+
+// runIDFor returns the run id to record on ex: the run executing this step
+// when it is ex's own workflow (not a batch chunk running the item).
+func runIDFor(ctx context.Context, ex *models.Execution) string {
+	r, _ := ctx.Value(runKey{}).([2]string)
+	if ex.RunID == "" && r[0] != "" && r[0] == ex.WorkflowID {
+		return r[1]
+	}
+	return ""
+}

@@ -17,10 +17,17 @@ import (
 const principalKey = "ontoflow.principal"
 
 // authenticate admits callers with valid Basic credentials or a bearer
-// token; everyone else gets 401 with WWW-Authenticate and the JSON body.
+// token; everyone else gets 401 with WWW-Authenticate and the JSON body,
+// or 429 TooManyRequests with Retry-After while their username or address
+// is over the failure limit.
 func (s *Server) authenticate(c *gin.Context) {
 	p, err := s.deps.Auth.Authenticate(c.Request)
 	if err != nil {
+		if te, ok := auth.AsThrottled(err); ok {
+			c.Header("Retry-After", strconv.Itoa(te.RetryAfterSeconds()))
+			fail(c, err)
+			return
+		}
 		if !apperr.Is(err, apperr.Unauthorized) {
 			fail(c, fmt.Errorf("authenticate: %w", err))
 			return

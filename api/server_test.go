@@ -8,6 +8,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -401,6 +402,60 @@ func TestUsernameMustNotBeUUID(t *testing.T) {
 		}
 		if r := f.json(t, "admin", "PATCH", "/api/v1/users/plain", `{"username":"`+name+`"}`); r.status != 400 || r.code() != "InvalidArgument" {
 			t.Errorf("rename to %s: %d %s", name, r.status, r.body)
+		}
+	}
+}
+
+// Repeated failures make the API answer 429 TooManyRequests with
+// Retry-After and the JSON error body, for Basic and bearer alike, and for
+// the right password too while the limit holds.
+func TestAuthThrottleAnswers429(t *testing.T) {
+	f := newFoundation(t, testdb.Open(t, "sqlite"))
+	var r reply
+	failures := 0
+	for ; failures < 30; failures++ {
+		req, _ := http.NewRequest("GET", f.srv.URL+"/api/v1/me", nil)
+		req.SetBasicAuth("plain", "wrong-password")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		r = reply{resp.StatusCode, resp.Header, b}
+		if r.status != 401 {
+			break
+		}
+	}
+	// The default limit is 5; each further failure doubles the window, so
+	// the refusal comes within a few attempts even on a slow machine.
+	if r.status != 429 || r.code() != "TooManyRequests" || failures < 5 || failures > 12 {
+		t.Fatalf("after %d failures: %d %s; want 429 TooManyRequests after 5 or a few more", failures, r.status, r.body)
+	}
+	if ra, err := strconv.Atoi(r.header.Get("Retry-After")); err != nil || ra < 1 {
+		t.Fatalf("Retry-After = %q", r.header.Get("Retry-After"))
+	}
+	if ct := r.header.Get("Content-Type"); !strings.HasPrefix(ct, "application/json") {
+		t.Fatalf("429 Content-Type %q", ct)
+	}
+	if r := f.json(t, "plain", "GET", "/api/v1/me", ""); r.status != 429 {
+		t.Fatalf("right password while over the limit: %d %s", r.status, r.body)
+	}
+	// Bad bearer tokens count against the address (default limit 20,
+	// reached with the failures above): refused with 429 in turn.
+	for i := 0; ; i++ {
+		r := f.bearer(t, "oft_not-a-real-token", "GET", "/api/v1/me", "")
+		if r.status == 429 {
+			if r.code() != "TooManyRequests" || r.header.Get("Retry-After") == "" {
+				t.Fatalf("bearer refusal: %d %s (Retry-After %q)", r.status, r.body, r.header.Get("Retry-After"))
+			}
+			if failures+i < 20 {
+				t.Fatalf("address refused after %d failures, below its limit of 20", failures+i)
+			}
+			break
+		}
+		if r.status != 401 || i > 30 {
+			t.Fatalf("bad bearer token #%d: %d %s", i, r.status, r.body)
 		}
 	}
 }

@@ -57,6 +57,17 @@ type Service struct {
 	cache map[string]time.Time // keyed MAC of (user, password, hash) -> expiry
 
 	throttle *throttle
+
+	fmu     sync.Mutex
+	flights map[string]*flight // password verifications in progress
+}
+
+// flight is one password verification that concurrent attempts with the
+// same credentials wait for instead of repeating it.
+type flight struct {
+	done chan struct{}
+	ok   bool
+	err  error
 }
 
 // Options tune a Service.
@@ -66,11 +77,20 @@ type Options struct {
 	// every request; argon2id costs ~20ms, so without it small-file traffic
 	// would be CPU-bound on password hashing.
 	CacheTTL time.Duration
-	// ThrottleAfter is the number of consecutive failures for one user or
-	// address after which responses are delayed (0 = 5).
+	// ThrottleAfter is the number of consecutive failures for one username
+	// after which attempts are refused with 429 for a while (0 = 5): 100ms
+	// after the last failure, doubling per further failure.
 	ThrottleAfter int
-	// MaxDelay caps the delay (0 = 2s).
+	// ThrottleAfterAddress is the same for one client address (0 = four
+	// times ThrottleAfter): an address may be a NAT or proxy shared by
+	// many users, while the username limit already bounds guesses at one
+	// account.
+	ThrottleAfterAddress int
+	// MaxDelay caps that refusal window (0 = 30s).
 	MaxDelay time.Duration
+	// ThrottleKeys bounds the failure table; the least recently used
+	// usernames and addresses are evicted beyond it (0 = 100000).
+	ThrottleKeys int
 }
 
 // NewService returns a Service over db.
@@ -81,8 +101,11 @@ func NewService(db *gorm.DB, opts Options) *Service {
 	if opts.ThrottleAfter == 0 {
 		opts.ThrottleAfter = 5
 	}
+	if opts.ThrottleAfterAddress == 0 {
+		opts.ThrottleAfterAddress = 4 * opts.ThrottleAfter
+	}
 	if opts.MaxDelay == 0 {
-		opts.MaxDelay = 2 * time.Second
+		opts.MaxDelay = 30 * time.Second
 	}
 	key := make([]byte, 32)
 	copy(key, []byte(RandomSecret(32)))
@@ -92,7 +115,8 @@ func NewService(db *gorm.DB, opts Options) *Service {
 		cacheTTL: opts.CacheTTL,
 		now:      time.Now,
 		cache:    map[string]time.Time{},
-		throttle: newThrottle(opts.ThrottleAfter, opts.MaxDelay),
+		throttle: newThrottle(opts.ThrottleAfter, opts.ThrottleAfterAddress, opts.MaxDelay, opts.ThrottleKeys),
+		flights:  map[string]*flight{},
 	}
 }
 
@@ -123,39 +147,100 @@ func clientIP(r *http.Request) string {
 	return strings.Trim(host, "[]")
 }
 
-// Basic verifies a username and password.
+// Basic verifies a username and password. While the username or the
+// address is over its failure limit the attempt is refused with a
+// *ThrottledError (429) before anything is checked.
 func (s *Service) Basic(ctx context.Context, username, password, remote string) (*Principal, error) {
 	if len(username) > 128 || len(password) > 1024 {
 		// Refused before the throttle keys them: oversized names must not
 		// fill its table.
 		return nil, ErrUnauthorized
 	}
-	s.throttle.wait(ctx, "u:"+username, "a:"+remote)
+	uk, ak := "u:"+username, "a:"+remote
+	if w := s.throttle.check(uk, ak); w > 0 {
+		return nil, newThrottledError(w)
+	}
 	u, err := s.lookup(ctx, username)
-	if err != nil && !errors.Is(err, gorm.ErrRecordNotFound) {
+	if err != nil {
 		return nil, fmt.Errorf("look up user: %w", err)
 	}
-	if u == nil {
-		// Same work as a wrong password, so timing does not reveal which
-		// usernames exist.
-		_, _ = VerifyPassword(dummyHash, password)
-		s.throttle.fail("u:"+username, "a:"+remote)
-		return nil, ErrUnauthorized
-	}
-	if !s.cached(u, password) {
-		ok, err := VerifyPassword(u.PasswordHash, password)
-		if err != nil || !ok {
-			s.throttle.fail("u:"+username, "a:"+remote)
+	if u != nil && s.cached(u, password) {
+		if u.Disabled {
+			s.throttle.done(false, true, "", uk, ak)
 			return nil, ErrUnauthorized
 		}
-		s.remember(u, password)
+		s.throttle.done(false, false, uk, uk, ak)
+		return &Principal{User: u, Method: "basic"}, nil
 	}
-	if u.Disabled {
-		s.throttle.fail("u:"+username, "a:"+remote)
+	ok, err := s.verify(ctx, u, username, password, uk, ak)
+	if err != nil {
+		return nil, err
+	}
+	if !ok || u.Disabled {
 		return nil, ErrUnauthorized
 	}
-	s.throttle.succeed("u:"+username, "a:"+remote)
 	return &Principal{User: u, Method: "basic"}, nil
+}
+
+// verify checks password against u's hash (u nil: an unknown user, checked
+// against a dummy hash so timing does not reveal which usernames exist)
+// as one throttled attempt on keys. Concurrent calls with the same
+// credentials share one verification and count as one attempt, so a
+// client's parallel requests do not use up the in-flight allowance.
+func (s *Service) verify(ctx context.Context, u *models.User, username, password string, keys ...string) (bool, error) {
+	k := s.flightKey(u, username, password)
+	s.fmu.Lock()
+	if f, ok := s.flights[k]; ok {
+		s.fmu.Unlock()
+		select {
+		case <-f.done:
+			return f.ok, f.err
+		case <-ctx.Done():
+			return false, ErrUnauthorized
+		}
+	}
+	f := &flight{done: make(chan struct{})}
+	s.flights[k] = f
+	s.fmu.Unlock()
+	defer func() {
+		s.fmu.Lock()
+		delete(s.flights, k)
+		s.fmu.Unlock()
+		close(f.done)
+	}()
+
+	if w := s.throttle.admit(keys...); w > 0 {
+		f.err = newThrottledError(w)
+		return false, f.err
+	}
+	hash := dummyHash
+	if u != nil {
+		hash = u.PasswordHash
+	}
+	ok, err := VerifyPassword(hash, password)
+	f.ok = err == nil && ok && u != nil
+	failed := !f.ok || u.Disabled
+	clear := ""
+	if !failed {
+		clear = keys[0] // the username's key
+	}
+	s.throttle.done(true, failed, clear, keys...)
+	if f.ok {
+		s.remember(u, password)
+	}
+	return f.ok, nil
+}
+
+func (s *Service) flightKey(u *models.User, username, password string) string {
+	if u != nil {
+		return s.cacheMAC(u, password)
+	}
+	m := hmac.New(sha256.New, s.cacheKey)
+	m.Write([]byte("unknown\x00"))
+	m.Write([]byte(username))
+	m.Write([]byte{0})
+	m.Write([]byte(password))
+	return string(m.Sum(nil))
 }
 
 func (s *Service) lookup(ctx context.Context, username string) (*models.User, error) {
@@ -223,11 +308,16 @@ func hashToken(secret string) string {
 	return hex.EncodeToString(sum[:])
 }
 
-// Bearer verifies a token issued by IssueToken.
+// Bearer verifies a token issued by IssueToken. Failures count against the
+// address; while it is over its limit the attempt is refused with a
+// *ThrottledError (429).
 func (s *Service) Bearer(ctx context.Context, token, remote string) (*Principal, error) {
-	s.throttle.wait(ctx, "a:"+remote)
+	ak := "a:" + remote
+	if w := s.throttle.check(ak); w > 0 {
+		return nil, newThrottledError(w)
+	}
 	if !strings.HasPrefix(token, TokenPrefix) || len(token) > 200 {
-		s.throttle.fail("a:" + remote)
+		s.throttle.done(false, true, "", ak)
 		return nil, ErrUnauthorized
 	}
 	var t models.APIToken
@@ -235,7 +325,7 @@ func (s *Service) Bearer(ctx context.Context, token, remote string) (*Principal,
 	// hash is not a timing oracle for the secret itself.
 	err := s.db.WithContext(ctx).Where("secret_hash = ?", hashToken(token)).Take(&t).Error
 	if errors.Is(err, gorm.ErrRecordNotFound) {
-		s.throttle.fail("a:" + remote)
+		s.throttle.done(false, true, "", ak)
 		return nil, ErrUnauthorized
 	}
 	if err != nil {
@@ -243,7 +333,7 @@ func (s *Service) Bearer(ctx context.Context, token, remote string) (*Principal,
 	}
 	now := s.now()
 	if t.RevokedAt != nil || !now.Before(t.ExpiresAt) {
-		s.throttle.fail("a:" + remote)
+		s.throttle.done(false, true, "", ak)
 		return nil, ErrUnauthorized
 	}
 	var u models.User
@@ -257,7 +347,6 @@ func (s *Service) Bearer(ctx context.Context, token, remote string) (*Principal,
 		return nil, ErrUnauthorized
 	}
 	s.touchToken(ctx, &t, now)
-	s.throttle.succeed("a:" + remote)
 	return &Principal{User: &u, Guest: t.Guest, TokenID: t.ID, Method: "bearer"}, nil
 }
 

@@ -2,6 +2,7 @@ package auth_test
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -314,4 +315,103 @@ func TestTokenLastUsedAt(t *testing.T) {
 			t.Fatalf("a refused use changed last_used_at to %v", got)
 		}
 	})
+}
+
+func basicFrom(user, pass, addr string) *http.Request {
+	r := basicRequest(user, pass)
+	r.RemoteAddr = addr + ":40000"
+	return r
+}
+
+// Parallel wrong guesses cannot outrun the throttle: with a limit of 3
+// only 3 of 40 concurrent guesses are verified, the rest are refused with
+// TooManyRequests; while the username is over the limit even the right
+// password is refused (a success must not tell a guesser it was right).
+func TestBasicThrottleParallelGuesses(t *testing.T) {
+	db := testdb.Open(t, "sqlite")
+	s := auth.NewService(db, auth.Options{ThrottleAfter: 3})
+	frozen := time.Now()
+	auth.SetClock(s, func() time.Time { return frozen }) // windows never pass
+	addUser(t, db, "alice", "alice-password", false)
+
+	const n = 40
+	errs := make(chan error, n)
+	for i := 0; i < n; i++ {
+		go func(i int) {
+			_, err := s.Authenticate(basicFrom("alice", fmt.Sprintf("guess-%d", i), fmt.Sprintf("10.0.%d.%d", i/200, i%200)))
+			errs <- err
+		}(i)
+	}
+	codes := map[apperr.Code]int{}
+	for i := 0; i < n; i++ {
+		codes[apperr.CodeOf(<-errs)]++
+	}
+	if codes[apperr.Unauthorized] != 3 || codes[apperr.TooManyRequests] != n-3 {
+		t.Fatalf("40 parallel guesses: %v; want exactly 3 verified (Unauthorized), the rest TooManyRequests", codes)
+	}
+	_, err := s.Authenticate(basicFrom("alice", "alice-password", "10.9.9.9"))
+	te, ok := auth.AsThrottled(err)
+	if !ok || !apperr.Is(err, apperr.TooManyRequests) || te.RetryAfter <= 0 {
+		t.Fatalf("right password while over the limit: %v; want TooManyRequests with a retry time", err)
+	}
+	// Another user from a clean address is unaffected.
+	addUser(t, db, "bob", "bob-password", false)
+	if _, err := s.Authenticate(basicFrom("bob", "bob-password", "10.8.8.8")); err != nil {
+		t.Fatalf("bob: %v", err)
+	}
+}
+
+// A client's parallel requests with the right (not yet cached) password
+// are one verification: none of them is refused, even with a low limit.
+func TestBasicParallelSameCredentials(t *testing.T) {
+	db := testdb.Open(t, "sqlite")
+	s := auth.NewService(db, auth.Options{ThrottleAfter: 2})
+	addUser(t, db, "alice", "alice-password", false)
+	const n = 24
+	errs := make(chan error, n)
+	start := make(chan struct{})
+	for i := 0; i < n; i++ {
+		go func() {
+			<-start
+			_, err := s.Authenticate(basicFrom("alice", "alice-password", "10.0.0.1"))
+			errs <- err
+		}()
+	}
+	close(start)
+	for i := 0; i < n; i++ {
+		if err := <-errs; err != nil {
+			t.Errorf("parallel request with the right password: %v", err)
+		}
+	}
+}
+
+// A success clears the username's counter, not the address's: an attacker
+// with one valid account cannot reset the address limit with it.
+func TestBasicSuccessDoesNotClearAddress(t *testing.T) {
+	db := testdb.Open(t, "sqlite")
+	s := auth.NewService(db, auth.Options{ThrottleAfter: 3, ThrottleAfterAddress: 3})
+	frozen := time.Now()
+	auth.SetClock(s, func() time.Time { return frozen })
+	addUser(t, db, "mallory", "mallory-password", false)
+	addUser(t, db, "victim", "victim-password", false)
+	const addr = "192.0.2.7"
+	for i := 0; i < 2; i++ {
+		p, err := s.Authenticate(basicFrom("victim", fmt.Sprintf("guess-%d", i), addr))
+		wantUnauthorized(t, "guess", p, err)
+		if _, err := s.Authenticate(basicFrom("mallory", "mallory-password", addr)); err != nil {
+			t.Fatalf("mallory's own login: %v", err)
+		}
+	}
+	p, err := s.Authenticate(basicFrom("other", "guess-x", addr))
+	wantUnauthorized(t, "third failure from the address", p, err)
+	if _, err := s.Authenticate(basicFrom("victim", "guess-3", addr)); !apperr.Is(err, apperr.TooManyRequests) {
+		t.Fatalf("fourth guess from the address after valid logins in between: %v; want TooManyRequests", err)
+	}
+	if _, err := s.Authenticate(basicFrom("mallory", "mallory-password", addr)); !apperr.Is(err, apperr.TooManyRequests) {
+		t.Fatalf("valid login from an address over its limit: %v; want TooManyRequests", err)
+	}
+	// The victim from elsewhere: the username has 2 failures (under 3).
+	if _, err := s.Authenticate(basicFrom("victim", "victim-password", "198.51.100.1")); err != nil {
+		t.Fatalf("victim from another address: %v", err)
+	}
 }

@@ -112,7 +112,7 @@ func Start(ctx context.Context, mode Mode, cfg *config.Config, log *slog.Logger)
 	if err := models.Migrate(ctx, a.DB); err != nil {
 		return nil, err
 	}
-	a.Auth = auth.NewService(a.DB, auth.Options{})
+	a.Auth = auth.NewService(a.DB, auth.Options{UserCacheTTL: cfg.UserCacheTTL})
 
 	if mode == Dev {
 		if err := a.ensureAdmin(ctx); err != nil {

@@ -9,3 +9,10 @@ func SetClock(s *Service, now func() time.Time) {
 	s.throttle.now = now
 	s.throttle.mu.Unlock()
 }
+
+// UserCacheLen is the number of user rows s holds (tests).
+func UserCacheLen(s *Service) int {
+	s.umu.Lock()
+	defer s.umu.Unlock()
+	return s.users.Len()
+}

@@ -15,9 +15,11 @@ import (
 	"net/http"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/hashicorp/golang-lru/v2/simplelru"
 	"gorm.io/gorm"
 
 	"github.com/ontoflow/ontoflow/apperr"
@@ -45,8 +47,8 @@ const TokenPrefix = "oft_"
 var ErrUnauthorized = apperr.New(apperr.Unauthorized, "missing or invalid credentials")
 
 // Service authenticates callers. It is safe for concurrent use; its only
-// in-memory state (a short verification cache and failure counters) is an
-// optimisation that each replica may hold independently.
+// in-memory state (short verification and user-row caches and failure
+// counters) is an optimisation that each replica may hold independently.
 type Service struct {
 	db       *gorm.DB
 	cacheKey []byte
@@ -60,7 +62,29 @@ type Service struct {
 
 	fmu     sync.Mutex
 	flights map[string]*flight // password verifications in progress
+
+	userTTL time.Duration
+	umu     sync.Mutex
+	users   *simplelru.LRU[string, cachedUser] // by username
 }
+
+// cachedUser is a user row read for Basic authentication.
+type cachedUser struct {
+	u       models.User
+	expires time.Time
+	epoch   uint64
+}
+
+// userEpoch counts user changes in this process (UsersChanged); a cached
+// row read before the latest change is not used.
+var userEpoch atomic.Uint64
+
+// UsersChanged drops the user rows every Service of this process has
+// cached. The users package calls it after it creates, updates (password,
+// disabled flag, roles...) or deletes a user, so in one process a change
+// takes effect at the next request; other replicas see it within their
+// UserCacheTTL.
+func UsersChanged() { userEpoch.Add(1) }
 
 // flight is one password verification that concurrent attempts with the
 // same credentials wait for instead of repeating it.
@@ -91,6 +115,15 @@ type Options struct {
 	// ThrottleKeys bounds the failure table; the least recently used
 	// usernames and addresses are evicted beyond it (0 = 100000).
 	ThrottleKeys int
+	// UserCacheTTL is how long a user row read for Basic authentication is
+	// reused instead of selected again (0 = 2s; negative disables). A
+	// change made through the users package in this process drops it at
+	// once (UsersChanged); a change made by another replica or process is
+	// seen after at most this long.
+	UserCacheTTL time.Duration
+	// UserCacheSize bounds that cache (0 = 10000 users; least recently
+	// used evicted).
+	UserCacheSize int
 }
 
 // NewService returns a Service over db.
@@ -107,6 +140,16 @@ func NewService(db *gorm.DB, opts Options) *Service {
 	if opts.MaxDelay == 0 {
 		opts.MaxDelay = 30 * time.Second
 	}
+	if opts.UserCacheTTL == 0 {
+		opts.UserCacheTTL = 2 * time.Second
+	}
+	if opts.UserCacheSize <= 0 {
+		opts.UserCacheSize = 10000
+	}
+	users, err := simplelru.NewLRU[string, cachedUser](opts.UserCacheSize, nil)
+	if err != nil {
+		panic(err) // only for a size <= 0
+	}
 	key := make([]byte, 32)
 	copy(key, []byte(RandomSecret(32)))
 	return &Service{
@@ -117,6 +160,8 @@ func NewService(db *gorm.DB, opts Options) *Service {
 		cache:    map[string]time.Time{},
 		throttle: newThrottle(opts.ThrottleAfter, opts.ThrottleAfterAddress, opts.MaxDelay, opts.ThrottleKeys),
 		flights:  map[string]*flight{},
+		userTTL:  opts.UserCacheTTL,
+		users:    users,
 	}
 }
 
@@ -243,9 +288,25 @@ func (s *Service) flightKey(u *models.User, username, password string) string {
 	return string(m.Sum(nil))
 }
 
+// lookup reads the user row of username (nil when there is none), from
+// the short-lived user cache when it holds a current copy. Every Basic
+// request needs the row, and WebDAV clients send one per file.
 func (s *Service) lookup(ctx context.Context, username string) (*models.User, error) {
 	if username == "" || len(username) > 128 {
 		return nil, nil
+	}
+	// The epoch is read before the row: a change committed meanwhile
+	// bumps it, and the row cached below is then never used.
+	epoch := userEpoch.Load()
+	now := s.now()
+	if s.userTTL > 0 {
+		s.umu.Lock()
+		c, ok := s.users.Get(username)
+		s.umu.Unlock()
+		if ok && c.epoch == epoch && now.Before(c.expires) {
+			u := c.u
+			return &u, nil
+		}
 	}
 	var u models.User
 	if err := s.db.WithContext(ctx).Where("username = ?", username).Take(&u).Error; err != nil {
@@ -253,6 +314,11 @@ func (s *Service) lookup(ctx context.Context, username string) (*models.User, er
 			return nil, nil
 		}
 		return nil, err
+	}
+	if s.userTTL > 0 {
+		s.umu.Lock()
+		s.users.Add(username, cachedUser{u: u, expires: now.Add(s.userTTL), epoch: epoch})
+		s.umu.Unlock()
 	}
 	return &u, nil
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -413,5 +414,132 @@ func TestBasicSuccessDoesNotClearAddress(t *testing.T) {
 	// The victim from elsewhere: the username has 2 failures (under 3).
 	if _, err := s.Authenticate(basicFrom("victim", "victim-password", "198.51.100.1")); err != nil {
 		t.Fatalf("victim from another address: %v", err)
+	}
+}
+
+// Basic reuses a user row for UserCacheTTL: a change made behind the
+// service's back (another replica) is seen once the TTL is over, while a
+// change through the users package (in-process) is seen at once.
+func TestUserCache(t *testing.T) {
+	testdb.Each(t, func(t *testing.T, db *gorm.DB) {
+		ctx := context.Background()
+		s := auth.NewService(db, auth.Options{UserCacheTTL: 2 * time.Second})
+		clock := time.Now()
+		auth.SetClock(s, func() time.Time { return clock })
+		u := addUser(t, db, "alice", "alice-password", false)
+		if _, err := s.Authenticate(basicRequest("alice", "alice-password")); err != nil {
+			t.Fatal(err)
+		}
+		// Another replica disables alice: this one may serve its cached
+		// row until the TTL is over, no longer.
+		if err := db.Model(&models.User{}).Where("id = ?", u.ID).Update("disabled", true).Error; err != nil {
+			t.Fatal(err)
+		}
+		if p, err := s.Authenticate(basicRequest("alice", "alice-password")); err != nil || p.User.Disabled {
+			t.Fatalf("within the TTL the cached row is used: %+v, %v", p, err)
+		}
+		clock = clock.Add(2 * time.Second)
+		p, err := s.Authenticate(basicRequest("alice", "alice-password"))
+		wantUnauthorized(t, "disabled by another replica, after the TTL", p, err)
+
+		// Through the users package the change counts at the next request.
+		st := &users.Store{DB: db, Levels: auth.DefaultLevels}
+		no := false
+		if _, err := st.Update(ctx, "alice", users.Spec{Disabled: &no}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := s.Authenticate(basicRequest("alice", "alice-password")); err != nil {
+			t.Fatalf("re-enabled: %v", err)
+		}
+		yes := true
+		if _, err := st.Update(ctx, "alice", users.Spec{Disabled: &yes}); err != nil {
+			t.Fatal(err)
+		}
+		p, err = s.Authenticate(basicRequest("alice", "alice-password"))
+		wantUnauthorized(t, "disabled through users, within the TTL", p, err)
+		if _, err := st.Update(ctx, "alice", users.Spec{Disabled: &no}); err != nil {
+			t.Fatal(err)
+		}
+		org := "globex"
+		if _, err := st.Update(ctx, "alice", users.Spec{Organization: &org}); err != nil {
+			t.Fatal(err)
+		}
+		if p, err := s.Authenticate(basicRequest("alice", "alice-password")); err != nil || p.User.Organization != "globex" {
+			t.Fatalf("updated organization not seen at once: %+v, %v", p, err)
+		}
+		// A principal's user is a copy: changing it does not change the cache.
+		p, _ = s.Authenticate(basicRequest("alice", "alice-password"))
+		p.User.Organization = "tampered"
+		if p, _ := s.Authenticate(basicRequest("alice", "alice-password")); p.User.Organization != "globex" {
+			t.Fatalf("cached row changed through a principal: %q", p.User.Organization)
+		}
+	})
+}
+
+// A negative UserCacheTTL reads the row on every request; the cache is
+// bounded by UserCacheSize.
+func TestUserCacheOffAndBounded(t *testing.T) {
+	db := testdb.Open(t, "sqlite")
+	off := auth.NewService(db, auth.Options{UserCacheTTL: -1})
+	u := addUser(t, db, "alice", "alice-password", false)
+	if _, err := off.Authenticate(basicRequest("alice", "alice-password")); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Model(&models.User{}).Where("id = ?", u.ID).Update("disabled", true).Error; err != nil {
+		t.Fatal(err)
+	}
+	p, err := off.Authenticate(basicRequest("alice", "alice-password"))
+	wantUnauthorized(t, "disabled, no user cache", p, err)
+	if n := auth.UserCacheLen(off); n != 0 {
+		t.Errorf("disabled cache holds %d rows", n)
+	}
+
+	small := auth.NewService(db, auth.Options{UserCacheSize: 2})
+	for i := 0; i < 5; i++ {
+		name := fmt.Sprintf("user%d", i)
+		addUser(t, db, name, name+"-password", false)
+		if _, err := small.Authenticate(basicRequest(name, name+"-password")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := auth.UserCacheLen(small); n != 2 {
+		t.Errorf("cache of size 2 holds %d rows", n)
+	}
+}
+
+// BenchmarkBasicCached is one Basic request whose password verification is
+// cached (a WebDAV client's steady state), with and without the user-row
+// cache: without it every request selects the user row.
+func BenchmarkBasicCached(b *testing.B) {
+	dialects := []string{"sqlite"}
+	if os.Getenv("TEST_DATABASE_URL") != "" {
+		dialects = append(dialects, "postgres")
+	}
+	for _, d := range dialects {
+		db := testdb.Open(b, d)
+		name, pw := "alice", "alice-password"
+		st := &users.Store{DB: db, Levels: auth.DefaultLevels}
+		if _, err := st.Create(context.Background(), users.Spec{Username: &name, Password: &pw}); err != nil {
+			b.Fatal(err)
+		}
+		for _, c := range []struct {
+			name string
+			ttl  time.Duration
+		}{{"user-cache=off", -1}, {"user-cache=on", 0}} {
+			b.Run(d+"/"+c.name, func(b *testing.B) {
+				s := auth.NewService(db, auth.Options{UserCacheTTL: c.ttl})
+				r := basicRequest(name, pw)
+				if _, err := s.Authenticate(r); err != nil { // fills the caches
+					b.Fatal(err)
+				}
+				b.ReportAllocs()
+				b.ResetTimer()
+				for i := 0; i < b.N; i++ {
+					if _, err := s.Authenticate(r); err != nil {
+						b.Fatal(err)
+					}
+				}
+			})
+		}
 	}
 }

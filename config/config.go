@@ -40,6 +40,7 @@ type Config struct {
 
 	MaxBodyBytes     int64
 	TokenTTL         time.Duration
+	UserCacheTTL     time.Duration
 	WebDAVMaxUpload  int64
 	WebDAVQuota      int64
 	WebDAVMaxLockTTL time.Duration
@@ -151,6 +152,7 @@ func Bind(fs *flag.FlagSet, mode Mode) (*Config, func() error) {
 		b.str(&c.TLSKey, "tls-key", "ONTOFLOW_TLS_KEY", "", "private key (PEM) for --tls-cert")
 		b.bytes(&c.MaxBodyBytes, "max-body", "ONTOFLOW_MAX_BODY", 4<<20, "largest JSON request body")
 		b.dur(&c.TokenTTL, "token-ttl", "ONTOFLOW_TOKEN_TTL", 24*time.Hour, "default lifetime of issued API tokens")
+		b.dur(&c.UserCacheTTL, "user-cache-ttl", "ONTOFLOW_USER_CACHE_TTL", 2*time.Second, "how long a user row read for Basic authentication is reused; changes made on other replicas are seen after at most this long (negative = off)")
 		b.bytes(&c.WebDAVMaxUpload, "webdav-max-upload", "ONTOFLOW_WEBDAV_MAX_UPLOAD", 10<<30, "largest WebDAV upload (413 beyond)")
 		b.bytes(&c.WebDAVQuota, "webdav-quota", "ONTOFLOW_WEBDAV_QUOTA", 0, "default per-user WebDAV quota; 0 = unlimited (a user's own quota_bytes wins)")
 		b.dur(&c.WebDAVMaxLockTTL, "webdav-max-lock-timeout", "ONTOFLOW_WEBDAV_MAX_LOCK_TIMEOUT", time.Hour, "cap on WebDAV lock timeouts")

@@ -1,5 +1,8 @@
 // Package users manages service users: creation, updates, passwords and
-// listing, with the validation shared by the CLI and the API.
+// listing, with the validation shared by the CLI and the API. Every write
+// calls auth.UsersChanged, so the user rows auth caches for Basic
+// authentication in this process are dropped at once; a new user-writing
+// function must do the same.
 package users
 
 import (
@@ -107,7 +110,9 @@ func (s *Store) Create(ctx context.Context, sp Spec) (*models.User, error) {
 	if err := apply(u, sp); err != nil {
 		return nil, err
 	}
-	if err := s.DB.WithContext(ctx).Create(u).Error; err != nil {
+	err := s.DB.WithContext(ctx).Create(u).Error
+	auth.UsersChanged()
+	if err != nil {
 		if errors.Is(err, gorm.ErrDuplicatedKey) {
 			return nil, apperr.New(apperr.Conflict, "user %q already exists", *sp.Username)
 		}
@@ -200,6 +205,9 @@ func (s *Store) Update(ctx context.Context, idOrName string, sp Spec) (*models.U
 		out = u
 		return nil
 	})
+	// After the commit: authentication caches user rows (auth.Service),
+	// and a disabled user or a changed password must count at once.
+	auth.UsersChanged()
 	return out, err
 }
 

@@ -95,6 +95,7 @@ func defaultDynamicConfig() map[string]any {
 		"history.timerProcessorMaxPollRPS":      1000,
 		"history.visibilityProcessorMaxPollRPS": 1000,
 		"history.outboundProcessorMaxPollRPS":   1000,
+		"history.shardIOConcurrency":            4,
 		// No outbound call to the version-check service.
 		"frontend.enableServerVersionCheck": false,
 	}

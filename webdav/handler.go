@@ -17,6 +17,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -176,6 +177,13 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	principal, err := h.authn.Authenticate(r)
+	if te, ok := auth.AsThrottled(err); ok {
+		// Too many failed attempts: a 401 would invite the client to
+		// prompt again at once.
+		w.Header().Set("Retry-After", strconv.Itoa(te.RetryAfterSeconds()))
+		http.Error(w, "too many failed authentication attempts", http.StatusTooManyRequests)
+		return
+	}
 	if err != nil {
 		w.Header().Set("WWW-Authenticate", `Basic realm="`+h.realm+`", charset="UTF-8"`)
 		http.Error(w, "authentication required", http.StatusUnauthorized)

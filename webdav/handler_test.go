@@ -57,6 +57,25 @@ func TestAuthAndOptions(t *testing.T) {
 		if resp.StatusCode != http.StatusUnauthorized {
 			t.Fatalf("wrong password: %d", resp.StatusCode)
 		}
+		// Guessing on: the throttle refuses with 429 and Retry-After (a
+		// 401 would make a client prompt again), and while the window
+		// lasts even the right password is refused.
+		addUser(t, db, "bob", 0)
+		var last *http.Response
+		for i := 0; i < 10; i++ {
+			req, _ := http.NewRequest("PROPFIND", e.base+"/", nil)
+			req.SetBasicAuth("bob", "wrong password")
+			if last, err = http.DefaultClient.Do(req); err != nil {
+				t.Fatal(err)
+			}
+			last.Body.Close()
+		}
+		if last.StatusCode != http.StatusTooManyRequests || last.Header.Get("Retry-After") == "" {
+			t.Fatalf("after 10 wrong passwords: %d, Retry-After %q", last.StatusCode, last.Header.Get("Retry-After"))
+		}
+		if code, _, _ := e.do("bob", "PROPFIND", "/", "", "Depth", "0"); code != http.StatusTooManyRequests {
+			t.Fatalf("right password inside the throttle window: %d, want 429", code)
+		}
 		for _, u := range []string{e.base + "/", e.srv.URL + "/", e.srv.URL + "/webdav"} {
 			h, _ := e.want(http.StatusOK, "alice", "OPTIONS", u, "")
 			if h.Get("DAV") != "1, 2" || h.Get("MS-Author-Via") != "DAV" || !strings.Contains(h.Get("Allow"), "PROPFIND") {

@@ -2,10 +2,14 @@ package devserver
 
 import (
 	"context"
+	"database/sql"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -16,6 +20,8 @@ import (
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/worker"
 	"go.temporal.io/sdk/workflow"
+	"go.temporal.io/server/common/config"
+	"go.temporal.io/server/schema/sqlite"
 )
 
 var testKey = temporal.NewSearchAttributeKeyKeyword("DevserverTestKey")
@@ -44,7 +50,59 @@ func startTest(t *testing.T, dir string) *Server {
 // attribute after the server stops and starts again on the same directory;
 // the UI serves pages on both runs.
 func TestRestartKeepsHistories(t *testing.T) {
-	dir := t.TempDir()
+	t.Run("visibility in its own file", func(t *testing.T) {
+		dir := t.TempDir()
+		restartKeepsHistories(t, dir)
+		vis := filepath.Join(dir, visibilityFileName)
+		if _, err := os.Stat(vis); err != nil {
+			t.Fatalf("no visibility file: %v", err)
+		}
+		idx := indexes(t, vis)
+		if !idx["by_keyword_01"] || !idx["by_status"] || !idx["default_idx"] || idx["by_bool_01"] || idx["by_int_03"] {
+			t.Errorf("visibility indexes after trimming: %v", idx)
+		}
+	})
+	// A data directory created before visibility had its own file keeps
+	// working with its single file.
+	t.Run("single file of an earlier version", func(t *testing.T) {
+		dir := t.TempDir()
+		cfg := &config.SQL{PluginName: "sqlite", DatabaseName: filepath.Join(dir, dbFileName),
+			ConnectAttributes: map[string]string{"mode": "rwc", "journal_mode": "wal", "synchronous": "normal"}}
+		if err := sqlite.SetupSchema(cfg); err != nil {
+			t.Fatal(err)
+		}
+		restartKeepsHistories(t, dir)
+		if _, err := os.Stat(filepath.Join(dir, visibilityFileName)); !errors.Is(err, os.ErrNotExist) {
+			t.Errorf("a visibility file appeared in a single-file data directory: %v", err)
+		}
+	})
+}
+
+// indexes lists the indexes of the visibility table in the SQLite file.
+func indexes(t *testing.T, path string) map[string]bool {
+	t.Helper()
+	db, err := sql.Open("sqlite", "file:"+path+"?mode=ro")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	rows, err := db.Query("SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name = 'executions_visibility'")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	out := map[string]bool{}
+	for rows.Next() {
+		var n string
+		if err := rows.Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		out[n] = true
+	}
+	return out
+}
+
+func restartKeepsHistories(t *testing.T, dir string) {
 	s := startTest(t, dir)
 	for _, addr := range []string{s.FrontendAddress(), s.UIAddress()} {
 		if !strings.Contains(addr, "127.0.0.1:") {

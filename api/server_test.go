@@ -92,6 +92,12 @@ func (f *foundation) do(t *testing.T, user, method, path, ctype string, body io.
 	if user != "" {
 		req.SetBasicAuth(user, user+"-password")
 	}
+	return send(t, req)
+}
+
+// send sends req and reads the whole answer.
+func send(t *testing.T, req *http.Request) reply {
+	t.Helper()
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatal(err)
@@ -308,13 +314,7 @@ func (f *foundation) bearer(t *testing.T, token, method, path, body string) repl
 		req.Header.Set("Content-Type", "application/json")
 	}
 	req.Header.Set("Authorization", "Bearer "+token)
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	return reply{resp.StatusCode, resp.Header, b}
+	return send(t, req)
 }
 
 // issue issues a token for user over Basic and returns its secret and id.

@@ -81,6 +81,11 @@ func (e *Engine) loaded(ctx context.Context, id string) (*models.Execution, *inp
 	if ex, in, ok := e.memo.get(id); ok {
 		return ex, in, nil
 	}
+	return e.fresh(ctx, id)
+}
+
+// fresh reads the execution row of id and loads its request.
+func (e *Engine) fresh(ctx context.Context, id string) (*models.Execution, *input, error) {
 	ex, err := e.execution(ctx, e.db, id)
 	if err != nil {
 		return nil, nil, err
@@ -90,24 +95,4 @@ func (e *Engine) loaded(ctx context.Context, id string) (*models.Execution, *inp
 		return nil, nil, err
 	}
 	return ex, in, nil
-}
-
-// runKey carries the identity of the workflow run executing a step.
-type runKey struct{}
-
-// WithWorkflowRun tells the steps which workflow run executes them, so the
-// execution row records its run id in the same write that finishes it
-// rather than in a separate update from the API.
-func WithWorkflowRun(ctx context.Context, workflowID, runID string) context.Context {
-	return context.WithValue(ctx, runKey{}, [2]string{workflowID, runID})
-}
-
-// runIDFor returns the run id to record on ex: the run executing this step
-// when it is ex's own workflow (not a batch chunk running the item).
-func runIDFor(ctx context.Context, ex *models.Execution) string {
-	r, _ := ctx.Value(runKey{}).([2]string)
-	if ex.RunID == "" && r[0] != "" && r[0] == ex.WorkflowID {
-		return r[1]
-	}
-	return ""
 }

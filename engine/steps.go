@@ -72,11 +72,7 @@ func (e *Engine) request(ctx context.Context, ex *models.Execution) (*input, err
 // ActionValidationFailed with the per-parameter result as data.
 func (e *Engine) Prepare(ctx context.Context, executionID string) (*Prepared, error) {
 	defer e.observe("validate", time.Now())
-	ex, err := e.execution(ctx, e.db, executionID)
-	if err != nil {
-		return nil, err
-	}
-	in, err := e.request(ctx, ex)
+	ex, in, err := e.fresh(ctx, executionID)
 	if err != nil {
 		return nil, err
 	}
@@ -263,9 +259,10 @@ func (e *Engine) RecordFailure(ctx context.Context, executionID string, f Failur
 	now := e.now()
 	cols := map[string]any{"status": models.StatusFailed, "error_code": f.Code, "error_message": f.Message,
 		"error_details": models.NewJSON[any](f), "finished_at": &now}
-	if r, _ := ctx.Value(runKey{}).([2]string); r[0] != "" {
-		// Only the execution's own workflow records its run (not a chunk).
-		cols["run_id"] = gorm.Expr("CASE WHEN workflow_id = ? AND (run_id IS NULL OR run_id = '') THEN ? ELSE run_id END", r[0], r[1])
+	if r, ok := runOf(ctx); ok {
+		// runIDFor's rule, in SQL since the row is not loaded: only the
+		// execution's own workflow records its run (not a chunk).
+		cols["run_id"] = gorm.Expr("CASE WHEN workflow_id = ? AND (run_id IS NULL OR run_id = '') THEN ? ELSE run_id END", r.workflowID, r.runID)
 	}
 	res := e.db.WithContext(ctx).Model(&models.Execution{}).
 		Where("id = ? AND status NOT IN ?", executionID, []string{models.StatusSucceeded, models.StatusFailed}).

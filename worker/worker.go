@@ -32,9 +32,12 @@ type Options struct {
 func New(c client.Client, opts Options) sdkworker.Worker {
 	w := sdkworker.New(c, opts.TaskQueue, sdkworker.Options{
 		WorkerStopTimeout: opts.StopTimeout,
-		// Pollers and slots sized for a 2-core machine running batches of
-		// child workflows: the steps are short local activities, and the
-		// database (SQLite: one writer) is the real limit.
+		// Eager start reserves a workflow task slot before the start
+		// request and holds it until the task completes, through the
+		// server's persistence queue: with 64 slots, 50 concurrent
+		// executes ran out and fell back to dispatch through matching.
+		// Slots are cheap (a goroutine while busy); the local activity
+		// steps are short, and the database is the real limit.
 		MaxConcurrentWorkflowTaskExecutionSize:  256,
 		MaxConcurrentLocalActivityExecutionSize: 64,
 		MaxConcurrentWorkflowTaskPollers:        4,

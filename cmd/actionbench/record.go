@@ -72,9 +72,9 @@ func (b *bench) record(ctx context.Context, dir, actionID string, targets []stri
 	return b.saveHistory(ctx, filepath.Join(dir, "batch-chunk.json"), batch.WorkflowID+"/chunk-0")
 }
 
-// saveHistory waits for a workflow to close and writes its history.
-// The ids go into workflow-ids.json beside the histories: a workflow's id
-// is not in its history, and the batch derives its children's ids from it.
+// saveHistory waits for a workflow to close and writes its history, and
+// its id into workflow-ids.json beside the histories: a workflow's id is
+// not in its history, and the batch derives its children's ids from it.
 func (b *bench) saveHistory(ctx context.Context, path, workflowID string) error {
 	ids := map[string]string{}
 	idsPath := filepath.Join(filepath.Dir(path), "workflow-ids.json")

@@ -312,16 +312,20 @@ func (rq *request) servePut() {
 		http.Error(rq.w, "upload too large", http.StatusRequestEntityTooLarge)
 		return
 	}
-	pfi, err := rq.root.Stat(rel(pathParent(rq.path)))
-	if err != nil || !pfi.IsDir() {
-		if err != nil && isEscape(err) {
+	// Everything below happens in the parent directory, opened once, so
+	// each step is one system call on a single name.
+	dir, err := rq.openParent(rq.path)
+	if err != nil {
+		if isEscape(err) {
 			http.Error(rq.w, "forbidden", http.StatusForbidden)
 			return
 		}
 		http.Error(rq.w, "parent collection does not exist", http.StatusConflict)
 		return
 	}
-	old, err := rq.root.Stat(rel(rq.path))
+	defer rq.closeParent(dir)
+	name := pathBase(rq.path)
+	old, err := dir.Stat(name)
 	exists := err == nil
 	if err != nil && !errors.Is(err, os.ErrNotExist) {
 		rq.statFail(err)
@@ -366,8 +370,8 @@ func (rq *request) servePut() {
 			limit, limitErr = room, errQuota
 		}
 	}
-	tmp := pathJoin(pathParent(rq.path), randName())
-	f, err := rq.root.OpenFile(rel(tmp), os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o644)
+	tmp := randName()
+	f, err := dir.OpenFile(tmp, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o644)
 	if err != nil {
 		rq.fail(err)
 		return
@@ -376,7 +380,7 @@ func (rq *request) servePut() {
 	defer func() {
 		if !committed {
 			f.Close()
-			rq.root.Remove(rel(tmp))
+			dir.Remove(tmp)
 		}
 	}()
 	// Small bodies, and uploads whose checksum the client wants verified,
@@ -424,40 +428,66 @@ func (rq *request) servePut() {
 			return
 		}
 	}
-	if err := f.Close(); err != nil {
-		rq.fail(err)
-		return
-	}
 	mtimeAccepted := false
 	if v := rq.r.Header.Get("X-OC-Mtime"); v != "" {
 		if t, ok := parseMtime(v); ok {
-			if err := rq.root.Chtimes(rel(tmp), t, t); err == nil {
+			if err := dir.Chtimes(tmp, t, t); err == nil {
 				mtimeAccepted = true
 			}
 		}
 	}
-	mu := h.lockStripe(rq.user.ID, rq.path)
-	mu.Lock()
-	err = rq.root.Rename(rel(tmp), rel(rq.path))
-	var fi fs.FileInfo
-	if err == nil {
-		committed = true
-		fi, err = rq.root.Stat(rel(rq.path))
-	}
-	if err == nil {
-		m := &putMeta{userID: rq.user.ID, path: rq.path, created: !exists}
-		if inline {
-			m.sum = &models.DavChecksum{
-				UserID: rq.user.ID, Path: rq.path, Size: fi.Size(), MtimeNs: fi.ModTime().UnixNano(),
-				SHA1: sha1sum, MD5: md5sum,
-			}
-		}
-		err = h.commitPut(ctx, m)
-	}
-	mu.Unlock()
+	// The rename below keeps inode, size and modification time, so this
+	// is what the published file reports.
+	fi, err := f.Stat()
 	if err != nil {
 		rq.fail(err)
 		return
+	}
+	var sum *models.DavChecksum
+	if inline {
+		sum = &models.DavChecksum{
+			UserID: rq.user.ID, Path: rq.path, Size: fi.Size(), MtimeNs: fi.ModTime().UnixNano(),
+			SHA1: sha1sum, MD5: md5sum,
+		}
+		if h.xattrSums {
+			if err := setSum(f, *sum); err != nil {
+				// The upload matters more than its checksum: the
+				// file publishes none and is hashed again later.
+				h.log.Warn("webdav checksum", "user", rq.user.Username, "path", rq.path, "err", err)
+			}
+		}
+	}
+	if err := f.Close(); err != nil {
+		rq.fail(err)
+		return
+	}
+	if h.xattrSums {
+		// Nothing else to record: the checksum travels with the file.
+		if !exists {
+			if err := h.dropStaleProps(ctx, rq.user.ID, rq.path); err != nil {
+				rq.fail(err)
+				return
+			}
+		}
+		if err := dir.Rename(tmp, name); err != nil {
+			rq.fail(err)
+			return
+		}
+		committed = true
+	} else {
+		// The database record must follow the renames in their order.
+		mu := h.lockStripe(rq.user.ID, rq.path)
+		mu.Lock()
+		err = dir.Rename(tmp, name)
+		if err == nil {
+			committed = true
+			err = h.commitPut(ctx, &putMeta{userID: rq.user.ID, path: rq.path, created: !exists, sum: sum})
+		}
+		mu.Unlock()
+		if err != nil {
+			rq.fail(err)
+			return
+		}
 	}
 	h.addUsage(rq.user.ID, n-oldSize)
 	if !inline {
@@ -474,6 +504,22 @@ func (rq *request) servePut() {
 	} else {
 		hd.Set("Location", rq.h.href(rq.path, false))
 		rq.w.WriteHeader(http.StatusCreated)
+	}
+}
+
+// openParent opens the collection holding p as a root of its own (the
+// user's root itself for a top-level name).
+func (rq *request) openParent(p string) (*os.Root, error) {
+	parent := pathParent(p)
+	if parent == "/" {
+		return rq.root, nil
+	}
+	return rq.root.OpenRoot(rel(parent))
+}
+
+func (rq *request) closeParent(dir *os.Root) {
+	if dir != rq.root {
+		dir.Close()
 	}
 }
 
@@ -551,15 +597,25 @@ func (h *Handler) hashFile(ctx context.Context, userID, p string) error {
 	if _, err := io.CopyBuffer(io.MultiWriter(md, sh), struct{ io.Reader }{f}, *bp); err != nil {
 		return fmt.Errorf("read: %w", err)
 	}
+	sum := models.DavChecksum{
+		UserID: userID, Path: p, Size: before.Size(), MtimeNs: before.ModTime().UnixNano(),
+		SHA1: hex.EncodeToString(sh.Sum(nil)), MD5: hex.EncodeToString(md.Sum(nil)),
+	}
+	if h.xattrSums {
+		// On the very inode that was read: if the path was replaced
+		// meanwhile, the attribute goes with the old file, harmlessly.
+		now, err := f.Stat()
+		if err != nil || etagOf(now) != etagOf(before) {
+			return nil
+		}
+		return setSum(f, sum)
+	}
 	now, err := root.Stat(rel(p))
 	if err != nil || etagOf(now) != etagOf(before) {
 		// Replaced or changed meanwhile: its own upload records it.
 		return nil
 	}
-	return h.db.WithContext(ctx).Clauses(clause.OnConflict{UpdateAll: true}).Create(&models.DavChecksum{
-		UserID: userID, Path: p, Size: now.Size(), MtimeNs: now.ModTime().UnixNano(),
-		SHA1: hex.EncodeToString(sh.Sum(nil)), MD5: hex.EncodeToString(md.Sum(nil)),
-	}).Error
+	return h.db.WithContext(ctx).Clauses(clause.OnConflict{UpdateAll: true}).Create(&sum).Error
 }
 
 // parseMtime reads a Unix time in seconds (possibly fractional).
@@ -853,6 +909,7 @@ func (rq *request) serveCopyMove() {
 				}
 				return copyMeta(tx, rq.user.ID, rq.path, dst, infinite)
 			})
+			h.propsWritten()
 		}
 		h.invalidateUsage(rq.user.ID)
 	}
@@ -882,6 +939,12 @@ func (rq *request) copyFile(src, dst string, fi fs.FileInfo) error {
 		return err
 	}
 	_, err = io.Copy(out, in)
+	if err == nil && rq.h.xattrSums {
+		// Same content, size and modification time: the checksum holds.
+		if s, ok := getSum(in); ok && sumValid(s, fi) {
+			err = setSum(out, s)
+		}
+	}
 	if cerr := out.Close(); err == nil {
 		err = cerr
 	}

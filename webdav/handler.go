@@ -2,15 +2,17 @@
 // (RFC 4918 classes 1 and 2, RFC 4331 quotas) from the API process.
 //
 // Each user sees only Root/<user-id>, opened with os.Root so that no path,
-// encoded traversal or symlink can leave it. Locks, dead properties and
-// upload checksums live in the database (see models/dav.go), so they
-// survive restarts and are shared between API replicas. Writes are atomic
+// encoded traversal or symlink can leave it. Locks and dead properties
+// live in the database (see models/dav.go), so they survive restarts and
+// are shared between API replicas; content checksums live on the files
+// themselves where the filesystem allows it (sums.go). Writes are atomic
 // (temporary file + rename), PROPFIND streams directories in batches, and
 // checksums are published the ownCloud way so sync clients such as rclone
 // compare by hash.
 package webdav
 
 import (
+	"database/sql"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -52,6 +54,10 @@ type Options struct {
 	Registerer prometheus.Registerer
 	// Logger receives access logs (Info) and errors; nil = slog.Default().
 	Logger *slog.Logger
+	// ChecksumsInDB keeps upload checksums in the database even where the
+	// data directory's filesystem supports user extended attributes (the
+	// default there is to keep them on the files; see sums.go).
+	ChecksumsInDB bool
 }
 
 // Handler is the WebDAV http.Handler. It is safe for concurrent use, and
@@ -72,6 +78,16 @@ type Handler struct {
 	hashing    sync.Map
 	hashSem    chan struct{}
 	hashQueued atomic.Int64
+	// noProps caches users without dead properties (dropStaleProps);
+	// propsGen counts property writes, invalidating it.
+	noProps  sync.Map // user id -> noPropsEntry
+	propsGen atomic.Int64
+	// stmtMu guards locksStmt, activeLocks' prepared query.
+	stmtMu    sync.Mutex
+	locksStmt *sql.Stmt
+	// xattrSums: checksums are kept in extended attributes on the files,
+	// not in dav_checksums.
+	xattrSums bool
 	// commitCh feeds the group-commit writer (commit.go).
 	commitOnce sync.Once
 	commitCh   chan *putMeta
@@ -116,7 +132,14 @@ func New(db *gorm.DB, authn *auth.Service, opts Options) (*Handler, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Handler{db: db, authn: authn, opts: opts, log: opts.Logger, m: m, realm: "Ontoflow WebDAV", hashSem: make(chan struct{}, 1)}, nil
+	h := &Handler{db: db, authn: authn, opts: opts, log: opts.Logger, m: m, realm: "Ontoflow WebDAV", hashSem: make(chan struct{}, 1)}
+	h.xattrSums = !opts.ChecksumsInDB && xattrsWork(root)
+	store := "database"
+	if h.xattrSums {
+		store = "extended attributes"
+	}
+	h.log.Info("webdav checksum store", "store", store, "root", root)
+	return h, nil
 }
 
 // davMethods is the Allow list.

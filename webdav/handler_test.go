@@ -20,6 +20,7 @@ import (
 	"gorm.io/gorm"
 
 	"github.com/ontoflow/ontoflow/internal/testdb"
+	"github.com/ontoflow/ontoflow/models"
 )
 
 const lockBody = `<?xml version="1.0"?><D:lockinfo xmlns:D="DAV:"><D:lockscope><D:%s/></D:lockscope><D:locktype><D:write/></D:locktype><D:owner>%s</D:owner></D:lockinfo>`
@@ -424,9 +425,9 @@ func TestGetDuringPutAndConcurrentPuts(t *testing.T) {
 }
 
 func TestPropfindAndProppatch(t *testing.T) {
-	testdb.Each(t, func(t *testing.T, db *gorm.DB) {
+	eachStore(t, func(t *testing.T, db *gorm.DB, opts Options) {
 		addUser(t, db, "alice", 0)
-		e := newEnv(t, db, t.TempDir(), Options{})
+		e := newEnv(t, db, t.TempDir(), opts)
 		e.want(http.StatusCreated, "alice", "MKCOL", "/dir", "")
 		e.want(http.StatusCreated, "alice", "PUT", "/dir/"+escapeSegment("a b#?%.txt"), "hello")
 		e.want(http.StatusCreated, "alice", "PUT", "/dir/"+escapeSegment("é 🎉.png"), "png")
@@ -627,9 +628,9 @@ func TestMetricsAndLogs(t *testing.T) {
 // its checksum shows up once the background hash is recorded, and only
 // for the content that was hashed.
 func TestLargeUploadChecksum(t *testing.T) {
-	testdb.Each(t, func(t *testing.T, db *gorm.DB) {
+	eachStore(t, func(t *testing.T, db *gorm.DB, opts Options) {
 		addUser(t, db, "alice", 0)
-		e := newEnv(t, db, t.TempDir(), Options{})
+		e := newEnv(t, db, t.TempDir(), opts)
 		data := strings.Repeat("0123456789abcdef", 64<<10) // 1 MiB
 		e.want(http.StatusCreated, "alice", "PUT", "/big.bin", data)
 		const ask = `<d:propfind xmlns:d="DAV:" xmlns:oc="http://owncloud.org/ns"><d:prop><oc:checksums/></d:prop></d:propfind>`
@@ -653,6 +654,78 @@ func TestLargeUploadChecksum(t *testing.T) {
 		_, b := e.want(http.StatusMultiStatus, "alice", "PROPFIND", "/big.bin", ask, "Depth", "0")
 		if strings.Contains(b, want) {
 			t.Fatalf("stale checksum published after replace: %s", b)
+		}
+	})
+}
+
+// TestChecksumFollowsFile: a checksum is published for the content it was
+// computed from and no other, through listings, COPY, MOVE, a change
+// behind the server's back and a replacement, in both stores.
+func TestChecksumFollowsFile(t *testing.T) {
+	eachStore(t, func(t *testing.T, db *gorm.DB, opts Options) {
+		u := addUser(t, db, "alice", 0)
+		e := newEnv(t, db, t.TempDir(), opts)
+		const ask = `<d:propfind xmlns:d="DAV:" xmlns:oc="http://owncloud.org/ns"><d:prop><oc:checksums/></d:prop></d:propfind>`
+		sumOf := func(s string) string { return fmt.Sprintf("SHA1:%x MD5:%x", sha1.Sum([]byte(s)), md5.Sum([]byte(s))) }
+		e.want(http.StatusCreated, "alice", "MKCOL", "/d", "")
+		e.want(http.StatusCreated, "alice", "PUT", "/d/a.txt", "alpha")
+		e.want(http.StatusCreated, "alice", "PUT", "/d/b.txt", "beta")
+		_, b := e.want(http.StatusMultiStatus, "alice", "PROPFIND", "/d/", ask, "Depth", "1")
+		if !strings.Contains(b, sumOf("alpha")) || !strings.Contains(b, sumOf("beta")) {
+			t.Fatalf("listing lacks checksums: %s", b)
+		}
+		e.want(http.StatusCreated, "alice", "COPY", "/d", "", "Destination", e.base+"/c")
+		e.want(http.StatusCreated, "alice", "MOVE", "/c/a.txt", "", "Destination", e.base+"/moved.txt")
+		for p, content := range map[string]string{"/c/b.txt": "beta", "/moved.txt": "alpha"} {
+			_, b = e.want(http.StatusMultiStatus, "alice", "PROPFIND", p, ask, "Depth", "0")
+			if !strings.Contains(b, sumOf(content)) {
+				t.Fatalf("checksum of %s after COPY/MOVE: %s", p, b)
+			}
+		}
+		// Changed on disk behind the server's back: never the old hash.
+		disk := filepath.Join(e.dir, u.ID, "d", "b.txt")
+		if err := os.WriteFile(disk, []byte("BETA!"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		_, b = e.want(http.StatusMultiStatus, "alice", "PROPFIND", "/d/b.txt", ask, "Depth", "0")
+		if strings.Contains(b, sumOf("beta")) {
+			t.Fatalf("stale checksum after an out-of-band change: %s", b)
+		}
+		// ... and the background hash catches up with the new content.
+		deadline := time.Now().Add(time.Minute)
+		for !strings.Contains(b, sumOf("BETA!")) {
+			if time.Now().After(deadline) {
+				t.Fatalf("changed file never hashed again: %s", b)
+			}
+			time.Sleep(20 * time.Millisecond)
+			_, b = e.want(http.StatusMultiStatus, "alice", "PROPFIND", "/d/b.txt", ask, "Depth", "0")
+		}
+		// Where the checksums live: the attribute store writes no rows.
+		var rows int64
+		if err := db.Model(&models.DavChecksum{}).Where("user_id = ?", u.ID).Count(&rows).Error; err != nil {
+			t.Fatal(err)
+		}
+		if e.h.xattrSums != (rows == 0) {
+			t.Fatalf("xattr store %v, %d checksum rows in the database", e.h.xattrSums, rows)
+		}
+	})
+}
+
+// TestNewFileDropsStaleProps: properties left at a path whose file was
+// removed behind the server's back do not attach to a new file there.
+func TestNewFileDropsStaleProps(t *testing.T) {
+	eachStore(t, func(t *testing.T, db *gorm.DB, opts Options) {
+		u := addUser(t, db, "alice", 0)
+		e := newEnv(t, db, t.TempDir(), opts)
+		e.want(http.StatusCreated, "alice", "PUT", "/f.txt", "one")
+		e.want(http.StatusMultiStatus, "alice", "PROPPATCH", "/f.txt", `<D:propertyupdate xmlns:D="DAV:" xmlns:x="urn:x"><D:set><D:prop><x:tag>old</x:tag></D:prop></D:set></D:propertyupdate>`)
+		if err := os.Remove(filepath.Join(e.dir, u.ID, "f.txt")); err != nil {
+			t.Fatal(err)
+		}
+		e.want(http.StatusCreated, "alice", "PUT", "/f.txt", "two")
+		_, b := e.want(http.StatusMultiStatus, "alice", "PROPFIND", "/f.txt", "", "Depth", "0")
+		if strings.Contains(b, "urn:x") {
+			t.Fatalf("new file inherited a stale property: %s", b)
 		}
 	})
 }

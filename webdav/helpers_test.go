@@ -14,6 +14,7 @@ import (
 	"gorm.io/gorm"
 
 	"github.com/ontoflow/ontoflow/auth"
+	"github.com/ontoflow/ontoflow/internal/testdb"
 	"github.com/ontoflow/ontoflow/models"
 )
 
@@ -115,4 +116,19 @@ func (l lockedWriter) Write(p []byte) (int, error) {
 
 func newTestLogger(w io.Writer, mu *sync.Mutex) *slog.Logger {
 	return slog.New(slog.NewTextHandler(lockedWriter{mu: mu, w: w}, nil))
+}
+
+// eachStore runs fn on each database and with each checksum store: the
+// extended-attribute store (asserted to be in use, as it is on the ext4
+// these tests run on) and the database store.
+func eachStore(t *testing.T, fn func(t *testing.T, db *gorm.DB, opts Options)) {
+	t.Run("xattr", func(t *testing.T) {
+		if !xattrsWork(t.TempDir()) {
+			t.Fatal("the test directory's filesystem keeps no user extended attributes; the attribute store cannot be tested here")
+		}
+		testdb.Each(t, func(t *testing.T, db *gorm.DB) { fn(t, db, Options{}) })
+	})
+	t.Run("database", func(t *testing.T) {
+		testdb.Each(t, func(t *testing.T, db *gorm.DB) { fn(t, db, Options{ChecksumsInDB: true}) })
+	})
 }

@@ -6,6 +6,7 @@ import (
 	"io"
 	"io/fs"
 	"net/http"
+	"os"
 	"strconv"
 	"strings"
 	"syscall"
@@ -75,6 +76,8 @@ const (
 type entry struct {
 	path string
 	fi   fs.FileInfo
+	// link: the name is a symlink (inside the root) and fi its target's.
+	link bool
 }
 
 func statusLine(code int) string {
@@ -181,7 +184,7 @@ func (rq *request) servePropfind() {
 			h.log.Error("webdav propfind", "user", rq.user.Username, "path", rq.path, "err", err)
 			return
 		}
-	} else if err := pw.writeBatch(ctx, batch); err != nil {
+	} else if err := pw.writeBatch(ctx, nil, batch); err != nil {
 		h.log.Error("webdav propfind", "user", rq.user.Username, "path", rq.path, "err", err)
 		return
 	}
@@ -206,7 +209,7 @@ func (rq *request) listDir(ctx context.Context, first []entry, pw *propWriter) e
 		return err
 	}
 	defer d.Close()
-	if err := pw.writeBatch(ctx, first); err != nil {
+	if err := pw.writeBatch(ctx, nil, first); err != nil {
 		return err
 	}
 	batch := make([]entry, 0, 512)
@@ -231,10 +234,10 @@ func (rq *request) listDir(ctx context.Context, first []entry, pw *propWriter) e
 			if err != nil {
 				continue
 			}
-			batch = append(batch, entry{path: p, fi: fi})
+			batch = append(batch, entry{path: p, fi: fi, link: e.Type()&fs.ModeSymlink != 0})
 		}
 		if len(batch) > 0 {
-			if err := pw.writeBatch(ctx, batch); err != nil {
+			if err := pw.writeBatch(ctx, d, batch); err != nil {
 				return err
 			}
 			// Hand each batch to the client before reading the next.
@@ -266,7 +269,9 @@ type propWriter struct {
 	missing    []xmlName
 }
 
-func (pw *propWriter) writeBatch(ctx context.Context, batch []entry) error {
+// writeBatch renders entries. dir is the open directory holding them, or
+// nil when they are not all members of one listed directory.
+func (pw *propWriter) writeBatch(ctx context.Context, dir *os.File, batch []entry) error {
 	var props map[string][]models.DavProp
 	var sums map[string]models.DavChecksum
 	if pw.withProps || pw.withSums {
@@ -280,7 +285,9 @@ func (pw *propWriter) writeBatch(ctx context.Context, batch []entry) error {
 				return err
 			}
 		}
-		if pw.withSums {
+		if pw.withSums && pw.rq.h.xattrSums {
+			sums = pw.rq.xattrSumsFor(dir, batch)
+		} else if pw.withSums {
 			if sums, err = pw.rq.h.sumsFor(ctx, pw.rq.user.ID, paths); err != nil {
 				return err
 			}
@@ -291,6 +298,29 @@ func (pw *propWriter) writeBatch(ctx context.Context, batch []entry) error {
 		pw.writeEntry(e, props[e.path], sum, ok)
 	}
 	return nil
+}
+
+// xattrSumsFor reads the checksums the files of batch carry: one system
+// call per file when the directory is open, else the file is opened.
+func (rq *request) xattrSumsFor(dir *os.File, batch []entry) map[string]models.DavChecksum {
+	out := make(map[string]models.DavChecksum, len(batch))
+	for _, e := range batch {
+		if !e.fi.Mode().IsRegular() {
+			continue
+		}
+		var s models.DavChecksum
+		var ok bool
+		if dir != nil && !e.link {
+			s, ok = getSumAt(dir, pathBase(e.path))
+		} else if f, err := rq.root.Open(rel(e.path)); err == nil {
+			s, ok = getSum(f)
+			f.Close()
+		}
+		if ok {
+			out[e.path] = s
+		}
+	}
+	return out
 }
 
 func (pw *propWriter) writeEntry(e entry, dead []models.DavProp, sum models.DavChecksum, hasSum bool) {
@@ -567,6 +597,9 @@ func (rq *request) serveProppatch() {
 		if mtime.IsZero() {
 			return nil
 		}
+		if h.xattrSums {
+			return rq.chtimesKeepSum(fi, mtime)
+		}
 		if err := rq.root.Chtimes(rel(rq.path), mtime, mtime); err != nil {
 			return err
 		}
@@ -575,11 +608,37 @@ func (rq *request) serveProppatch() {
 			Where("user_id = ? AND path = ? AND size = ? AND mtime_ns = ?", rq.user.ID, rq.path, fi.Size(), fi.ModTime().UnixNano()).
 			Update("mtime_ns", mtime.UnixNano()).Error
 	})
+	h.propsWritten()
 	if err != nil {
 		rq.fail(err)
 		return
 	}
 	rq.writePropstat(ops, status)
+}
+
+// chtimesKeepSum sets the modification time of the resource (fi describes
+// it now) and moves a valid checksum attribute along: the content did not
+// change.
+func (rq *request) chtimesKeepSum(fi fs.FileInfo, mtime time.Time) error {
+	var s models.DavChecksum
+	var f *os.File
+	ok := false
+	if fi.Mode().IsRegular() {
+		var err error
+		if f, err = rq.root.Open(rel(rq.path)); err == nil {
+			defer f.Close()
+			s, ok = getSum(f)
+			ok = ok && sumValid(s, fi)
+		}
+	}
+	if err := rq.root.Chtimes(rel(rq.path), mtime, mtime); err != nil {
+		return err
+	}
+	if !ok {
+		return nil
+	}
+	s.MtimeNs = mtime.UnixNano()
+	return setSum(f, s)
 }
 
 // parsePropTime reads Unix seconds or an HTTP date.

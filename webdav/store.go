@@ -2,6 +2,9 @@ package webdav
 
 import (
 	"context"
+	"database/sql"
+	"fmt"
+	"strings"
 	"time"
 	"unicode/utf8"
 
@@ -36,6 +39,56 @@ func (h *Handler) hasProps(ctx context.Context, userID string) bool {
 	h.db.WithContext(ctx).Raw("SELECT 1 FROM dav_props WHERE user_id = ? LIMIT 1", userID).Scan(&n)
 	return n == 1
 }
+
+// dropStaleProps removes dead properties left at a path that holds no
+// resource (a file deleted behind the server's back, or a crash between
+// removing a file and its metadata), so a new file never inherits them.
+//
+// Every new file asks, so the common answer is cached: a user found to
+// have no dead property at all is skipped for noPropsTTL, unless this
+// process writes a property meanwhile. What the cache can miss is a
+// property another replica set in that window on a path whose file then
+// vanished behind the servers' backs: too narrow to be worth a query per
+// upload. PROPFIND never uses the cache.
+func (h *Handler) dropStaleProps(ctx context.Context, userID, p string) error {
+	gen := h.propsGen.Load()
+	if v, ok := h.noProps.Load(userID); ok {
+		if e := v.(noPropsEntry); e.gen == gen && time.Since(e.at) < noPropsTTL {
+			return nil
+		}
+	}
+	at := time.Now()
+	if !h.hasProps(ctx, userID) {
+		h.noProps.Store(userID, noPropsEntry{at: at, gen: gen})
+		return nil
+	}
+	h.noProps.Delete(userID)
+	var n int64
+	if err := h.db.WithContext(ctx).Raw("SELECT 1 FROM dav_props WHERE user_id = ? AND path = ? LIMIT 1", userID, p).Scan(&n).Error; err != nil {
+		return fmt.Errorf("look for stale properties: %w", err)
+	}
+	if n == 0 {
+		return nil
+	}
+	if err := h.db.WithContext(ctx).Exec("DELETE FROM dav_props WHERE user_id = ? AND path = ?", userID, p).Error; err != nil {
+		return fmt.Errorf("drop stale properties: %w", err)
+	}
+	return nil
+}
+
+// noPropsTTL bounds how long "this user has no dead properties" is
+// trusted (the same order as auth's user cache).
+const noPropsTTL = 2 * time.Second
+
+type noPropsEntry struct {
+	at  time.Time
+	gen int64 // Handler.propsGen when the query began
+}
+
+// propsWritten invalidates the no-properties cache. It runs after any
+// write that may add a dead property has ended: a query that began before
+// the write carries the older generation, so its answer is never trusted.
+func (h *Handler) propsWritten() { h.propsGen.Add(1) }
 
 // propsFor loads the dead properties of paths.
 func (h *Handler) propsFor(ctx context.Context, userID string, paths []string) (map[string][]models.DavProp, error) {
@@ -119,27 +172,67 @@ func copyMeta(tx *gorm.DB, userID, src, dst string, infinite bool) error {
 	return tx.Exec("INSERT INTO dav_checksums (user_id, path, size, mtime_ns, sha1, md5) SELECT user_id, CAST(? AS TEXT) || substr(path, CAST(? AS INTEGER)), size, mtime_ns, sha1, md5 FROM dav_checksums WHERE user_id = ? AND "+cond, a...).Error
 }
 
-// activeLocks returns the user's unexpired locks: a single indexed query.
-// Expired rows are swept now and then.
+// activeLocks returns the user's unexpired locks: a single indexed query
+// that every write makes, so it runs as a statement prepared once rather
+// than through gorm, whose per-call statement building cost as much as the
+// lookup itself. Expired rows are swept now and then.
 func (h *Handler) activeLocks(ctx context.Context, userID string) ([]models.DavLock, error) {
-	var rows []models.DavLock
-	if err := h.db.WithContext(ctx).Where("user_id = ?", userID).Find(&rows).Error; err != nil {
+	stmt, err := h.lockStmt()
+	if err != nil {
 		return nil, err
 	}
+	rows, err := stmt.QueryContext(ctx, userID)
+	if err != nil {
+		return nil, fmt.Errorf("read locks: %w", err)
+	}
+	defer rows.Close()
 	now := time.Now().Unix()
-	out := rows[:0]
+	var out []models.DavLock
 	expired := false
-	for _, l := range rows {
+	for rows.Next() {
+		l := models.DavLock{UserID: userID}
+		var owner sql.NullString
+		if err := rows.Scan(&l.Token, &l.Path, &l.Infinite, &l.Shared, &owner, &l.TimeoutSeconds, &l.Expires); err != nil {
+			return nil, fmt.Errorf("read locks: %w", err)
+		}
+		l.Owner = owner.String
 		if l.Expires > now {
 			out = append(out, l)
 		} else {
 			expired = true
 		}
 	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("read locks: %w", err)
+	}
 	if expired {
 		h.sweepLocks(ctx)
 	}
 	return out, nil
+}
+
+// lockStmt prepares activeLocks' query on first use.
+func (h *Handler) lockStmt() (*sql.Stmt, error) {
+	h.stmtMu.Lock()
+	defer h.stmtMu.Unlock()
+	if h.locksStmt != nil {
+		return h.locksStmt, nil
+	}
+	sqlDB, err := h.db.DB()
+	if err != nil {
+		return nil, fmt.Errorf("lock query: %w", err)
+	}
+	q := "SELECT token, path, infinite, shared, owner, timeout_seconds, expires FROM dav_locks WHERE user_id = ?"
+	if models.IsPostgres(h.db) {
+		q = strings.Replace(q, "?", "$1", 1)
+	}
+	// database/sql prepares it again on each pooled connection as needed.
+	stmt, err := sqlDB.PrepareContext(context.Background(), q)
+	if err != nil {
+		return nil, fmt.Errorf("prepare lock query: %w", err)
+	}
+	h.locksStmt = stmt
+	return stmt, nil
 }
 
 func (h *Handler) sweepLocks(ctx context.Context) {

@@ -162,6 +162,7 @@ func (a *App) startHTTP(ctx context.Context, store *ontology.Store, eng *engine.
 		MaxUploadBytes: cfg.WebDAVMaxUpload,
 		DefaultQuota:   cfg.WebDAVQuota,
 		MaxLockTimeout: cfg.WebDAVMaxLockTTL,
+		ChecksumsInDB:  cfg.WebDAVChecksums == "db",
 		Registerer:     a.Registry,
 		Logger:         a.Log,
 	})

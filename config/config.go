@@ -44,6 +44,7 @@ type Config struct {
 	WebDAVMaxUpload  int64
 	WebDAVQuota      int64
 	WebDAVMaxLockTTL time.Duration
+	WebDAVChecksums  string
 
 	BatchMaxItems    int
 	BatchSyncMax     int
@@ -156,6 +157,7 @@ func Bind(fs *flag.FlagSet, mode Mode) (*Config, func() error) {
 		b.bytes(&c.WebDAVMaxUpload, "webdav-max-upload", "ONTOFLOW_WEBDAV_MAX_UPLOAD", 10<<30, "largest WebDAV upload (413 beyond)")
 		b.bytes(&c.WebDAVQuota, "webdav-quota", "ONTOFLOW_WEBDAV_QUOTA", 0, "default per-user WebDAV quota; 0 = unlimited (a user's own quota_bytes wins)")
 		b.dur(&c.WebDAVMaxLockTTL, "webdav-max-lock-timeout", "ONTOFLOW_WEBDAV_MAX_LOCK_TIMEOUT", time.Hour, "cap on WebDAV lock timeouts")
+		b.str(&c.WebDAVChecksums, "webdav-checksums", "ONTOFLOW_WEBDAV_CHECKSUMS", "auto", "where WebDAV content checksums are kept: auto (on the files as extended attributes where the filesystem supports them, else the database) or db")
 		b.int(&c.BatchMaxItems, "batch-max-items", "ONTOFLOW_BATCH_MAX_ITEMS", 10000, "largest batch accepted by execute-batch (413 beyond)")
 		b.int(&c.BatchSyncMax, "batch-sync-max", "ONTOFLOW_BATCH_SYNC_MAX", 100, "batches up to this size answer synchronously; larger ones answer 202")
 		b.dur(&c.ExecuteTimeout, "execute-timeout", "ONTOFLOW_EXECUTE_TIMEOUT", 60*time.Second, "how long a synchronous execute waits before answering 202")
@@ -190,6 +192,9 @@ func Bind(fs *flag.FlagSet, mode Mode) (*Config, func() error) {
 		}
 		if (c.TLSCert == "") != (c.TLSKey == "") {
 			return fmt.Errorf("--tls-cert and --tls-key go together")
+		}
+		if mode != ModeAdmin && c.WebDAVChecksums != "auto" && c.WebDAVChecksums != "db" {
+			return fmt.Errorf("--webdav-checksums: %q is neither auto nor db", c.WebDAVChecksums)
 		}
 		if mode != ModeAdmin && (c.BatchChildItems < 1 || c.BatchConcurrency < 1) {
 			return fmt.Errorf("--batch-child-items and --batch-concurrency must be positive")

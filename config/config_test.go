@@ -34,8 +34,8 @@ func TestDefaults(t *testing.T) {
 	if strings.Join(cfg.Markings, ",") != "public,confidential,pii" {
 		t.Errorf("markings = %v", cfg.Markings)
 	}
-	if cfg.MaxBodyBytes != 4<<20 || cfg.WebDAVMaxUpload != 10<<30 || cfg.WebDAVMaxLockTTL != time.Hour {
-		t.Errorf("limits: body %d upload %d lock %s", cfg.MaxBodyBytes, cfg.WebDAVMaxUpload, cfg.WebDAVMaxLockTTL)
+	if cfg.MaxBodyBytes != 4<<20 || cfg.WebDAVMaxUpload != 10<<30 || cfg.WebDAVMaxLockTTL != time.Hour || cfg.WebDAVChecksums != "auto" {
+		t.Errorf("limits: body %d upload %d lock %s checksums %s", cfg.MaxBodyBytes, cfg.WebDAVMaxUpload, cfg.WebDAVMaxLockTTL, cfg.WebDAVChecksums)
 	}
 }
 
@@ -83,6 +83,7 @@ func TestRefusals(t *testing.T) {
 		{"cert without key", nil, ModeDev, []string{"--tls-cert", "c.pem"}, "tls"},
 		{"bad flag size", nil, ModeDev, []string{"--max-body", "-1"}, "byte size"},
 		{"zero batch items", nil, ModeDev, []string{"--batch-child-items", "0"}, "positive"},
+		{"unknown checksum store", map[string]string{"ONTOFLOW_WEBDAV_CHECKSUMS": "xattr"}, ModeDev, nil, "--webdav-checksums"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

@@ -193,7 +193,7 @@ func Bind(fs *flag.FlagSet, mode Mode) (*Config, func() error) {
 		if (c.TLSCert == "") != (c.TLSKey == "") {
 			return fmt.Errorf("--tls-cert and --tls-key go together")
 		}
-		if mode != ModeAdmin && c.WebDAVChecksums != "auto" && c.WebDAVChecksums != "db" {
+		if (mode == ModeDev || mode == ModeServe) && c.WebDAVChecksums != "auto" && c.WebDAVChecksums != "db" {
 			return fmt.Errorf("--webdav-checksums: %q is neither auto nor db", c.WebDAVChecksums)
 		}
 		if mode != ModeAdmin && (c.BatchChildItems < 1 || c.BatchConcurrency < 1) {

@@ -729,3 +729,28 @@ func TestNewFileDropsStaleProps(t *testing.T) {
 		}
 	})
 }
+
+// TestSumAttributeFormat: the attribute round-trips, fits ext4's in-inode
+// space, and anything else found under the name is not a checksum.
+func TestSumAttributeFormat(t *testing.T) {
+	in := models.DavChecksum{Size: 1 << 40, MtimeNs: 1_763_000_000_123_456_789,
+		SHA1: fmt.Sprintf("%x", sha1.Sum([]byte("x"))), MD5: fmt.Sprintf("%x", md5.Sum([]byte("x")))}
+	b, err := encodeSum(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(b) > 56 {
+		t.Fatalf("attribute value is %d bytes; ext4 keeps only about 56 in a 256-byte inode", len(b))
+	}
+	if out, ok := decodeSum(b); !ok || out != in {
+		t.Fatalf("round trip: %+v, %v; want %+v", out, ok, in)
+	}
+	for _, bad := range [][]byte{nil, b[:len(b)-1], append(append([]byte{}, b...), 0), append([]byte{2}, b[1:]...)} {
+		if _, ok := decodeSum(bad); ok {
+			t.Fatalf("decoded %x", bad)
+		}
+	}
+	if _, err := encodeSum(models.DavChecksum{SHA1: "zz", MD5: in.MD5}); err == nil {
+		t.Fatal("encoded a malformed SHA-1")
+	}
+}

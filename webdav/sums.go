@@ -1,6 +1,10 @@
 package webdav
 
 import (
+	"crypto/md5"
+	"crypto/sha1"
+	"encoding/binary"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -28,43 +32,40 @@ import (
 // modification time it was computed for, so content changed behind the
 // server's back is never published with a stale hash.
 
-// sumXattr names the attribute; the value is "1 <size> <mtime ns> <sha1> <md5>".
+// sumXattr names the attribute. Its value is binary, 53 bytes: a format
+// byte (1), size and modification time in nanoseconds (big-endian int64),
+// SHA-1 (20) and MD5 (16). Small enough that ext4 keeps it inside a
+// 256-byte inode (about 90 bytes are free there for name, value and entry
+// header); a text form would not fit and would cost every file an extra
+// 4 KiB attribute block.
 const sumXattr = "user.ontoflow.sum"
 
-func encodeSum(s models.DavChecksum) []byte {
-	b := make([]byte, 0, 110)
-	b = append(b, "1 "...)
-	b = strconv.AppendInt(b, s.Size, 10)
-	b = append(b, ' ')
-	b = strconv.AppendInt(b, s.MtimeNs, 10)
-	b = append(b, ' ')
-	b = append(b, s.SHA1...)
-	b = append(b, ' ')
-	b = append(b, s.MD5...)
-	return b
+const sumLen = 1 + 8 + 8 + sha1.Size + md5.Size
+
+func encodeSum(s models.DavChecksum) ([]byte, error) {
+	b := make([]byte, sumLen)
+	b[0] = 1
+	binary.BigEndian.PutUint64(b[1:], uint64(s.Size))
+	binary.BigEndian.PutUint64(b[9:], uint64(s.MtimeNs))
+	if n, err := hex.Decode(b[17:17+sha1.Size], []byte(s.SHA1)); err != nil || n != sha1.Size {
+		return nil, fmt.Errorf("encode checksum: bad SHA-1 %q", s.SHA1)
+	}
+	if n, err := hex.Decode(b[17+sha1.Size:], []byte(s.MD5)); err != nil || n != md5.Size {
+		return nil, fmt.Errorf("encode checksum: bad MD5 %q", s.MD5)
+	}
+	return b, nil
 }
 
 func decodeSum(b []byte) (models.DavChecksum, bool) {
-	f := strings.Fields(string(b))
-	if len(f) != 5 || f[0] != "1" || len(f[3]) != 40 || len(f[4]) != 32 {
+	if len(b) != sumLen || b[0] != 1 {
 		return models.DavChecksum{}, false
 	}
-	size, err1 := strconv.ParseInt(f[1], 10, 64)
-	mtime, err2 := strconv.ParseInt(f[2], 10, 64)
-	if err1 != nil || err2 != nil || !isHex(f[3]) || !isHex(f[4]) {
-		return models.DavChecksum{}, false
-	}
-	return models.DavChecksum{Size: size, MtimeNs: mtime, SHA1: f[3], MD5: f[4]}, true
-}
-
-func isHex(s string) bool {
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if (c < '0' || c > '9') && (c < 'a' || c > 'f') {
-			return false
-		}
-	}
-	return true
+	return models.DavChecksum{
+		Size:    int64(binary.BigEndian.Uint64(b[1:])),
+		MtimeNs: int64(binary.BigEndian.Uint64(b[9:])),
+		SHA1:    hex.EncodeToString(b[17 : 17+sha1.Size]),
+		MD5:     hex.EncodeToString(b[17+sha1.Size:]),
+	}, true
 }
 
 // sumValid reports whether s was computed for the file fi describes.
@@ -88,8 +89,12 @@ func withFd(f *os.File, fn func(fd int) error) error {
 
 // setSum records s on the open file f.
 func setSum(f *os.File, s models.DavChecksum) error {
+	v, err := encodeSum(s)
+	if err != nil {
+		return err
+	}
 	return withFd(f, func(fd int) error {
-		if err := unix.Fsetxattr(fd, sumXattr, encodeSum(s), 0); err != nil {
+		if err := unix.Fsetxattr(fd, sumXattr, v, 0); err != nil {
 			return fmt.Errorf("set checksum attribute: %w", err)
 		}
 		return nil
@@ -141,18 +146,6 @@ func getSumAt(dir *os.File, name string) (models.DavChecksum, bool) {
 		return models.DavChecksum{}, false
 	}
 	return decodeSum(buf[:n])
-}
-
-// setSumAt records s on the entry name in the open directory dir.
-func setSumAt(dir *os.File, name string, s models.DavChecksum) error {
-	p, err := atPath(dir, name)
-	if err != nil {
-		return err
-	}
-	if err := unix.Lsetxattr(p, sumXattr, encodeSum(s), 0); err != nil {
-		return fmt.Errorf("set checksum attribute: %w", err)
-	}
-	return nil
 }
 
 // xattrsWork probes whether the data directory's filesystem keeps user

@@ -754,3 +754,52 @@ func TestSumAttributeFormat(t *testing.T) {
 		t.Fatal("encoded a malformed SHA-1")
 	}
 }
+
+// TestConcurrentPutsToNewPath: uploads racing to create the same new file
+// all succeed, one wins whole, and no temporary file is left behind.
+func TestConcurrentPutsToNewPath(t *testing.T) {
+	testdb.Each(t, func(t *testing.T, db *gorm.DB) {
+		u := addUser(t, db, "alice", 0)
+		e := newEnv(t, db, t.TempDir(), Options{})
+		const n = 8
+		bodies := make([]string, n)
+		codes := make([]int, n)
+		var wg sync.WaitGroup
+		for i := range n {
+			bodies[i] = strings.Repeat(string(rune('a'+i)), 64<<10)
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				codes[i], _, _ = e.do("alice", "PUT", "/new.bin", bodies[i])
+			}()
+		}
+		wg.Wait()
+		created := 0
+		for i, c := range codes {
+			if c != http.StatusCreated && c != http.StatusNoContent {
+				t.Fatalf("PUT %d: status %d", i, c)
+			}
+			if c == http.StatusCreated {
+				created++
+			}
+		}
+		if created == 0 {
+			t.Fatal("no PUT reported creating the file")
+		}
+		_, got := e.want(http.StatusOK, "alice", "GET", "/new.bin", "")
+		whole := false
+		for _, b := range bodies {
+			whole = whole || got == b
+		}
+		if !whole {
+			t.Fatalf("content is no single upload (%d bytes, starts %q)", len(got), got[:8])
+		}
+		ents, err := os.ReadDir(filepath.Join(e.dir, u.ID))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(ents) != 1 {
+			t.Fatalf("user directory holds %d entries, want only new.bin", len(ents))
+		}
+	})
+}

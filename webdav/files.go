@@ -312,8 +312,9 @@ func (rq *request) servePut() {
 		http.Error(rq.w, "upload too large", http.StatusRequestEntityTooLarge)
 		return
 	}
-	// Everything below happens in the parent directory, opened once, so
-	// each step is one system call on a single name.
+	// The checks and the staging happen in the parent directory, opened
+	// once, so each is one system call on a single name; the final rename
+	// goes by path (publish).
 	dir, err := rq.openParent(rq.path)
 	if err != nil {
 		if isEscape(err) {
@@ -469,8 +470,8 @@ func (rq *request) servePut() {
 				return
 			}
 		}
-		if err := dir.Rename(tmp, name); err != nil {
-			rq.fail(err)
+		if err := rq.publish(tmp); err != nil {
+			rq.publishFail(err)
 			return
 		}
 		committed = true
@@ -478,14 +479,14 @@ func (rq *request) servePut() {
 		// The database record must follow the renames in their order.
 		mu := h.lockStripe(rq.user.ID, rq.path)
 		mu.Lock()
-		err = dir.Rename(tmp, name)
+		err = rq.publish(tmp)
 		if err == nil {
 			committed = true
 			err = h.commitPut(ctx, &putMeta{userID: rq.user.ID, path: rq.path, created: !exists, sum: sum})
 		}
 		mu.Unlock()
 		if err != nil {
-			rq.fail(err)
+			rq.publishFail(err)
 			return
 		}
 	}
@@ -505,6 +506,30 @@ func (rq *request) servePut() {
 		hd.Set("Location", rq.h.href(rq.path, false))
 		rq.w.WriteHeader(http.StatusCreated)
 	}
+}
+
+// errParentMoved: the collection of an upload was moved or removed while
+// the body arrived.
+var errParentMoved = errors.New("the collection was moved or removed during the upload")
+
+// publish renames the finished upload tmp (in the parent opened at the
+// start) over the request's path. The rename goes by path, not through
+// dir: if the collection was moved meanwhile, the file must not land at
+// the new place, which the request's lock checks never covered.
+func (rq *request) publish(tmp string) error {
+	err := rq.root.Rename(rel(pathJoin(pathParent(rq.path), tmp)), rel(rq.path))
+	if errors.Is(err, fs.ErrNotExist) {
+		return errParentMoved
+	}
+	return err
+}
+
+func (rq *request) publishFail(err error) {
+	if errors.Is(err, errParentMoved) {
+		http.Error(rq.w, err.Error(), http.StatusConflict)
+		return
+	}
+	rq.fail(err)
 }
 
 // openParent opens the collection holding p as a root of its own (the
@@ -608,7 +633,14 @@ func (h *Handler) hashFile(ctx context.Context, userID, p string) error {
 		if err != nil || etagOf(now) != etagOf(before) {
 			return nil
 		}
-		return setSum(f, sum)
+		if err := setSum(f, sum); err != nil {
+			// E.g. a read-only file put there out of band: setting an
+			// attribute needs write permission on it. Do not read it
+			// all again on every PROPFIND while it stays the same.
+			h.markUnhashable(userID, p, before)
+			return err
+		}
+		return nil
 	}
 	now, err := root.Stat(rel(p))
 	if err != nil || etagOf(now) != etagOf(before) {
@@ -616,6 +648,27 @@ func (h *Handler) hashFile(ctx context.Context, userID, p string) error {
 		return nil
 	}
 	return h.db.WithContext(ctx).Clauses(clause.OnConflict{UpdateAll: true}).Create(&sum).Error
+}
+
+// maxUnhashable bounds the remembered files whose checksum could not be
+// recorded; beyond it the memory is dropped and they are tried again.
+const maxUnhashable = 10000
+
+// markUnhashable remembers that this version of p (its ETag) could not
+// take a checksum attribute.
+func (h *Handler) markUnhashable(userID, p string, fi fs.FileInfo) {
+	if h.unhashableN.Add(1) > maxUnhashable {
+		h.unhashableSet.Clear()
+		h.unhashableN.Store(1)
+	}
+	h.unhashableSet.Store(userID+"\x00"+p, etagOf(fi))
+}
+
+// unhashable reports whether this version of p already failed to take a
+// checksum.
+func (h *Handler) unhashable(userID, p string, fi fs.FileInfo) bool {
+	v, ok := h.unhashableSet.Load(userID + "\x00" + p)
+	return ok && v.(string) == etagOf(fi)
 }
 
 // parseMtime reads a Unix time in seconds (possibly fractional).

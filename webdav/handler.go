@@ -85,6 +85,10 @@ type Handler struct {
 	// stmtMu guards locksStmt, activeLocks' prepared query.
 	stmtMu    sync.Mutex
 	locksStmt *sql.Stmt
+	// unhashableSet remembers file versions (user\x00path -> ETag) whose
+	// checksum attribute could not be set (markUnhashable).
+	unhashableSet sync.Map
+	unhashableN   atomic.Int64
 	// xattrSums: checksums are kept in extended attributes on the files,
 	// not in dav_checksums.
 	xattrSums bool
@@ -133,7 +137,23 @@ func New(db *gorm.DB, authn *auth.Service, opts Options) (*Handler, error) {
 		return nil, err
 	}
 	h := &Handler{db: db, authn: authn, opts: opts, log: opts.Logger, m: m, realm: "Ontoflow WebDAV", hashSem: make(chan struct{}, 1)}
-	h.xattrSums = !opts.ChecksumsInDB && xattrsWork(root)
+	if !opts.ChecksumsInDB {
+		if err := probeXattrs(root); err != nil {
+			h.log.Warn("webdav: the data directory keeps no user extended attributes; checksums go to the database", "root", root, "err", err)
+		} else {
+			h.xattrSums = true
+		}
+	}
+	if h.xattrSums {
+		// Rows from a period on the database store would outlive the
+		// files they describe (the attribute store never updates them)
+		// and could match a later file of the same size and mtime if
+		// the database store came back. Every replica on this volume
+		// probes the same filesystem, so they agree on the store.
+		if err := db.Exec("DELETE FROM dav_checksums").Error; err != nil {
+			return nil, fmt.Errorf("webdav: drop database checksums: %w", err)
+		}
+	}
 	store := "database"
 	if h.xattrSums {
 		store = "extended attributes"

@@ -794,6 +794,10 @@ func TestConcurrentPutsToNewPath(t *testing.T) {
 		if !whole {
 			t.Fatalf("content is no single upload (%d bytes, starts %q)", len(got), got[:8])
 		}
+		_, b := e.want(http.StatusMultiStatus, "alice", "PROPFIND", "/new.bin", `<d:propfind xmlns:d="DAV:" xmlns:oc="http://owncloud.org/ns"><d:prop><oc:checksums/></d:prop></d:propfind>`, "Depth", "0")
+		if want := fmt.Sprintf("SHA1:%x MD5:%x", sha1.Sum([]byte(got)), md5.Sum([]byte(got))); !strings.Contains(b, want) {
+			t.Fatalf("checksum is not the winner's %s: %s", want, b)
+		}
 		ents, err := os.ReadDir(filepath.Join(e.dir, u.ID))
 		if err != nil {
 			t.Fatal(err)
@@ -802,4 +806,93 @@ func TestConcurrentPutsToNewPath(t *testing.T) {
 			t.Fatalf("user directory holds %d entries, want only new.bin", len(ents))
 		}
 	})
+}
+
+// TestPutIntoMovedCollection: a collection moved while an upload into it
+// is under way does not receive the file at its new place (the upload's
+// lock checks covered the old path only): the PUT answers 409 and leaves
+// nothing behind.
+func TestPutIntoMovedCollection(t *testing.T) {
+	testdb.Each(t, func(t *testing.T, db *gorm.DB) {
+		u := addUser(t, db, "alice", 0)
+		e := newEnv(t, db, t.TempDir(), Options{})
+		e.want(http.StatusCreated, "alice", "MKCOL", "/a", "")
+		w, done := e.slowPut("alice", "/a/f.txt")
+		if _, err := w.Write(bytes.Repeat([]byte("x"), 1<<20)); err != nil {
+			t.Fatal(err)
+		}
+		e.want(http.StatusCreated, "alice", "MOVE", "/a", "", "Destination", e.base+"/b")
+		w.Close()
+		if code := <-done; code != http.StatusConflict {
+			t.Fatalf("PUT into a moved collection: status %d, want 409", code)
+		}
+		ents, err := os.ReadDir(filepath.Join(e.dir, u.ID, "b"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(ents) != 0 {
+			t.Fatalf("moved collection holds %d entries (first %s), want none", len(ents), ents[0].Name())
+		}
+		e.want(http.StatusNotFound, "alice", "GET", "/a/f.txt", "")
+	})
+}
+
+// TestStoreSwitchDropsDatabaseChecksums: checksums recorded in the
+// database do not outlive a period on the attribute store, where replaced
+// files leave their rows untouched; otherwise a later file of the same
+// size and mtime would be published with the old file's hash.
+func TestStoreSwitchDropsDatabaseChecksums(t *testing.T) {
+	testdb.Each(t, func(t *testing.T, db *gorm.DB) {
+		addUser(t, db, "alice", 0)
+		dir := t.TempDir()
+		const ask = `<d:propfind xmlns:d="DAV:" xmlns:oc="http://owncloud.org/ns"><d:prop><oc:checksums/></d:prop></d:propfind>`
+		old := fmt.Sprintf("SHA1:%x", sha1.Sum([]byte("aaaa")))
+		dbStore := newEnv(t, db, dir, Options{ChecksumsInDB: true})
+		dbStore.want(http.StatusCreated, "alice", "PUT", "/f", "aaaa", "X-OC-Mtime", "1600000000")
+		if _, b := dbStore.want(http.StatusMultiStatus, "alice", "PROPFIND", "/f", ask, "Depth", "0"); !strings.Contains(b, old) {
+			t.Fatalf("database store: %s", b)
+		}
+		xattrStore := newEnv(t, db, dir, Options{})
+		if !xattrStore.h.xattrSums {
+			t.Fatal("the test directory's filesystem keeps no user extended attributes")
+		}
+		xattrStore.want(http.StatusNoContent, "alice", "PUT", "/f", "bbbb", "X-OC-Mtime", "1600000000")
+		back := newEnv(t, db, dir, Options{ChecksumsInDB: true})
+		if _, b := back.want(http.StatusMultiStatus, "alice", "PROPFIND", "/f", ask, "Depth", "0"); strings.Contains(b, old) {
+			t.Fatalf("the database store published the replaced file's checksum: %s", b)
+		}
+	})
+}
+
+// TestUnhashableMemory: a file version whose checksum could not be
+// recorded is not read again until it changes.
+func TestUnhashableMemory(t *testing.T) {
+	h := &Handler{}
+	p := filepath.Join(t.TempDir(), "f")
+	if err := os.WriteFile(p, []byte("one"), 0o444); err != nil {
+		t.Fatal(err)
+	}
+	fi, err := os.Stat(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if h.unhashable("u", "/f", fi) {
+		t.Fatal("unhashable before any attempt")
+	}
+	h.markUnhashable("u", "/f", fi)
+	if !h.unhashable("u", "/f", fi) || h.unhashable("v", "/f", fi) {
+		t.Fatal("the failed version is not remembered for its user and path only")
+	}
+	if err := os.Chmod(p, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(p, []byte("two!"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if fi, err = os.Stat(p); err != nil {
+		t.Fatal(err)
+	}
+	if h.unhashable("u", "/f", fi) {
+		t.Fatal("a changed file is still taken as unhashable")
+	}
 }

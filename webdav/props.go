@@ -160,7 +160,10 @@ func (rq *request) servePropfind() {
 		withSums:  want(xmlName{nsOC, "checksums"}),
 	}
 	if pw.withProps {
-		pw.withProps = h.hasProps(ctx, rq.user.ID)
+		if pw.withProps, err = h.hasProps(ctx, rq.user.ID); err != nil {
+			rq.fail(err)
+			return
+		}
 	}
 	if want(xmlName{nsDAV, "quota-available-bytes"}) || want(xmlName{nsDAV, "quota-used-bytes"}) {
 		avail, used, err := h.quotaValues(rq.root, rq.user)
@@ -454,7 +457,9 @@ func (pw *propWriter) writeLive(n xmlName, e entry, dir bool, sum models.DavChec
 		if !hasSum || sum.Size != fi.Size() || sum.MtimeNs != fi.ModTime().UnixNano() {
 			// Not hashed yet (large upload still queued, or lost
 			// across a restart): queue it, publish none this time.
-			pw.rq.h.hashLater(pw.rq.user.ID, e.path)
+			if !pw.rq.h.unhashable(pw.rq.user.ID, e.path, fi) {
+				pw.rq.h.hashLater(pw.rq.user.ID, e.path)
+			}
 			return false
 		}
 		b.WriteString(`<checksums xmlns="` + nsOC + `"><checksum>SHA1:` + sum.SHA1 + ` MD5:` + sum.MD5 + `</checksum></checksums>`)
@@ -638,7 +643,12 @@ func (rq *request) chtimesKeepSum(fi fs.FileInfo, mtime time.Time) error {
 		return nil
 	}
 	s.MtimeNs = mtime.UnixNano()
-	return setSum(f, s)
+	if err := setSum(f, s); err != nil {
+		// The old attribute no longer matches the new mtime, so nothing
+		// stale is published; the file is hashed again when asked.
+		rq.h.log.Warn("webdav checksum", "user", rq.user.Username, "path", rq.path, "err", err)
+	}
+	return nil
 }
 
 // parsePropTime reads Unix seconds or an HTTP date.

@@ -34,10 +34,12 @@ const batchPaths = 500
 
 // hasProps reports whether the user has any dead property at all: PROPFIND
 // skips the per-batch property queries for users who never set one.
-func (h *Handler) hasProps(ctx context.Context, userID string) bool {
+func (h *Handler) hasProps(ctx context.Context, userID string) (bool, error) {
 	var n int64
-	h.db.WithContext(ctx).Raw("SELECT 1 FROM dav_props WHERE user_id = ? LIMIT 1", userID).Scan(&n)
-	return n == 1
+	if err := h.db.WithContext(ctx).Raw("SELECT 1 FROM dav_props WHERE user_id = ? LIMIT 1", userID).Scan(&n).Error; err != nil {
+		return false, fmt.Errorf("look for dead properties: %w", err)
+	}
+	return n == 1, nil
 }
 
 // dropStaleProps removes dead properties left at a path that holds no
@@ -58,7 +60,11 @@ func (h *Handler) dropStaleProps(ctx context.Context, userID, p string) error {
 		}
 	}
 	at := time.Now()
-	if !h.hasProps(ctx, userID) {
+	has, err := h.hasProps(ctx, userID)
+	if err != nil {
+		return err
+	}
+	if !has {
 		h.noProps.Store(userID, noPropsEntry{at: at, gen: gen})
 		return nil
 	}

@@ -148,26 +148,32 @@ func getSumAt(dir *os.File, name string) (models.DavChecksum, bool) {
 	return decodeSum(buf[:n])
 }
 
-// xattrsWork probes whether the data directory's filesystem keeps user
+// probeXattrs checks whether the data directory's filesystem keeps user
 // extended attributes and whether /proc/self/fd resolves names under an
-// open directory, which is all the attribute store needs.
-func xattrsWork(root string) bool {
+// open directory, which is all the attribute store needs. The error says
+// what failed.
+func probeXattrs(root string) error {
 	f, err := os.CreateTemp(root, tmpPrefix+"probe-")
 	if err != nil {
-		return false
+		return err
 	}
 	name := f.Name()
 	defer os.Remove(name)
 	defer f.Close()
 	want := models.DavChecksum{Size: 0, MtimeNs: 1, SHA1: strings.Repeat("a", 40), MD5: strings.Repeat("b", 32)}
-	if setSum(f, want) != nil {
-		return false
+	if err := setSum(f, want); err != nil {
+		return err
 	}
 	d, err := os.Open(root)
 	if err != nil {
-		return false
+		return err
 	}
 	defer d.Close()
-	got, ok := getSumAt(d, filepath.Base(name))
-	return ok && got == want
+	if got, ok := getSumAt(d, filepath.Base(name)); !ok || got != want {
+		return errors.New("the attribute could not be read back through /proc/self/fd")
+	}
+	return nil
 }
+
+// xattrsWork reports whether probeXattrs succeeds.
+func xattrsWork(root string) bool { return probeXattrs(root) == nil }

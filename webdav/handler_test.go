@@ -896,3 +896,42 @@ func TestUnhashableMemory(t *testing.T) {
 		t.Fatal("a changed file is still taken as unhashable")
 	}
 }
+
+// TestStaleUploadsSwept: temporary upload files a crash left behind are
+// removed when a listing or the quota walk comes across them a day later;
+// fresh ones (uploads under way) are left alone and never listed.
+func TestStaleUploadsSwept(t *testing.T) {
+	testdb.Each(t, func(t *testing.T, db *gorm.DB) {
+		u := addUser(t, db, "alice", 1<<20)
+		e := newEnv(t, db, t.TempDir(), Options{})
+		e.want(http.StatusCreated, "alice", "MKCOL", "/d", "")
+		dir := filepath.Join(e.dir, u.ID)
+		old := time.Now().Add(-48 * time.Hour)
+		mk := func(p string, age time.Time) {
+			if err := os.WriteFile(p, bytes.Repeat([]byte("x"), 1000), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.Chtimes(p, age, age); err != nil {
+				t.Fatal(err)
+			}
+		}
+		mk(filepath.Join(dir, "d", tmpPrefix+"crashed"), old)
+		mk(filepath.Join(dir, "d", tmpPrefix+"running"), time.Now())
+		mk(filepath.Join(dir, tmpPrefix+"crashed-top"), old)
+		_, b := e.want(http.StatusMultiStatus, "alice", "PROPFIND", "/d/", "", "Depth", "1")
+		if strings.Contains(b, tmpPrefix) {
+			t.Fatalf("listing shows a temporary file: %s", b)
+		}
+		if _, err := os.Stat(filepath.Join(dir, "d", tmpPrefix+"crashed")); !os.IsNotExist(err) {
+			t.Fatalf("stale upload file still there after a listing (err %v)", err)
+		}
+		if _, err := os.Stat(filepath.Join(dir, "d", tmpPrefix+"running")); err != nil {
+			t.Fatalf("fresh upload file removed: %v", err)
+		}
+		// The quota walk (a PUT under a quota) sweeps the top-level one.
+		e.want(http.StatusCreated, "alice", "PUT", "/f", "data")
+		if _, err := os.Stat(filepath.Join(dir, tmpPrefix+"crashed-top")); !os.IsNotExist(err) {
+			t.Fatalf("stale upload file still there after a quota walk (err %v)", err)
+		}
+	})
+}

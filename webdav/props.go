@@ -222,6 +222,7 @@ func (rq *request) listDir(ctx context.Context, first []entry, pw *propWriter) e
 		for _, e := range ents {
 			name := e.Name()
 			if strings.HasPrefix(name, tmpPrefix) {
+				sweepStaleUpload(rq.root, rel(pathJoin(rq.path, name)), e)
 				continue
 			}
 			p := pathJoin(rq.path, name)

@@ -2,7 +2,9 @@ package webdav
 
 import (
 	"io"
+	"io/fs"
 	"os"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -73,6 +75,23 @@ func (h *Handler) invalidateUsage(userID string) {
 	e.mu.Unlock()
 }
 
+// staleUploadAge: a temporary upload file untouched this long belongs to
+// an upload that died with its process (a crash, a kill) or a client that
+// stalled for a day; every write refreshes the mtime of a live one.
+const staleUploadAge = 24 * time.Hour
+
+// sweepStaleUpload removes the temporary upload file at name (relative to
+// root) if it is stale, and reports whether it did. Listings and quota
+// walks call it for the temporary files they skip, so what a crash left
+// behind does not occupy the disk and the quota for ever.
+func sweepStaleUpload(root *os.Root, name string, e fs.DirEntry) bool {
+	fi, err := e.Info()
+	if err != nil || !fi.Mode().IsRegular() || time.Since(fi.ModTime()) < staleUploadAge {
+		return false
+	}
+	return root.Remove(name) == nil
+}
+
 // treeSize sums regular file sizes below dir (symlinks not followed).
 func treeSize(root *os.Root, dir string) (int64, error) {
 	d, err := root.Open(dir)
@@ -92,6 +111,9 @@ func treeSize(root *os.Root, dir string) (int64, error) {
 				continue
 			}
 			if e.Type().IsRegular() {
+				if strings.HasPrefix(e.Name(), tmpPrefix) && sweepStaleUpload(root, dir+"/"+e.Name(), e) {
+					continue
+				}
 				if fi, err := e.Info(); err == nil {
 					total += fi.Size()
 				}

@@ -782,6 +782,7 @@ func (rq *request) serveDelete() {
 		rq.fail(err)
 		return
 	}
+	rq.h.locksChanged()
 	if fi.IsDir() {
 		rq.h.invalidateUsage(rq.user.ID)
 	} else {
@@ -933,6 +934,7 @@ func (rq *request) serveCopyMove() {
 			rq.fail(err)
 			return
 		}
+		h.locksChanged()
 	}
 	if move {
 		if err := rq.root.Rename(rel(rq.path), rel(dst)); err != nil {
@@ -947,6 +949,7 @@ func (rq *request) serveCopyMove() {
 			}
 			return moveMeta(tx, rq.user.ID, rq.path, dst)
 		})
+		h.locksChanged()
 	} else {
 		if sfi.IsDir() {
 			err = rq.copyTree(rq.path, dst, infinite)

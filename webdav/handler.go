@@ -12,6 +12,7 @@
 package webdav
 
 import (
+	"context"
 	"database/sql"
 	"errors"
 	"fmt"
@@ -78,10 +79,13 @@ type Handler struct {
 	hashing    sync.Map
 	hashSem    chan struct{}
 	hashQueued atomic.Int64
-	// noProps caches users without dead properties (dropStaleProps);
-	// propsGen counts property writes, invalidating it.
-	noProps  sync.Map // user id -> noPropsEntry
-	propsGen atomic.Int64
+	// gen counts changes to the locks and properties (gen.go);
+	// noProps caches users without dead properties (dropStaleProps),
+	// lockCache users' active locks (activeLocks), lockTTL bounds it.
+	gen       generations
+	noProps   sync.Map // user id -> noPropsEntry
+	lockCache sync.Map // user id -> lockCacheEntry
+	lockTTL   time.Duration
 	// stmtMu guards locksStmt, activeLocks' prepared query.
 	stmtMu    sync.Mutex
 	locksStmt *sql.Stmt
@@ -136,7 +140,12 @@ func New(db *gorm.DB, authn *auth.Service, opts Options) (*Handler, error) {
 	if err != nil {
 		return nil, err
 	}
-	h := &Handler{db: db, authn: authn, opts: opts, log: opts.Logger, m: m, realm: "Ontoflow WebDAV", hashSem: make(chan struct{}, 1)}
+	h := &Handler{db: db, authn: authn, opts: opts, log: opts.Logger, m: m, realm: "Ontoflow WebDAV", hashSem: make(chan struct{}, 1), lockTTL: lockCacheTTL}
+	h.gen, err = openGenerations(context.Background(), db)
+	if err != nil {
+		// Correct without them, only slower: every write reads the locks.
+		h.log.Warn("webdav: change counters unavailable; locks are read from the database on every write", "err", err)
+	}
 	if !opts.ChecksumsInDB {
 		if err := probeXattrs(root); err != nil {
 			h.log.Warn("webdav: the data directory keeps no user extended attributes; checksums go to the database", "root", root, "err", err)

@@ -464,6 +464,9 @@ func (rq *request) serveLock() {
 		rq.fail(err)
 		return
 	}
+	if conflict == nil {
+		h.locksChanged()
+	}
 	if conflict != nil {
 		rq.writeLocked(conflict.Path)
 		return
@@ -510,6 +513,7 @@ func (rq *request) refreshLock(timeout time.Duration) {
 		rq.fail(err)
 		return
 	}
+	rq.h.locksChanged()
 	rq.writeLockDiscovery(http.StatusOK, found)
 }
 
@@ -570,6 +574,7 @@ func (rq *request) serveUnlock() {
 				rq.fail(err)
 				return
 			}
+			rq.h.locksChanged()
 			rq.w.WriteHeader(http.StatusNoContent)
 			return
 		}

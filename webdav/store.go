@@ -47,13 +47,14 @@ func (h *Handler) hasProps(ctx context.Context, userID string) (bool, error) {
 // removing a file and its metadata), so a new file never inherits them.
 //
 // Every new file asks, so the common answer is cached: a user found to
-// have no dead property at all is skipped for noPropsTTL, unless this
-// process writes a property meanwhile. What the cache can miss is a
-// property another replica set in that window on a path whose file then
-// vanished behind the servers' backs: too narrow to be worth a query per
-// upload. PROPFIND never uses the cache.
+// have no dead property at all is skipped for noPropsTTL, unless a
+// property is written meanwhile (by any process on a SQLite database,
+// whose change counters are shared; by this one on Postgres). What the
+// Postgres case can miss is a property another replica set in that window
+// on a path whose file then vanished behind the servers' backs: too narrow
+// to be worth a query per upload. PROPFIND never uses the cache.
 func (h *Handler) dropStaleProps(ctx context.Context, userID, p string) error {
-	gen := h.propsGen.Load()
+	gen := h.gen.load(genProps)
 	if v, ok := h.noProps.Load(userID); ok {
 		if e := v.(noPropsEntry); e.gen == gen && time.Since(e.at) < noPropsTTL {
 			return nil
@@ -88,13 +89,13 @@ const noPropsTTL = 2 * time.Second
 
 type noPropsEntry struct {
 	at  time.Time
-	gen int64 // Handler.propsGen when the query began
+	gen uint64 // the properties counter when the query began
 }
 
 // propsWritten invalidates the no-properties cache. It runs after any
 // write that may add a dead property has ended: a query that began before
 // the write carries the older generation, so its answer is never trusted.
-func (h *Handler) propsWritten() { h.propsGen.Add(1) }
+func (h *Handler) propsWritten() { h.gen.bump(genProps) }
 
 // propsFor loads the dead properties of paths.
 func (h *Handler) propsFor(ctx context.Context, userID string, paths []string) (map[string][]models.DavProp, error) {
@@ -181,8 +182,20 @@ func copyMeta(tx *gorm.DB, userID, src, dst string, infinite bool) error {
 // activeLocks returns the user's unexpired locks: a single indexed query
 // that every write makes, so it runs as a statement prepared once rather
 // than through gorm, whose per-call statement building cost as much as the
-// lookup itself. Expired rows are swept now and then.
+// lookup itself. Where the change counters are shared by every process on
+// the database (SQLite), the answer is cached per user until the lock
+// counter moves (gen.go), so a write to a tree nobody locked touches no
+// table. Expired rows are swept now and then.
 func (h *Handler) activeLocks(ctx context.Context, userID string) ([]models.DavLock, error) {
+	var gen uint64
+	var at time.Time
+	if h.gen.shared {
+		gen = h.gen.load(genLocks)
+		if locks, ok := h.cachedLocks(userID, gen); ok {
+			return locks, nil
+		}
+		at = time.Now()
+	}
 	stmt, err := h.lockStmt()
 	if err != nil {
 		return nil, err
@@ -213,6 +226,9 @@ func (h *Handler) activeLocks(ctx context.Context, userID string) ([]models.DavL
 	}
 	if expired {
 		h.sweepLocks(ctx)
+	}
+	if h.gen.shared {
+		h.lockCache.Store(userID, lockCacheEntry{at: at, gen: gen, locks: append([]models.DavLock(nil), out...)})
 	}
 	return out, nil
 }
@@ -248,4 +264,5 @@ func (h *Handler) sweepLocks(ctx context.Context) {
 		return
 	}
 	h.db.WithContext(ctx).Exec("DELETE FROM dav_locks WHERE expires <= ?", now)
+	h.locksChanged()
 }

@@ -17,6 +17,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 type runConfig struct {
@@ -396,12 +398,19 @@ type benches struct {
 	small   []byte
 }
 
-// quiesce waits until neither server has used CPU for 100 ms (at most
-// 10 s). Work a server defers past its response (Ontoflow hashes large
-// uploads in the background) must neither overlap the other server's
-// measurement nor the next round; the CPU figures, taken after quiescing,
-// include it.
+// quiesce writes the workdir's dirty pages back to disk, then waits until
+// neither server has used CPU for 100 ms (at most 10 s). Work a server
+// defers past its response (Ontoflow hashes large uploads in the
+// background) and the kernel's write-back of what a round wrote must
+// neither overlap the other server's measurement nor the next round; the
+// CPU figures, taken after quiescing, include the servers' share.
 func (b *benches) quiesce() {
+	if d, err := os.Open(b.cfg.workdir); err == nil {
+		if err := unix.Syncfs(int(d.Fd())); err != nil {
+			slog.Warn("syncfs", "err", err)
+		}
+		d.Close()
+	}
 	total := func() float64 {
 		var t float64
 		for _, s := range b.servers {

@@ -16,7 +16,8 @@ type BatchTotals struct {
 	Status    string `json:"status"`
 }
 
-// Totals counts the items of a batch by status (progress while it runs).
+// Totals counts the items of a batch by status (progress while it runs,
+// which clients poll): an index-only count over (batch_id, status).
 func (e *Engine) Totals(ctx context.Context, batchID string) (*BatchTotals, error) {
 	var rows []struct {
 		Status string

@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"fmt"
+	"strings"
 	"testing"
 
 	"gorm.io/gorm"
@@ -51,4 +52,22 @@ func TestBatchBookkeeping(t *testing.T) {
 			t.Fatalf("second finish: %v", err)
 		}
 	})
+}
+
+// A batch's progress is read while it runs, often (clients poll it): the
+// count must come from the (batch_id, status) index alone, not from a
+// lookup of every item row.
+func TestTotalsUseCoveringIndex(t *testing.T) {
+	db := testdb.Open(t, "sqlite")
+	var plan []struct {
+		ID, Parent, Notused int
+		Detail              string
+	}
+	err := db.Raw("EXPLAIN QUERY PLAN SELECT status, count(*) AS n FROM executions WHERE batch_id = ? GROUP BY status", "b").Scan(&plan).Error
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(plan) == 0 || !strings.Contains(fmt.Sprint(plan), "COVERING INDEX idx_exec_batch_status") {
+		t.Fatalf("plan does not use the covering index: %+v", plan)
+	}
 }

@@ -37,7 +37,7 @@ type Execution struct {
 	ActionTypeID   string                      `gorm:"size:36;index;not null" json:"action_type_id"`
 	ActionTypeName string                      `gorm:"size:128;not null" json:"action_type_name"`
 	ActionVersion  int                         `gorm:"not null;default:0" json:"action_type_version"`
-	BatchID        *string                     `gorm:"size:36;index:idx_exec_batch,priority:1" json:"batch_id,omitempty"`
+	BatchID        *string                     `gorm:"size:36;index:idx_exec_batch,priority:1;index:idx_exec_batch_status,priority:1" json:"batch_id,omitempty"`
 	BatchIndex     int                         `gorm:"index:idx_exec_batch,priority:2;not null;default:0" json:"batch_index,omitempty"`
 	ActorID        string                      `gorm:"size:36;index;not null;uniqueIndex:idx_exec_idem,priority:1" json:"actor_id"`
 	ActorName      string                      `gorm:"size:128" json:"actor"`
@@ -45,7 +45,7 @@ type Execution struct {
 	TargetObjectID string                      `gorm:"size:36;index" json:"target_object_id,omitempty"`
 	Parameters     JSON[map[string]any]        `json:"parameters"`
 	Justification  string                      `gorm:"type:text" json:"justification,omitempty"`
-	Status         string                      `gorm:"size:32;index;not null" json:"status"`
+	Status         string                      `gorm:"size:32;index;index:idx_exec_batch_status,priority:2;not null" json:"status"`
 	ErrorCode      string                      `gorm:"size:64" json:"error_code,omitempty"`
 	ErrorMessage   string                      `gorm:"type:text" json:"error_message,omitempty"`
 	ErrorDetails   JSON[any]                   `json:"error_details,omitempty"`

@@ -5,6 +5,7 @@ package models
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -71,14 +72,15 @@ func Open(ctx context.Context, dsn string) (*gorm.DB, error) {
 		// foreign keys stay off because the schema enforces relations in code
 		// identically on both dialects.
 		q := "?_pragma=journal_mode(WAL)&_pragma=synchronous(NORMAL)&_pragma=busy_timeout(10000)&_pragma=foreign_keys(OFF)&_txlock=immediate"
-		d := sqlite.New(sqlite.Config{DriverName: "sqlite", DSN: "file:" + path + q}).(*sqlite.Dialector)
-		db, err = gorm.Open(sqliteDialector{d}, cfg)
+		sqlDB, err := sql.Open("sqlite", "file:"+path+q)
 		if err != nil {
 			return nil, fmt.Errorf("open sqlite %s: %w", path, err)
 		}
-		sqlDB, err := db.DB()
+		d := sqlite.New(sqlite.Config{DriverName: "sqlite", Conn: newWriterPool(sqlDB, 10*time.Second)}).(*sqlite.Dialector)
+		db, err = gorm.Open(sqliteDialector{d}, cfg)
 		if err != nil {
-			return nil, err
+			sqlDB.Close()
+			return nil, fmt.Errorf("open sqlite %s: %w", path, err)
 		}
 		// One writer at a time is SQLite's rule; a small pool serves reads.
 		sqlDB.SetMaxOpenConns(4)

@@ -73,11 +73,14 @@ func (e *Engine) authorize(in *input, enforceJustification bool) error {
 		return denied(ReasonClearance, "policy.minimum_clearance", "clearance %q is below the required %q", u.Clearance, p.MinimumClearance)
 	}
 	if t := in.Target; t != nil {
-		if len(p.AllowedMarkings) > 0 && !contains(p.AllowedMarkings, t.Marking) {
-			return denied(ReasonMarking, "target.marking", "the target's marking %q is not one of %s", t.Marking, strings.Join(p.AllowedMarkings, ", "))
-		}
+		// Readability first: the marking check names the target's
+		// marking, which an actor who may not read the target must not
+		// learn.
 		if !u.IsAdmin() && (!e.levels.Dominates(u.Clearance, t.Marking) || u.Organization != t.Organization) {
 			return denied(ReasonTargetAccess, "target_object_id", "the target object is outside the actor's clearance or organization")
+		}
+		if len(p.AllowedMarkings) > 0 && !contains(p.AllowedMarkings, t.Marking) {
+			return denied(ReasonMarking, "target.marking", "the target's marking %q is not one of %s", t.Marking, strings.Join(p.AllowedMarkings, ", "))
 		}
 	}
 	if enforceJustification && p.ConfirmationRequired && strings.TrimSpace(in.Justification) == "" {

@@ -26,9 +26,9 @@ type Ontology interface {
 	ActionType(ctx context.Context, id string) (*ActionType, error)
 	// Object reads an object (nil, nil when absent) inside tx.
 	Object(ctx context.Context, tx *gorm.DB, id string) (*Object, error)
-	// ObjectExists reports whether id is an object of objectTypeID
-	// (objectTypeID "" = of any type).
-	ObjectExists(ctx context.Context, objectTypeID, id string) (bool, error)
+	// CanRead is the store's read rule: whether u may read an object of
+	// marking and organization.
+	CanRead(u *models.User, marking, organization string) bool
 	// UpdateObject merges patch into the object's properties, validating
 	// them as any write does, and returns the object after the write.
 	UpdateObject(ctx context.Context, tx *gorm.DB, id string, patch map[string]any) (*Object, error)
@@ -81,11 +81,24 @@ func New(d Deps) *Engine {
 		metrics: newMetrics(d.Registerer), now: func() time.Time { return time.Now().UTC() }}
 }
 
-func (e *Engine) checkEnv(ctx context.Context) domain.CheckEnv {
+// checkEnv is the type system's environment for actor's parameters. An
+// object reference resolves only to an object the actor may read: one it
+// may not is reported absent, as the REST routes answer 404 for it, so a
+// parameter (a link's other end, any reference input) cannot be used to
+// probe for, or link to, objects outside the actor's clearance or
+// organization.
+func (e *Engine) checkEnv(ctx context.Context, actor *models.User) domain.CheckEnv {
 	return domain.CheckEnv{
 		Markings: e.levels,
 		ResolveReference: func(objectTypeID, id string) (bool, error) {
-			return e.onto.ObjectExists(ctx, objectTypeID, id)
+			o, err := e.onto.Object(ctx, nil, id)
+			if err != nil || o == nil {
+				return false, err
+			}
+			if objectTypeID != "" && o.ObjectTypeID != objectTypeID {
+				return false, nil
+			}
+			return e.onto.CanRead(actor, o.Marking, o.Organization), nil
 		},
 	}
 }

@@ -1,7 +1,6 @@
 package engine
 
 import (
-	"context"
 	"sync"
 	"time"
 
@@ -73,26 +72,4 @@ func (m *memo) drop(id string) {
 	m.mu.Lock()
 	delete(m.entries, id)
 	m.mu.Unlock()
-}
-
-// loaded returns the execution row and its loaded request, from the memo
-// when the validate step of this process left them there.
-func (e *Engine) loaded(ctx context.Context, id string) (*models.Execution, *input, error) {
-	if ex, in, ok := e.memo.get(id); ok {
-		return ex, in, nil
-	}
-	return e.fresh(ctx, id)
-}
-
-// fresh reads the execution row of id and loads its request.
-func (e *Engine) fresh(ctx context.Context, id string) (*models.Execution, *input, error) {
-	ex, err := e.execution(ctx, e.db, id)
-	if err != nil {
-		return nil, nil, err
-	}
-	in, err := e.request(ctx, ex)
-	if err != nil {
-		return nil, nil, err
-	}
-	return ex, in, nil
 }

@@ -22,6 +22,29 @@ const (
 	Skipped   = "skipped"
 )
 
+// notifyInput returns what Notify needs: the execution, its action type and
+// its actor. Without the memo (a step retried in another worker) they are
+// read again, but not the target: the operation may have deleted it, and
+// the templates' before and after come from the recorded edits.
+func (e *Engine) notifyInput(ctx context.Context, id string) (*models.Execution, *domain.ActionType, *models.User, error) {
+	if ex, in, ok := e.memo.get(id); ok {
+		return ex, in.Action, in.Actor, nil
+	}
+	ex, err := e.execution(ctx, e.db, id)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	at, err := e.onto.ActionType(ctx, ex.ActionTypeID)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	actor, err := e.actor(ctx, ex.ActorID)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	return ex, at, actor, nil
+}
+
 // Notify is the notify step, run after a successful operation only. It
 // delivers each side effect on each of its channels, records every outcome
 // on the execution and never returns a delivery failure: the action has
@@ -31,7 +54,7 @@ func (e *Engine) Notify(ctx context.Context, p *Prepared, out *Outcome) error {
 	defer e.observe("notify", time.Now())
 	defer e.memo.drop(p.ExecutionID)
 	defer e.settle(p.ExecutionID)
-	ex, in, err := e.loaded(ctx, p.ExecutionID)
+	ex, at, actor, err := e.notifyInput(ctx, p.ExecutionID)
 	if err != nil {
 		return err
 	}
@@ -40,7 +63,6 @@ func (e *Engine) Notify(ctx context.Context, p *Prepared, out *Outcome) error {
 	}
 	// The memo's copy of the row predates notified_at; the update that
 	// records the outcomes below is what guards against a second delivery.
-	at, actor := in.Action, in.Actor
 	before, after := e.beforeAfter(ctx, ex.TargetObjectID, out)
 	scope := templateScope(at, actor, before, after, p.Parameters, ex)
 

@@ -67,14 +67,57 @@ func (e *Engine) request(ctx context.Context, ex *models.Execution) (*input, err
 		Parameters: ex.Parameters.V, Justification: ex.Justification})
 }
 
+// finished reports whether an execution row already records its outcome.
+func finished(ex *models.Execution) bool {
+	return ex.Status == models.StatusSucceeded || ex.Status == models.StatusFailed
+}
+
+// recorded is what a step replayed on a finished execution answers: nothing
+// for a success, and the recorded refusal for a failure.
+func recorded(ex *models.Execution) error {
+	if ex.Status == models.StatusFailed {
+		return apperr.New(apperr.Code(ex.ErrorCode), "%s", ex.ErrorMessage)
+	}
+	return nil
+}
+
+// step returns the execution and its loaded request for a step, from the
+// memo when the validate step of this process left them there. in is nil
+// when the row is already finished: a workflow task replayed after a crash
+// that followed Run's commit runs every step again, and the steps then
+// answer from the record instead of validating and authorizing the request
+// against the objects as the committed edits left them (a deleted target,
+// a parameter the edit made invalid).
+func (e *Engine) step(ctx context.Context, id string) (*models.Execution, *input, error) {
+	if ex, in, ok := e.memo.get(id); ok {
+		return ex, in, nil
+	}
+	ex, err := e.execution(ctx, e.db, id)
+	if err != nil {
+		return nil, nil, err
+	}
+	if finished(ex) {
+		return ex, nil, nil
+	}
+	in, err := e.request(ctx, ex)
+	if err != nil {
+		return nil, nil, err
+	}
+	return ex, in, nil
+}
+
 // Prepare is the validate step: it loads the execution, its action type and
 // target, and materializes the parameters. Invalid parameters are
 // ActionValidationFailed with the per-parameter result as data.
 func (e *Engine) Prepare(ctx context.Context, executionID string) (*Prepared, error) {
 	defer e.observe("validate", time.Now())
-	ex, in, err := e.fresh(ctx, executionID)
+	e.memo.drop(executionID) // validation always reads afresh
+	ex, in, err := e.step(ctx, executionID)
 	if err != nil {
 		return nil, err
+	}
+	if in == nil {
+		return e.prepared(ctx, ex)
 	}
 	params, v := e.materialize(ctx, in)
 	if err := v.refusal(); err != nil {
@@ -85,13 +128,34 @@ func (e *Engine) Prepare(ctx context.Context, executionID string) (*Prepared, er
 		Parameters: params, HasNotifications: len(in.Action.Config.NotificationSideEffects) > 0}, nil
 }
 
+// prepared is Prepare's answer for a finished execution: the parameters it
+// ran with, and notifications still owed if it succeeded before notifying.
+func (e *Engine) prepared(ctx context.Context, ex *models.Execution) (*Prepared, error) {
+	if err := recorded(ex); err != nil {
+		return nil, err
+	}
+	p := &Prepared{ExecutionID: ex.ID, ActionTypeID: ex.ActionTypeID, ActorID: ex.ActorID, TargetID: ex.TargetObjectID,
+		Parameters: ex.Parameters.V}
+	if ex.NotifiedAt == nil {
+		at, err := e.onto.ActionType(ctx, ex.ActionTypeID)
+		if err != nil && !apperr.Is(err, apperr.ActionTypeNotFound) {
+			return nil, err
+		}
+		p.HasNotifications = at != nil && len(at.Config.NotificationSideEffects) > 0
+	}
+	return p, nil
+}
+
 // Authorize is the authorize step: the policy's actor and target checks
 // and the justification rule.
 func (e *Engine) Authorize(ctx context.Context, p *Prepared) error {
 	defer e.observe("authorize", time.Now())
-	_, in, err := e.loaded(ctx, p.ExecutionID)
+	ex, in, err := e.step(ctx, p.ExecutionID)
 	if err != nil {
 		return err
+	}
+	if in == nil {
+		return recorded(ex)
 	}
 	return e.authorize(in, true)
 }
@@ -123,9 +187,18 @@ func (e *Engine) Run(ctx context.Context, p *Prepared) (_ *Outcome, err error) {
 	// Everything read outside the transaction is read first: inside it,
 	// only tx is used, so the holder of SQLite's single write lock never
 	// waits for a second pool connection that blocked writers hold.
-	_, in0, err := e.loaded(ctx, p.ExecutionID)
+	ex0, in0, err := e.step(ctx, p.ExecutionID)
 	if err != nil {
 		return nil, err
+	}
+	if in0 == nil {
+		// Replayed after the commit: the recorded outcome (succeeded rows
+		// never change again).
+		e.memo.drop(p.ExecutionID)
+		if err := recorded(ex0); err != nil {
+			return nil, err
+		}
+		return &Outcome{Edits: ex0.Edits.V, Result: ex0.Result.V}, nil
 	}
 	if !p.HasNotifications {
 		defer e.memo.drop(p.ExecutionID)
@@ -164,9 +237,17 @@ func (e *Engine) Run(ctx context.Context, p *Prepared) (_ *Outcome, err error) {
 			return apperr.New(apperr.OperationNotSupported, "operation %s is not available in this release", in.Action.OperationKind)
 		}
 		// The target is re-read inside the transaction so the edit's
-		// "before" is what the edit replaced.
+		// "before" is what the edit replaced. On Postgres the read locks
+		// the row: two executions on one object would otherwise both merge
+		// their patch into the same old properties, and the later commit
+		// would drop the earlier one's change (SQLite runs one write
+		// transaction at a time).
 		if in.Target != nil {
-			if in.Target, err = e.onto.Object(ctx, tx, in.Target.ID); err != nil {
+			read := tx
+			if models.IsPostgres(tx) {
+				read = tx.Clauses(clause.Locking{Strength: "UPDATE"})
+			}
+			if in.Target, err = e.onto.Object(ctx, read, in.Target.ID); err != nil {
 				return fmt.Errorf("reload target: %w", err)
 			}
 			if in.Target == nil {
@@ -242,6 +323,17 @@ func (e *Engine) deleteObject(ctx context.Context, tx *gorm.DB, in *input, _ map
 
 func (e *Engine) createLink(ctx context.Context, tx *gorm.DB, in *input, params map[string]any) (*Outcome, error) {
 	op := in.Action.Config.Operation
+	// The other end comes from a parameter: the actor must be able to read
+	// it, as the REST link route requires of both ends. One it may not read
+	// is answered as absent, so the action cannot probe for it either.
+	otherID, _ := params[op.OtherObjectInput].(string)
+	other, err := e.onto.Object(ctx, tx, otherID)
+	if err != nil {
+		return nil, fmt.Errorf("load the link's other end %s: %w", otherID, err)
+	}
+	if other == nil || !e.onto.CanRead(in.Actor, other.Marking, other.Organization) {
+		return nil, apperr.New(apperr.ObjectNotFound, "object %q not found", otherID)
+	}
 	src, dst := linkEnds(op, in.Target.ID, params)
 	id, err := e.onto.CreateLink(ctx, tx, op.LinkTypeID, src, dst)
 	if err != nil {

@@ -122,7 +122,7 @@ func (e *Engine) materialize(ctx context.Context, in *input) (map[string]any, *V
 		env.Target = &domain.EvalTarget{ID: in.Target.ID, Marking: in.Target.Marking, CreatedBy: in.Target.CreatedBy, Properties: in.Target.Properties}
 	}
 	form := at.FormSchema.Resolve(at.Inputs, env)
-	check := e.checkEnv(ctx)
+	check := e.checkEnv(ctx, in.Actor)
 	params := map[string]any{}
 	for _, field := range at.Inputs {
 		rp, _ := form.Parameter(field.Name)

@@ -5,7 +5,7 @@
 // are checked against the object type (unknown, required, type, unique).
 //
 // The action engine uses the store through engine.Ontology (ActionType,
-// Object, ObjectExists, UpdateObject, CreateObject, DeleteObject,
+// Object, CanRead, UpdateObject, CreateObject, DeleteObject,
 // CreateLink); those methods take the engine's transaction so an action's
 // edits commit together with its execution record.
 //

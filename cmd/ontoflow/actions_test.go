@@ -346,6 +346,17 @@ func actionSuite(t *testing.T, admin client) {
 		expectRefusal("malformed body", alice.do("POST", "/api/v1/ontology/actions/"+setStatus+"/execute", `{"parameters":`), 400, "InvalidJSON", "")
 		expectRefusal("no justification", execute(alice, cancel, order2, nil), 400, "JustificationRequired", "required")
 		expectRefusal("webhook not in this release", execute(alice, webhook, "", nil), 422, "OperationNotSupported", "")
+		// A link's other end in another organization is as absent to the
+		// actor as it is on the REST routes, and nothing is linked.
+		foreign := newObject(frank, "Customer", map[string]any{"name": "Initech"}, "")
+		expectRefusal("link to an unreadable object", execute(alice, assign, order2, map[string]any{"customer": foreign}), 404, "ObjectNotFound", "")
+		var links struct {
+			Data []map[string]any `json:"data"`
+		}
+		admin.must(http.StatusOK, "GET", "/api/v1/ontology/types/Order/objects/"+order2+"/links", nil).json(t, &links)
+		if len(links.Data) != 0 {
+			t.Errorf("links of order2 after the refused link: %v", links.Data)
+		}
 		if after, _ := countNotes(t, alice); after != before {
 			t.Errorf("refused executions sent notifications: %d -> %d", before, after)
 		}

@@ -22,6 +22,9 @@ import (
 	// Temporal server links the same one, so the binary has one driver and
 	// needs no cgo.
 	_ "modernc.org/sqlite"
+
+	// SQLite's process-wide options, set before the first connection.
+	_ "github.com/ontoflow/ontoflow/internal/sqliteconf"
 )
 
 // Dialect names the database family behind a *gorm.DB.

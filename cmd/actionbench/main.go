@@ -210,26 +210,17 @@ func run(log *slog.Logger, seq, conc, concTotal, children int, batchList string)
 	// are compared.
 	var bareTputs, exTputs []float64
 	for r := 0; r < tputRounds; r++ {
-		t, err := throughput(conc, concTotal, bareRun)
+		t, err := drainedThroughput(ctx, b, conc, concTotal, "bareWorkflow", bareRun)
 		if err != nil {
 			return err
 		}
 		bareTputs = append(bareTputs, t)
 		err = profiled(fmt.Sprintf("throughput-%d", r), func() (err error) {
-			// A synchronous execute answers once the engine has finished
-			// the execution, a moment before Temporal records the
-			// workflow's close; the round ends only when no ActionWorkflow
-			// is open any more (as the visibility store sees it, which
-			// lags), so the server's whole share of the work is inside the
-			// measured time.
-			start := time.Now()
-			if _, err = throughput(conc, concTotal, execRun); err != nil {
+			t, err := drainedThroughput(ctx, b, conc, concTotal, "ActionWorkflow", execRun)
+			if err != nil {
 				return err
 			}
-			if err := b.drained(ctx); err != nil {
-				return err
-			}
-			exTputs = append(exTputs, float64(concTotal)/time.Since(start).Seconds())
+			exTputs = append(exTputs, t)
 			return nil
 		})
 		if err != nil {
@@ -305,12 +296,31 @@ func run(log *slog.Logger, seq, conc, concTotal, children int, batchList string)
 	return nil
 }
 
-// drained waits until no ActionWorkflow is running.
-func (b *bench) drained(ctx context.Context) error {
+// drainedThroughput runs total calls of f on conc clients and returns
+// runs per second up to the moment no workflow of workflowType is open any
+// more, as the visibility store sees it. Both sides end the same way: a
+// synchronous execute answers once the engine has finished the execution,
+// a moment before Temporal records the workflow's close, and a bare run's
+// Get returns at the close in history, before visibility has it; waiting
+// for visibility keeps the server's whole share of either side's work
+// inside the measured time.
+func drainedThroughput(ctx context.Context, b *bench, conc, total int, workflowType string, f func(i int) error) (float64, error) {
+	start := time.Now()
+	if _, err := throughput(conc, total, f); err != nil {
+		return 0, err
+	}
+	if err := b.drained(ctx, workflowType); err != nil {
+		return 0, err
+	}
+	return float64(total) / time.Since(start).Seconds(), nil
+}
+
+// drained waits until no workflow of workflowType is running.
+func (b *bench) drained(ctx context.Context, workflowType string) error {
 	deadline := time.Now().Add(5 * time.Minute)
 	for time.Now().Before(deadline) {
 		resp, err := b.c.CountWorkflow(ctx, &workflowservice.CountWorkflowExecutionsRequest{
-			Namespace: "default", Query: `WorkflowType = "ActionWorkflow" AND ExecutionStatus = "Running"`,
+			Namespace: "default", Query: fmt.Sprintf(`WorkflowType = %q AND ExecutionStatus = "Running"`, workflowType),
 		})
 		if err != nil {
 			return err
@@ -320,7 +330,7 @@ func (b *bench) drained(ctx context.Context) error {
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
-	return fmt.Errorf("action workflows still running after 5 minutes")
+	return fmt.Errorf("%s workflows still running after 5 minutes", workflowType)
 }
 
 // printSteps prints the engine's mean step latencies (with -profile).

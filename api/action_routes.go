@@ -245,7 +245,8 @@ func (h *actionRoutes) replay(c *gin.Context, prev *models.Execution, hash strin
 // await waits for an execution unless the caller asked for 202, then
 // answers with its state.
 func (h *actionRoutes) await(c *gin.Context, ex *models.Execution, wait func(ctx context.Context)) {
-	if !wantsAsync(c) {
+	async := wantsAsync(c)
+	if !async {
 		ctx, cancel := context.WithTimeout(c.Request.Context(), h.ExecuteTimeout)
 		wait(ctx)
 		cancel()
@@ -255,7 +256,7 @@ func (h *actionRoutes) await(c *gin.Context, ex *models.Execution, wait func(ctx
 		fail(c, err)
 		return
 	}
-	h.answer(c, cur)
+	h.answer(c, cur, async)
 }
 
 func (h *actionRoutes) load(ctx context.Context, id string) (*models.Execution, error) {
@@ -313,15 +314,18 @@ func (h *actionRoutes) view(ctx context.Context, ex *models.Execution, items boo
 
 // answer renders an execution: 200 when it succeeded (or a batch closed),
 // 202 with a Location while it runs, and the recorded typed error (its own
-// status: 400, 403, 404, 409...) when it failed.
-func (h *actionRoutes) answer(c *gin.Context, ex *models.Execution) {
+// status: 400, 403, 404, 409...) when it failed. A caller that asked for an
+// asynchronous answer always gets 202: with the worker in this process an
+// execution can finish before the answer is written, and such a client
+// polls the Location whatever the state.
+func (h *actionRoutes) answer(c *gin.Context, ex *models.Execution, async bool) {
 	v, err := h.view(c.Request.Context(), ex, ex.TotalItems <= min(h.BatchSyncMax, maxInlineItems))
 	if err != nil {
 		fail(c, err)
 		return
 	}
 	switch {
-	case ex.FinishedAt == nil:
+	case async || ex.FinishedAt == nil:
 		c.Header("Location", "/api/v1/ontology/executions/"+ex.ID)
 		c.JSON(http.StatusAccepted, v)
 	case ex.Status == models.StatusFailed && ex.Kind != models.KindBatch:

@@ -152,7 +152,7 @@ func (h *actionRoutes) newExecution(c *gin.Context, at *engine.ActionType, kind 
 		ID: id, Kind: kind, WorkflowID: workflows.WorkflowID(at.Name, id),
 		ActionTypeID: at.ID, ActionTypeName: at.Name, ActionVersion: at.Version,
 		ActorID: p.User.ID, ActorName: p.User.Username, ActorGuest: p.Guest,
-		TargetObjectID: req.TargetObjectID, Parameters: models.NewJSON(req.Parameters),
+		TargetObjectID: req.TargetObjectID, Parameters: models.NewNumJSON(req.Parameters),
 		Justification: req.Justification, Status: models.StatusQueued,
 	}
 }

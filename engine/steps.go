@@ -1,7 +1,9 @@
 package engine
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"time"
@@ -22,8 +24,26 @@ type Prepared struct {
 	ActionTypeID     string         `json:"action_type_id"`
 	ActorID          string         `json:"actor_id"`
 	TargetID         string         `json:"target_object_id,omitempty"`
-	Parameters       map[string]any `json:"parameters"`
-	HasNotifications bool           `json:"has_notifications"`
+	Parameters       Params `json:"parameters"`
+	HasNotifications bool   `json:"has_notifications"`
+}
+
+// Params are an execution's parameters as they cross Temporal between the
+// steps. Temporal's JSON converter would decode every number as a
+// float64, so integers beyond 2^53 would reach the operation rounded; they
+// decode as json.Number, as the API decodes the request.
+type Params map[string]any
+
+// UnmarshalJSON decodes numbers as json.Number.
+func (p *Params) UnmarshalJSON(b []byte) error {
+	d := json.NewDecoder(bytes.NewReader(b))
+	d.UseNumber()
+	var m map[string]any
+	if err := d.Decode(&m); err != nil {
+		return err
+	}
+	*p = m
+	return nil
 }
 
 // Outcome is what the operation did.
@@ -261,7 +281,7 @@ func (e *Engine) Run(ctx context.Context, p *Prepared) (_ *Outcome, err error) {
 		now := e.now()
 		ex.Status, ex.FinishedAt, ex.ActionVersion = models.StatusSucceeded, &now, in.Action.Version
 		ex.Edits, ex.Result = models.NewJSON(out.Edits), models.NewJSON(out.Result)
-		ex.Parameters = models.NewJSON(p.Parameters)
+		ex.Parameters = models.NewNumJSON(map[string]any(p.Parameters))
 		cols := []any{"finished_at", "action_version", "edits", "result", "parameters"}
 		if run := runIDFor(ctx, &ex); run != "" {
 			ex.RunID = run

@@ -43,7 +43,7 @@ type Execution struct {
 	ActorName      string                      `gorm:"size:128" json:"actor"`
 	ActorGuest     bool                        `gorm:"not null;default:false" json:"actor_guest,omitempty"`
 	TargetObjectID string                      `gorm:"size:36;index" json:"target_object_id,omitempty"`
-	Parameters     JSON[map[string]any]        `json:"parameters"`
+	Parameters     NumJSON[map[string]any]     `json:"parameters"`
 	Justification  string                      `gorm:"type:text" json:"justification,omitempty"`
 	Status         string                      `gorm:"size:32;index;index:idx_exec_batch_status,priority:2;not null" json:"status"`
 	ErrorCode      string                      `gorm:"size:64" json:"error_code,omitempty"`

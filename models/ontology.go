@@ -128,6 +128,9 @@ type ActionType struct {
 // property type system checks json.Number exactly).
 type NumJSON[T any] struct{ V T }
 
+// NewNumJSON wraps v.
+func NewNumJSON[T any](v T) NumJSON[T] { return NumJSON[T]{V: v} }
+
 // Value implements driver.Valuer.
 func (j NumJSON[T]) Value() (driver.Value, error) {
 	b, err := json.Marshal(j.V)

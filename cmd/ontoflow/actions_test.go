@@ -292,6 +292,21 @@ func actionSuite(t *testing.T, admin client) {
 		}
 	})
 
+	t.Run("integers beyond 2^53 arrive exactly", func(t *testing.T) {
+		// JSON numbers decode as float64 by default, which would round
+		// this one on its way through the steps and the action log.
+		const big = "9007199254740993"
+		r := alice.do("POST", "/api/v1/ontology/actions/"+setStatus+"/execute",
+			`{"target_object_id":"`+order2+`","parameters":{"status":"urgent","priority":`+big+`}}`)
+		if r.Status != http.StatusOK || !strings.Contains(string(r.Body), `"priority":`+big) {
+			t.Fatalf("execute: %d %s", r.Status, r.Body)
+		}
+		o := admin.must(http.StatusOK, "GET", "/api/v1/ontology/types/Order/objects/"+order2, nil)
+		if !strings.Contains(string(o.Body), `"priority":`+big) {
+			t.Errorf("object after the execution: %s", o.Body)
+		}
+	})
+
 	t.Run("form overrides change requiredness and defaults", func(t *testing.T) {
 		r := execute(alice, setStatus, order2, map[string]any{"status": "urgent"})
 		expectRefusal("urgent without priority", r, 400, "ActionValidationFailed", "required")

@@ -20,10 +20,10 @@ import (
 // identity and its materialized parameters. It travels through workflow
 // history, so it holds ids and values, not loaded records.
 type Prepared struct {
-	ExecutionID      string         `json:"execution_id"`
-	ActionTypeID     string         `json:"action_type_id"`
-	ActorID          string         `json:"actor_id"`
-	TargetID         string         `json:"target_object_id,omitempty"`
+	ExecutionID      string `json:"execution_id"`
+	ActionTypeID     string `json:"action_type_id"`
+	ActorID          string `json:"actor_id"`
+	TargetID         string `json:"target_object_id,omitempty"`
 	Parameters       Params `json:"parameters"`
 	HasNotifications bool   `json:"has_notifications"`
 }

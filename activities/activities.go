@@ -101,10 +101,15 @@ func typed(err error) error {
 
 // FailureOf extracts the failure to record from a step's error: the typed
 // refusal when there is one, otherwise a generic internal failure (retries
-// exhausted).
+// exhausted). An application error's type is a refusal code only when it
+// is one of apperr's codes and non-retryable: the SDK also types an
+// untyped error that exhausted its retries, with the Go type's name
+// ("wrapError"), and its message (a database address, say) is for the
+// log, not for the client reading the action log.
 func FailureOf(err error) engine.Failure {
 	var ae *temporal.ApplicationError
-	if errors.As(err, &ae) && ae.Type() != "" {
+	if errors.As(err, &ae) && ae.NonRetryable() && apperr.Code(ae.Type()).Known() &&
+		ae.Type() != string(apperr.Internal) && ae.Type() != string(apperr.Unavailable) {
 		f := engine.Failure{Code: ae.Type(), Message: ae.Message()}
 		var e apperr.Error
 		if ae.HasDetails() && ae.Details(&e) == nil {
@@ -113,5 +118,8 @@ func FailureOf(err error) engine.Failure {
 		}
 		return f
 	}
-	return engine.Failure{Code: string(apperr.Internal), Message: err.Error()}
+	// Workflow code calls this (no logging here: it would repeat on every
+	// replay); the step's own failure, with its message, stays in the
+	// workflow's history for the operator.
+	return engine.Failure{Code: string(apperr.Internal), Message: "the execution failed on an internal error; its workflow's history in Temporal has the details"}
 }

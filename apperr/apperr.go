@@ -90,6 +90,12 @@ var statusByCode = map[Code]int{
 	OperationNotSupported:  http.StatusUnprocessableEntity,
 }
 
+// Known reports whether c is one of this package's codes.
+func (c Code) Known() bool {
+	_, ok := statusByCode[c]
+	return ok
+}
+
 // Status is the HTTP status for a code; unknown codes are 500.
 func (c Code) Status() int {
 	if s, ok := statusByCode[c]; ok {

@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"errors"
+	"log/slog"
 	"net/http"
 	"net/url"
 	"strings"
@@ -211,7 +212,15 @@ func (h *actionRoutes) submit(c *gin.Context, at *engine.ActionType, kind string
 	// write that finishes it.
 	run, err := h.Starter.StartAction(ctx, ex)
 	if err != nil {
-		fail(c, err)
+		slog.ErrorContext(ctx, "start action workflow", "execution", ex.ID, "err", err)
+		if ex.IdempotencyKey == nil {
+			// Nobody can resume it: the row must not stay queued. If the
+			// start did reach the server after all, the workflow finds
+			// the row failed and applies nothing.
+			_ = h.Engine.RecordFailure(context.WithoutCancel(ctx), ex.ID,
+				engine.Failure{Code: string(apperr.Unavailable), Message: "the execution's workflow could not be started"})
+		}
+		fail(c, apperr.New(apperr.Unavailable, "the execution's workflow could not be started; retry (with the same Idempotency-Key, the same execution resumes)"))
 		return
 	}
 	ex.RunID = run.GetRunID()
@@ -233,6 +242,19 @@ func (h *actionRoutes) submit(c *gin.Context, at *engine.ActionType, kind string
 func (h *actionRoutes) replay(c *gin.Context, prev *models.Execution, hash string) {
 	if prev.RequestHash != hash {
 		fail(c, apperr.New(apperr.IdempotencyConflict, "Idempotency-Key was used with a different request (execution %s)", prev.ID))
+		return
+	}
+	if prev.FinishedAt == nil && prev.Kind != models.KindBatch {
+		// The first request may have written the row and failed (or
+		// died) before its workflow started: start it now, or find the
+		// run that exists.
+		run, err := h.Starter.ResumeAction(c.Request.Context(), prev)
+		if err != nil {
+			slog.ErrorContext(c.Request.Context(), "resume action workflow", "execution", prev.ID, "err", err)
+			fail(c, apperr.New(apperr.Unavailable, "the execution's workflow could not be started; retry with the same Idempotency-Key"))
+			return
+		}
+		h.await(c, prev, func(ctx context.Context) { _ = run.Get(ctx, nil) })
 		return
 	}
 	h.await(c, prev, func(ctx context.Context) {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 
+	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/temporal"
 
@@ -63,6 +64,21 @@ func (s *Starter) StartAction(ctx context.Context, ex *models.Execution) (client
 	run, err := s.c.ExecuteWorkflow(ctx, s.options(ex), ActionWorkflow, ActionInput{ExecutionID: ex.ID})
 	if err != nil {
 		return nil, fmt.Errorf("start workflow %s: %w", ex.WorkflowID, err)
+	}
+	return run, nil
+}
+
+// ResumeAction starts ActionWorkflow for an execution row whose workflow
+// may never have started (the start failed, or the API died between
+// writing the row and starting it), and returns its run. If the workflow
+// exists, running or closed, that run is returned and nothing starts:
+// an execution's workflow id runs at most once.
+func (s *Starter) ResumeAction(ctx context.Context, ex *models.Execution) (client.WorkflowRun, error) {
+	opts := s.options(ex)
+	opts.WorkflowIDReusePolicy = enumspb.WORKFLOW_ID_REUSE_POLICY_REJECT_DUPLICATE
+	run, err := s.c.ExecuteWorkflow(ctx, opts, ActionWorkflow, ActionInput{ExecutionID: ex.ID})
+	if err != nil {
+		return nil, fmt.Errorf("resume workflow %s: %w", ex.WorkflowID, err)
 	}
 	return run, nil
 }

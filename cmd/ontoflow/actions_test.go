@@ -462,6 +462,24 @@ func actionSuite(t *testing.T, admin client) {
 		}
 		r := alice.do("POST", "/api/v1/ontology/actions/"+openOrder+"/execute", map[string]any{"parameters": map[string]any{"title": "idem-2"}}, "Idempotency-Key", "k-1")
 		expectRefusal("same key, other body", r, 409, "IdempotencyKeyConflict", "")
+
+		// A repeat of an asynchronous request (its execution maybe still
+		// unfinished) resumes or finds the same workflow and waits for it: one
+		// order, one execution.
+		body = map[string]any{"parameters": map[string]any{"title": "idem-3"}}
+		var first, again struct {
+			ID     string `json:"id"`
+			Status string `json:"status"`
+		}
+		alice.must(http.StatusAccepted, "POST", "/api/v1/ontology/actions/"+openOrder+"/execute", body, "Idempotency-Key", "k-3", "Prefer", "respond-async").json(t, &first)
+		alice.must(http.StatusOK, "POST", "/api/v1/ontology/actions/"+openOrder+"/execute", body, "Idempotency-Key", "k-3").json(t, &again)
+		if again.ID != first.ID || again.Status != "succeeded" {
+			t.Errorf("repeat of k-3: %+v, first %+v", again, first)
+		}
+		admin.must(http.StatusOK, "GET", "/api/v1/ontology/types/Order/objects?filter.title=idem-3", nil).json(t, &page)
+		if len(page.Data) != 1 {
+			t.Errorf("%d orders idem-3, want exactly 1", len(page.Data))
+		}
 	})
 
 	t.Run("async execute", func(t *testing.T) {

@@ -48,10 +48,18 @@ func (a *Activities) Authorize(ctx context.Context, p *engine.Prepared) error {
 }
 
 // RunOperation applies the operation's edits and records the execution as
-// succeeded in one transaction, exactly once.
+// succeeded in one transaction, exactly once. Its result, which Temporal
+// keeps in the workflow's history, is the operation's small result only:
+// the edits (a deleted object's whole properties, up to the API's body
+// limit) are on the execution row, where Notify reads them, and would
+// otherwise push a chunk of a batch past Temporal's payload and history
+// size limits.
 func (a *Activities) RunOperation(ctx context.Context, p *engine.Prepared) (*engine.Outcome, error) {
 	o, err := a.eng.Run(run(ctx), p)
-	return o, typed(err)
+	if err != nil {
+		return nil, typed(err)
+	}
+	return &engine.Outcome{Result: o.Result}, nil
 }
 
 // Notify delivers the notification side effects; it records failures on

@@ -63,6 +63,11 @@ func (e *Engine) Notify(ctx context.Context, p *Prepared, out *Outcome) error {
 	}
 	// The memo's copy of the row predates notified_at; the update that
 	// records the outcomes below is what guards against a second delivery.
+	if len(out.Edits) == 0 {
+		// The workflow carries no edits (see activities.RunOperation): the
+		// row has them.
+		out = &Outcome{Edits: ex.Edits.V, Result: out.Result}
+	}
 	before, after := e.beforeAfter(ctx, ex.TargetObjectID, out)
 	scope := templateScope(at, actor, before, after, p.Parameters, ex)
 

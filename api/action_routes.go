@@ -163,14 +163,18 @@ func (h *actionRoutes) execute(c *gin.Context) {
 	if !ok {
 		return
 	}
-	h.submit(c, at, models.KindExecute, req)
+	h.submit(c, at, models.KindExecute, req, "")
 }
 
 // submit writes the execution row, starts its workflow and answers: 200
 // with the finished execution, the typed error of a refused one, or 202
 // when asked to or when the wait runs out. With an Idempotency-Key the same
 // key and body return the same execution and never run it twice.
-func (h *actionRoutes) submit(c *gin.Context, at *engine.ActionType, kind string, req executeRequest) {
+//
+// hash identifies the request for the Idempotency-Key ("" = the action,
+// kind and req); the inline edit passes the client's own request, since
+// the parameters it derives from the object change with the object.
+func (h *actionRoutes) submit(c *gin.Context, at *engine.ActionType, kind string, req executeRequest, hash string) {
 	ctx := c.Request.Context()
 	ex := h.newExecution(c, at, kind, req)
 	if key := c.GetHeader("Idempotency-Key"); key != "" {
@@ -178,7 +182,10 @@ func (h *actionRoutes) submit(c *gin.Context, at *engine.ActionType, kind string
 			fail(c, apperr.New(apperr.InvalidArgument, "Idempotency-Key must be at most 255 characters"))
 			return
 		}
-		ex.IdempotencyKey, ex.RequestHash = &key, requestHash(at.ID, kind, req)
+		if hash == "" {
+			hash = requestHash(at.ID, kind, req)
+		}
+		ex.IdempotencyKey, ex.RequestHash = &key, hash
 		var prev models.Execution
 		err := h.DB.WithContext(ctx).Where("actor_id = ? AND idempotency_key = ?", ex.ActorID, key).Take(&prev).Error
 		if err == nil {
@@ -479,7 +486,8 @@ func (h *actionRoutes) inlineEdit(c *gin.Context) {
 			params[m.Input] = v
 		}
 	}
-	h.submit(c, at, models.KindInlineEdit, executeRequest{TargetObjectID: obj.ID, Parameters: params, Justification: req.Justification})
+	h.submit(c, at, models.KindInlineEdit, executeRequest{TargetObjectID: obj.ID, Parameters: params, Justification: req.Justification},
+		requestHash(at.ID, models.KindInlineEdit, prop.ObjectTypeID, prop.Name, obj.ID, req.Value, req.Justification))
 }
 
 // mayAudit reports whether the caller reads every execution.

@@ -514,6 +514,22 @@ func actionSuite(t *testing.T, admin client) {
 		if r.Status != 403 && r.Status != 404 {
 			t.Errorf("inline edit by bob: %d %s", r.Status, r.Body)
 		}
+		// The Idempotency-Key covers the client's request, not the other
+		// inputs prefilled from the object: a retry after the object's
+		// priority changed is the same request.
+		var first, again struct {
+			ID string `json:"id"`
+		}
+		editURL := "/api/v1/ontology/types/Order/objects/" + order1 + "/properties/status/inline-edit"
+		alice.must(http.StatusOK, "POST", editURL, map[string]any{"value": "keyed"}, "Idempotency-Key", "ie-1").json(t, &first)
+		alice.must(http.StatusOK, "POST", "/api/v1/ontology/actions/"+setStatus+"/execute",
+			map[string]any{"target_object_id": order1, "parameters": map[string]any{"status": "keyed", "priority": 3}})
+		alice.must(http.StatusOK, "POST", editURL, map[string]any{"value": "keyed"}, "Idempotency-Key", "ie-1").json(t, &again)
+		if again.ID != first.ID {
+			t.Errorf("retried inline edit: execution %s, first %s", again.ID, first.ID)
+		}
+		r = alice.do("POST", editURL, map[string]any{"value": "other"}, "Idempotency-Key", "ie-1")
+		expectRefusal("inline edit, same key, other value", r, 409, "IdempotencyKeyConflict", "")
 	})
 
 	t.Run("batch with mixed outcomes", func(t *testing.T) {

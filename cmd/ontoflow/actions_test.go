@@ -566,6 +566,43 @@ func actionSuite(t *testing.T, admin client) {
 		}
 	})
 
+	t.Run("concurrent executions on one object keep every edit", func(t *testing.T) {
+		// Each action sets its own property; run together on one object,
+		// every change must survive (on Postgres the run step locks the
+		// target row; without it two runs merged into the same old
+		// properties and the later commit dropped the earlier's change).
+		const n = 8
+		props := []map[string]any{{"name": "name", "type": "string", "required": true}}
+		for i := 0; i < n; i++ {
+			props = append(props, map[string]any{"name": fmt.Sprintf("p%d", i), "type": "integer"})
+		}
+		admin.must(http.StatusCreated, "POST", "/api/v1/ontology/types", map[string]any{"name": "Board", "primary_key": "name", "properties": props})
+		board := newObject(alice, "Board", map[string]any{"name": "b1"}, "")
+		var actions []string
+		for i := 0; i < n; i++ {
+			actions = append(actions, newAction(map[string]any{"name": fmt.Sprintf("set-p%d", i), "object_type_id": "Board",
+				"operation_kind": "update_object",
+				"config":         map[string]any{"operation": map[string]any{"static_patch": map[string]any{fmt.Sprintf("p%d", i): i + 1}}}}))
+		}
+		var wg sync.WaitGroup
+		for _, a := range actions {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				if r := alice.do("POST", "/api/v1/ontology/actions/"+a+"/execute", map[string]any{"target_object_id": board}); r.Status != http.StatusOK {
+					t.Errorf("execute %s: %d %s", a, r.Status, r.Body)
+				}
+			}()
+		}
+		wg.Wait()
+		p := object("Board", board)
+		for i := 0; i < n; i++ {
+			if v, _ := p[fmt.Sprintf("p%d", i)].(float64); v != float64(i+1) {
+				t.Errorf("p%d = %v after the concurrent executions, want %d (properties %v)", i, p[fmt.Sprintf("p%d", i)], i+1, p)
+			}
+		}
+	})
+
 	t.Run("notifications can be marked read", func(t *testing.T) {
 		var notes struct {
 			Data []struct {

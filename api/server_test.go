@@ -334,7 +334,8 @@ func (f *foundation) issue(t *testing.T, user, body string) (secret, id string) 
 }
 
 // A guest session may revoke itself and the user's other guest tokens,
-// never the user's full tokens (403), even when the user is an admin.
+// never the user's full tokens (403), even when the user is an admin; it
+// lists only the guest tokens.
 func TestGuestRevokesOnlyGuestTokens(t *testing.T) {
 	testdb.Each(t, func(t *testing.T, db *gorm.DB) {
 		f := newFoundation(t, db)
@@ -343,6 +344,13 @@ func TestGuestRevokesOnlyGuestTokens(t *testing.T) {
 			guest, guestID := f.issue(t, user, `{"guest":true}`)
 			_, otherGuestID := f.issue(t, user, `{"guest":true}`)
 
+			if r := f.bearer(t, guest, "GET", "/api/v1/auth/tokens", ""); r.status != 200 || strings.Contains(string(r.body), fullID) ||
+				!strings.Contains(string(r.body), otherGuestID) {
+				t.Fatalf("%s: a guest session's token list must hold the guest tokens only: %d %s", user, r.status, r.body)
+			}
+			if r := f.bearer(t, full, "GET", "/api/v1/auth/tokens", ""); r.status != 200 || !strings.Contains(string(r.body), fullID) {
+				t.Fatalf("%s: a full token's list must hold every token: %d %s", user, r.status, r.body)
+			}
 			r := f.bearer(t, guest, "DELETE", "/api/v1/auth/tokens/"+fullID, "")
 			if r.status != 403 || r.code() != "PermissionDenied" {
 				t.Fatalf("%s: guest revoking a full token: %d %s", user, r.status, r.body)

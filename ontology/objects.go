@@ -179,25 +179,24 @@ func (s *Store) claimUnique(ctx context.Context, tx *gorm.DB, typeID, prop strin
 		if holder.ObjectID == objectID {
 			return nil
 		}
-		return uniqueErr(prop, key, holder.ObjectID)
+		return uniqueErr(prop, key)
 	case !errors.Is(err, gorm.ErrRecordNotFound):
 		return fmt.Errorf("check unique %s: %w", prop, err)
 	}
 	row := models.UniqueValue{ObjectTypeID: typeID, Property: prop, ValueKey: key, ObjectID: objectID}
 	if err := tx.WithContext(ctx).Create(&row).Error; err != nil {
 		if isUnique(err) {
-			return uniqueErr(prop, key, "")
+			return uniqueErr(prop, key)
 		}
 		return fmt.Errorf("record unique %s: %w", prop, err)
 	}
 	return nil
 }
 
-func uniqueErr(prop, key, holder string) error {
+// uniqueErr does not name the object holding the value: the caller may not
+// be allowed to read it, and its id is more than the conflict requires.
+func uniqueErr(prop, key string) error {
 	msg := fmt.Sprintf("property %q must be unique: value %s is already used", prop, key)
-	if holder != "" {
-		msg += " by object " + holder
-	}
 	return apperr.New(apperr.UniqueViolation, "%s", msg).
 		WithDetails(apperr.Detail{Field: "properties." + prop, Reason: "unique", Message: msg})
 }

@@ -847,8 +847,11 @@ func (rq *request) serveCopyMove() {
 		return
 	}
 	u, err := url.Parse(dh)
-	if err != nil {
-		http.Error(rq.w, "malformed Destination", http.StatusBadRequest)
+	if err != nil || u.RawQuery != "" || u.ForceQuery || strings.Contains(dh, "#") {
+		// A raw '?' or '#' would cut the name short and aim the MOVE or
+		// COPY at another resource (an existing parent, say, which
+		// Overwrite: T would then delete); clients percent-encode them.
+		http.Error(rq.w, "malformed Destination (a '?' or '#' in a name must be percent-encoded)", http.StatusBadRequest)
 		return
 	}
 	if u.Host != "" && !strings.EqualFold(u.Host, rq.r.Host) {
@@ -899,6 +902,11 @@ func (rq *request) serveCopyMove() {
 		http.Error(rq.w, "destination is inside the source", http.StatusForbidden)
 		return
 	}
+	if isUnder(rq.path, dst) {
+		// Overwriting an ancestor would delete the source with it.
+		http.Error(rq.w, "destination contains the source", http.StatusForbidden)
+		return
+	}
 	pfi, err := rq.root.Stat(rel(pathParent(dst)))
 	if err != nil || !pfi.IsDir() {
 		http.Error(rq.w, "destination parent does not exist", http.StatusConflict)
@@ -918,12 +926,12 @@ func (rq *request) serveCopyMove() {
 		return
 	}
 	ctx := rq.r.Context()
-	if dexists {
-		if dfi.IsDir() {
-			err = rq.root.RemoveAll(rel(dst))
-		} else {
-			err = rq.root.Remove(rel(dst))
-		}
+	// A file replacing a file is renamed over it (MOVE, and COPY through
+	// its temporary file), so a failed transfer leaves the old destination
+	// whole; anything involving a collection deletes the destination first.
+	replace := dexists && !dfi.IsDir() && !sfi.IsDir()
+	if dexists && !replace {
+		err = rq.root.RemoveAll(rel(dst))
 		if err != nil {
 			rq.fail(err)
 			return
@@ -942,8 +950,10 @@ func (rq *request) serveCopyMove() {
 			return
 		}
 		err = h.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
-			if !dexists {
-				if err := deleteMeta(tx, rq.user.ID, dst, false); err != nil {
+			if !dexists || replace {
+				// Stale rows of a name that did not exist, or the
+				// replaced file's properties and locks.
+				if err := deleteMeta(tx, rq.user.ID, dst, replace); err != nil {
 					return err
 				}
 			}
@@ -958,14 +968,17 @@ func (rq *request) serveCopyMove() {
 		}
 		if err == nil {
 			err = h.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
-				if !dexists {
-					if err := deleteMeta(tx, rq.user.ID, dst, false); err != nil {
+				if !dexists || replace {
+					if err := deleteMeta(tx, rq.user.ID, dst, replace); err != nil {
 						return err
 					}
 				}
 				return copyMeta(tx, rq.user.ID, rq.path, dst, infinite)
 			})
 			h.propsWritten()
+			if replace {
+				h.locksChanged()
+			}
 		}
 		h.invalidateUsage(rq.user.ID)
 	}

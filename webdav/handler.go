@@ -228,7 +228,13 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		h.serveServerRoot(w, r, p)
 		return
 	}
-	principal, err := h.authn.Authenticate(r)
+	// HTTP Basic only: WebDAV clients send nothing else, and a bearer
+	// token (a guest session's above all) must not reach the user's files.
+	var principal *auth.Principal
+	var err error = auth.ErrUnauthorized
+	if _, _, basic := r.BasicAuth(); basic {
+		principal, err = h.authn.Authenticate(r)
+	}
 	if te, ok := auth.AsThrottled(err); ok {
 		// Too many failed attempts: a 401 would invite the client to
 		// prompt again at once.

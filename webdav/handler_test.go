@@ -2,6 +2,7 @@ package webdav
 
 import (
 	"bytes"
+	"context"
 	"crypto/md5"
 	"crypto/sha1"
 	"fmt"
@@ -19,6 +20,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"gorm.io/gorm"
 
+	"github.com/ontoflow/ontoflow/auth"
 	"github.com/ontoflow/ontoflow/internal/testdb"
 	"github.com/ontoflow/ontoflow/models"
 )
@@ -76,6 +78,21 @@ func TestAuthAndOptions(t *testing.T) {
 		}
 		if code, _, _ := e.do("bob", "PROPFIND", "/", "", "Depth", "0"); code != http.StatusTooManyRequests {
 			t.Fatalf("right password inside the throttle window: %d, want 429", code)
+		}
+		// Basic only: a valid bearer token (a guest session's or a full
+		// one) does not open the user's files.
+		alice := &models.User{}
+		if err := db.Where("username = ?", "alice").Take(alice).Error; err != nil {
+			t.Fatal(err)
+		}
+		for _, guest := range []bool{true, false} {
+			secret, _, err := auth.NewService(db, auth.Options{}).IssueToken(context.Background(), alice, "t", time.Hour, guest)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if code, h, _ := e.do("", "PROPFIND", "/", "", "Depth", "0", "Authorization", "Bearer "+secret); code != http.StatusUnauthorized || h.Get("WWW-Authenticate") == "" {
+				t.Fatalf("bearer token (guest %v) on WebDAV: %d, want 401 with WWW-Authenticate", guest, code)
+			}
 		}
 		for _, u := range []string{e.base + "/", e.srv.URL + "/", e.srv.URL + "/webdav"} {
 			h, _ := e.want(http.StatusOK, "alice", "OPTIONS", u, "")
@@ -933,5 +950,52 @@ func TestStaleUploadsSwept(t *testing.T) {
 		if _, err := os.Stat(filepath.Join(dir, tmpPrefix+"crashed-top")); !os.IsNotExist(err) {
 			t.Fatalf("stale upload file still there after a quota walk (err %v)", err)
 		}
+	})
+}
+
+// MOVE and COPY never destroy their source or a destination they did not
+// reach: an ancestor of the source is refused as destination (Overwrite: T
+// would delete the source with it), a Destination whose raw '?' or '#'
+// would cut the name short is refused, and a file replacing a file keeps
+// the old destination's content until the new one is in place.
+func TestCopyMoveKeepsSourceAndDestination(t *testing.T) {
+	testdb.Each(t, func(t *testing.T, db *gorm.DB) {
+		addUser(t, db, "alice", 0)
+		e := newEnv(t, db, t.TempDir(), Options{})
+		e.want(http.StatusCreated, "alice", "MKCOL", "/a", "")
+		e.want(http.StatusCreated, "alice", "MKCOL", "/a/sub", "")
+		e.want(http.StatusCreated, "alice", "PUT", "/a/b.txt", "bee")
+		e.want(http.StatusCreated, "alice", "PUT", "/a/sub/c.txt", "sea")
+		for _, m := range []string{"MOVE", "COPY"} {
+			e.want(http.StatusForbidden, "alice", m, "/a/b.txt", "", "Destination", e.base+"/a")
+			e.want(http.StatusForbidden, "alice", m, "/a/sub", "", "Destination", e.base+"/a/")
+			e.want(http.StatusForbidden, "alice", m, "/a/sub/c.txt", "", "Destination", e.base+"/a")
+			e.want(http.StatusBadRequest, "alice", m, "/a/b.txt", "", "Destination", e.base+"/a/sub/#1.txt")
+			e.want(http.StatusBadRequest, "alice", m, "/a/b.txt", "", "Destination", e.base+"/a/sub?x=1")
+		}
+		if _, b := e.want(http.StatusOK, "alice", "GET", "/a/b.txt", ""); b != "bee" {
+			t.Fatalf("source after the refused requests: %q", b)
+		}
+		if _, b := e.want(http.StatusOK, "alice", "GET", "/a/sub/c.txt", ""); b != "sea" {
+			t.Fatalf("sub after the refused requests: %q", b)
+		}
+		// An encoded '#' is a name like any other.
+		e.want(http.StatusCreated, "alice", "COPY", "/a/b.txt", "", "Destination", e.base+"/a/sub/%231.txt")
+		if _, b := e.want(http.StatusOK, "alice", "GET", "/a/sub/%231.txt", ""); b != "bee" {
+			t.Fatalf("copy to an encoded '#' name: %q", b)
+		}
+		// File onto file: the old destination's dead property goes with it.
+		e.want(http.StatusCreated, "alice", "PUT", "/a/d.txt", "dee")
+		e.want(http.StatusMultiStatus, "alice", "PROPPATCH", "/a/d.txt", `<D:propertyupdate xmlns:D="DAV:" xmlns:Z="urn:z"><D:set><D:prop><Z:old>1</Z:old></D:prop></D:set></D:propertyupdate>`)
+		e.want(http.StatusNoContent, "alice", "COPY", "/a/b.txt", "", "Destination", e.base+"/a/d.txt")
+		_, b := e.want(http.StatusMultiStatus, "alice", "PROPFIND", "/a/d.txt", "", "Depth", "0")
+		if strings.Contains(b, "urn:z") {
+			t.Fatalf("replaced file kept the old destination's property: %s", b)
+		}
+		e.want(http.StatusNoContent, "alice", "MOVE", "/a/d.txt", "", "Destination", e.base+"/a/b.txt")
+		if _, b := e.want(http.StatusOK, "alice", "GET", "/a/b.txt", ""); b != "bee" {
+			t.Fatalf("file moved onto a file: %q", b)
+		}
+		e.want(http.StatusNotFound, "alice", "GET", "/a/d.txt", "")
 	})
 }

@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/md5"
 	"crypto/sha1"
+	"encoding/xml"
 	"fmt"
 	"io"
 	"net"
@@ -997,5 +998,38 @@ func TestCopyMoveKeepsSourceAndDestination(t *testing.T) {
 			t.Fatalf("file moved onto a file: %q", b)
 		}
 		e.want(http.StatusNotFound, "alice", "GET", "/a/d.txt", "")
+	})
+}
+
+// Names XML cannot carry (invalid UTF-8, control characters) are refused
+// with 400 in the request line and in Destination; one already on disk is
+// listed with U+FFFD in its displayname, so the folder's PROPFIND stays
+// well-formed XML.
+func TestNamesXMLCannotCarry(t *testing.T) {
+	testdb.Each(t, func(t *testing.T, db *gorm.DB) {
+		alice := addUser(t, db, "alice", 0)
+		dir := t.TempDir()
+		e := newEnv(t, db, dir, Options{})
+		e.want(http.StatusCreated, "alice", "PUT", "/ok-\u00e9\U0001F600.txt", "fine")
+		for _, p := range []string{"/%FF", "/a%01b", "/a%7Fb", "/d%0A"} {
+			e.want(http.StatusBadRequest, "alice", "PUT", p, "x")
+			e.want(http.StatusBadRequest, "alice", "MKCOL", p, "")
+			e.want(http.StatusBadRequest, "alice", "COPY", "/ok-\u00e9\U0001F600.txt", "", "Destination", e.base+p)
+		}
+		if err := os.WriteFile(filepath.Join(dir, alice.ID, "bad\x01\xff.txt"), []byte("x"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		_, b := e.want(http.StatusMultiStatus, "alice", "PROPFIND", "/", "", "Depth", "1")
+		d := xml.NewDecoder(strings.NewReader(b))
+		for {
+			if _, err := d.Token(); err == io.EOF {
+				break
+			} else if err != nil {
+				t.Fatalf("PROPFIND with a control character on disk is not well-formed XML: %v\n%s", err, b)
+			}
+		}
+		if !strings.Contains(b, "bad\uFFFD\uFFFD.txt") || !strings.Contains(b, "bad%01%FF.txt") {
+			t.Fatalf("displayname or href of the odd name: %s", b)
+		}
 	})
 }

@@ -9,6 +9,7 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 	"syscall"
 	"time"
 
@@ -398,7 +399,18 @@ func (pw *propWriter) writeLive(n xmlName, e entry, dir bool, sum models.DavChec
 	case xmlName{nsDAV, "displayname"}:
 		b.WriteString(`<D:displayname>`)
 		if e.path != "/" {
-			escapeText(b, pathBase(e.path))
+			name := pathBase(e.path)
+			if !validName(name) {
+				// Put on disk by other means: shown with U+FFFD in place
+				// of what XML cannot carry (the href keeps the bytes).
+				name = strings.Map(func(r rune) rune {
+					if r < 0x20 || r == 0x7f {
+						return utf8.RuneError
+					}
+					return r
+				}, strings.ToValidUTF8(name, string(utf8.RuneError)))
+			}
+			escapeText(b, name)
 		}
 		b.WriteString(`</D:displayname>`)
 	case xmlName{nsDAV, "getcontentlength"}:

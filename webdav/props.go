@@ -9,9 +9,9 @@ import (
 	"os"
 	"strconv"
 	"strings"
-	"unicode/utf8"
 	"syscall"
 	"time"
+	"unicode/utf8"
 
 	"gorm.io/gorm"
 	"gorm.io/gorm/clause"

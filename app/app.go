@@ -157,14 +157,15 @@ func Start(ctx context.Context, mode Mode, cfg *config.Config, log *slog.Logger)
 func (a *App) startHTTP(ctx context.Context, store *ontology.Store, eng *engine.Engine) error {
 	cfg := a.Cfg
 	dav, err := webdav.New(a.DB, a.Auth, webdav.Options{
-		Root:           filepath.Join(cfg.DataDir, "files"),
-		Prefix:         "/webdav",
-		MaxUploadBytes: cfg.WebDAVMaxUpload,
-		DefaultQuota:   cfg.WebDAVQuota,
-		MaxLockTimeout: cfg.WebDAVMaxLockTTL,
-		ChecksumsInDB:  cfg.WebDAVChecksums == "db",
-		Registerer:     a.Registry,
-		Logger:         a.Log,
+		Root:            filepath.Join(cfg.DataDir, "files"),
+		Prefix:          "/webdav",
+		MaxUploadBytes:  cfg.WebDAVMaxUpload,
+		DefaultQuota:    cfg.WebDAVQuota,
+		MaxLockTimeout:  cfg.WebDAVMaxLockTTL,
+		MaxLocksPerUser: cfg.WebDAVMaxLocks,
+		ChecksumsInDB:   cfg.WebDAVChecksums == "db",
+		Registerer:      a.Registry,
+		Logger:          a.Log,
 	})
 	if err != nil {
 		return fmt.Errorf("set up webdav: %w", err)

@@ -48,6 +48,9 @@ type Options struct {
 	// MaxLockTimeout caps requested lock timeouts (default 24h); it is
 	// also the timeout of "Infinite" and of requests naming none.
 	MaxLockTimeout time.Duration
+	// MaxLocksPerUser caps one user's active locks (default 1000, 507
+	// beyond): shared locks never conflict, and every write reads them.
+	MaxLocksPerUser int
 	// MaxXMLBytes caps XML request bodies (default 1 MiB, 413 beyond).
 	MaxXMLBytes int64
 	// MaxXMLDepth caps XML nesting (default 64, 400 beyond).
@@ -124,6 +127,9 @@ func New(db *gorm.DB, authn *auth.Service, opts Options) (*Handler, error) {
 	opts.Prefix = "/" + strings.Trim(opts.Prefix, "/")
 	if opts.Prefix == "/" {
 		return nil, errors.New("webdav: Prefix must not be /")
+	}
+	if opts.MaxLocksPerUser <= 0 {
+		opts.MaxLocksPerUser = 1000
 	}
 	if opts.MaxLockTimeout <= 0 {
 		opts.MaxLockTimeout = 24 * time.Hour

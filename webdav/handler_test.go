@@ -528,7 +528,9 @@ func TestLocks(t *testing.T) {
 		e.want(http.StatusLocked, "alice", "DELETE", "/d/f", "")
 		e.want(http.StatusLocked, "alice", "MOVE", "/d/f", "", "Destination", e.base+"/g")
 		e.want(http.StatusLocked, "alice", "PROPPATCH", "/d/f", `<D:propertyupdate xmlns:D="DAV:"><D:set><D:prop><x xmlns="urn:x">1</x></D:prop></D:set></D:propertyupdate>`)
-		e.want(http.StatusLocked, "alice", "LOCK", "/d/f", lockXML("shared", "x"), "Depth", "0")
+		if _, b := e.want(http.StatusLocked, "alice", "LOCK", "/d/f", lockXML("shared", "x"), "Depth", "0"); !strings.Contains(b, "<D:no-conflicting-lock><D:href>/webdav/d</D:href>") {
+			t.Fatalf("LOCK conflict body: %s", b)
+		}
 		e.want(http.StatusNoContent, "alice", "PUT", "/d/f", "y", "If", "(<"+tok+">)")
 		// Tagged list with an ETag, and Not.
 		h, _ := e.want(http.StatusOK, "alice", "HEAD", "/d/f", "")
@@ -1031,5 +1033,27 @@ func TestNamesXMLCannotCarry(t *testing.T) {
 		if !strings.Contains(b, "bad\uFFFD\uFFFD.txt") || !strings.Contains(b, "bad%01%FF.txt") {
 			t.Fatalf("displayname or href of the odd name: %s", b)
 		}
+	})
+}
+
+// One user's active locks are capped (507 beyond; refreshes and other
+// users are not affected), and so is a lock owner's size (400).
+func TestLockLimits(t *testing.T) {
+	testdb.Each(t, func(t *testing.T, db *gorm.DB) {
+		addUser(t, db, "alice", 0)
+		addUser(t, db, "bob", 0)
+		e := newEnv(t, db, t.TempDir(), Options{MaxLocksPerUser: 3})
+		e.want(http.StatusCreated, "alice", "PUT", "/f", "x")
+		var toks []string
+		for i := 0; i < 3; i++ {
+			toks = append(toks, e.lock("alice", "/f", "shared", "0"))
+		}
+		e.want(http.StatusInsufficientStorage, "alice", "LOCK", "/f", lockXML("shared", "x"), "Depth", "0")
+		e.want(http.StatusOK, "alice", "LOCK", "/f", "", "If", "(<"+toks[0]+">)", "Timeout", "Second-60")
+		e.want(http.StatusCreated, "bob", "LOCK", "/g", lockXML("exclusive", "x"), "Depth", "0")
+		e.want(http.StatusNoContent, "alice", "UNLOCK", "/f", "", "Lock-Token", "<"+toks[1]+">")
+		e.lock("alice", "/f", "shared", "0")
+		e.want(http.StatusBadRequest, "bob", "LOCK", "/h", lockXML("exclusive", strings.Repeat("o", 17<<10)), "Depth", "0")
+		e.want(http.StatusNotFound, "bob", "GET", "/h", "")
 	})
 }

@@ -3,6 +3,7 @@ package webdav
 import (
 	"context"
 	"errors"
+	"fmt"
 	"hash/fnv"
 	"io"
 	"net/http"
@@ -311,14 +312,26 @@ func (h *Handler) tagPath(tag, host string) (string, bool) {
 }
 
 func (rq *request) writeLocked(root string) {
+	rq.writeLockError("lock-token-submitted", root)
+}
+
+// writeLockError answers 423 with the precondition element cond naming
+// root: lock-token-submitted where a write lacks a token, and
+// no-conflicting-lock where a LOCK meets an incompatible lock (RFC 4918
+// §9.10.6).
+func (rq *request) writeLockError(cond, root string) {
 	rq.w.Header().Set("Content-Type", `application/xml; charset="utf-8"`)
 	rq.w.WriteHeader(http.StatusLocked)
 	var b strings.Builder
-	b.WriteString(xmlHeader + `<D:error xmlns:D="DAV:"><D:lock-token-submitted><D:href>`)
+	b.WriteString(xmlHeader + `<D:error xmlns:D="DAV:"><D:` + cond + `><D:href>`)
 	escapeText(&b, rq.h.href(root, false))
-	b.WriteString(`</D:href></D:lock-token-submitted></D:error>`)
+	b.WriteString(`</D:href></D:` + cond + `></D:error>`)
 	_, _ = io.WriteString(rq.w, b.String())
 }
+
+// maxLockOwner caps a lock's owner XML: every write and lockdiscovery
+// reads the user's locks back.
+const maxLockOwner = 16 << 10
 
 // withUserLock runs fn in a transaction serialised per user across every
 // replica: SQLite transactions take the write lock up front (the DSN sets
@@ -404,6 +417,10 @@ func (rq *request) serveLock() {
 	if o := doc.child("DAV:", "owner"); o != nil {
 		owner = o.inner()
 	}
+	if len(owner) > maxLockOwner {
+		http.Error(rq.w, fmt.Sprintf("lock owner is longer than %d bytes", maxLockOwner), http.StatusBadRequest)
+		return
+	}
 	// The resource may be unmapped: a LOCK then creates an empty file
 	// (RFC 4918 §7.3), which needs the parent collection.
 	fi, err := rq.root.Stat(rel(rq.path))
@@ -441,12 +458,23 @@ func (rq *request) serveLock() {
 		Expires:        time.Now().Add(timeout).Unix(),
 	}
 	var conflict *models.DavLock
+	tooMany := false
 	err = h.withUserLock(ctx, rq.user.ID, func(tx *gorm.DB) error {
 		var rows []models.DavLock
 		if err := tx.Where("user_id = ?", rq.user.ID).Find(&rows).Error; err != nil {
 			return err
 		}
 		now := time.Now().Unix()
+		active := 0
+		for i := range rows {
+			if rows[i].Expires > now {
+				active++
+			}
+		}
+		if active >= h.opts.MaxLocksPerUser {
+			tooMany = true
+			return nil
+		}
 		for i := range rows {
 			l := &rows[i]
 			if l.Expires <= now {
@@ -464,20 +492,38 @@ func (rq *request) serveLock() {
 		rq.fail(err)
 		return
 	}
-	if conflict == nil {
-		h.locksChanged()
-	}
-	if conflict != nil {
-		rq.writeLocked(conflict.Path)
+	if tooMany {
+		// Shared locks never conflict, so without a cap one user could
+		// pile up locks that every later request of theirs reads.
+		http.Error(rq.w, fmt.Sprintf("too many active locks (at most %d per user)", h.opts.MaxLocksPerUser), http.StatusInsufficientStorage)
 		return
 	}
+	if conflict != nil {
+		rq.writeLockError("no-conflicting-lock", conflict.Path)
+		return
+	}
+	h.locksChanged()
 	status := http.StatusOK
 	if !exists {
 		f, err := rq.root.OpenFile(rel(rq.path), os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o644)
-		if err == nil {
+		switch {
+		case err == nil:
 			f.Close()
 			status = http.StatusCreated
-			h.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error { return deleteMeta(tx, rq.user.ID, rq.path, false) })
+			err = h.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error { return deleteMeta(tx, rq.user.ID, rq.path, false) })
+		case errors.Is(err, os.ErrExist):
+			err = nil // created meanwhile by another request: lock it as it is
+		}
+		if err != nil {
+			// No lock on a name with nothing behind it.
+			if derr := h.withUserLock(ctx, rq.user.ID, func(tx *gorm.DB) error {
+				return tx.Where("token = ?", lock.Token).Delete(&models.DavLock{}).Error
+			}); derr != nil {
+				h.log.Error("webdav drop lock after failed create", "user", rq.user.Username, "path", rq.path, "err", derr)
+			}
+			h.locksChanged()
+			rq.fail(fmt.Errorf("create the locked resource: %w", err))
+			return
 		}
 	}
 	rq.w.Header().Set("Lock-Token", "<"+lock.Token+">")

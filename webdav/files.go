@@ -462,6 +462,12 @@ func (rq *request) servePut() {
 		rq.fail(err)
 		return
 	}
+	// The body may have taken minutes: a lock another client took
+	// meanwhile must not be overwritten by this upload (on SQLite this is
+	// the cached answer unless a lock changed).
+	if rq.precheck(target{path: rq.path, membership: !exists}) == nil {
+		return
+	}
 	if h.xattrSums {
 		// Nothing else to record: the checksum travels with the file.
 		if !exists {

@@ -1057,3 +1057,29 @@ func TestLockLimits(t *testing.T) {
 		e.want(http.StatusNotFound, "bob", "GET", "/h", "")
 	})
 }
+
+// A lock taken while an upload's body is still arriving wins: the upload,
+// checked before the lock existed, is refused at the end (423) and the
+// locked file keeps its content.
+func TestLockTakenDuringPut(t *testing.T) {
+	testdb.Each(t, func(t *testing.T, db *gorm.DB) {
+		addUser(t, db, "alice", 0)
+		e := newEnv(t, db, t.TempDir(), Options{})
+		e.want(http.StatusCreated, "alice", "PUT", "/f", "old")
+		w, done := e.slowPut("alice", "/f")
+		for i := 0; i < 8; i++ {
+			// More than the socket buffers hold: the server is reading
+			// the body, so its first lock check is behind it.
+			w.Write(bytes.Repeat([]byte("a"), 1<<20))
+		}
+		tok := e.lock("alice", "/f", "exclusive", "0")
+		w.Close()
+		if s := <-done; s != http.StatusLocked {
+			t.Fatalf("PUT finishing after another client's LOCK: %d, want 423", s)
+		}
+		if _, b := e.want(http.StatusOK, "alice", "GET", "/f", ""); b != "old" {
+			t.Fatalf("locked file overwritten: %d bytes", len(b))
+		}
+		e.want(http.StatusNoContent, "alice", "PUT", "/f", "mine", "If", "(<"+tok+">)")
+	})
+}

@@ -468,6 +468,22 @@ func (rq *request) servePut() {
 	if rq.precheck(target{path: rq.path, membership: !exists}) == nil {
 		return
 	}
+	// The quota check above let the body in; admission, under the
+	// usage mutex, decides, so concurrent uploads cannot share one room.
+	admitted := false
+	if quota > 0 {
+		ok, err := h.admit(rq.root, rq.user.ID, quota, n-oldSize)
+		if err != nil {
+			rq.fail(err)
+			return
+		}
+		if !ok {
+			http.Error(rq.w, "quota exceeded", http.StatusInsufficientStorage)
+			return
+		}
+		admitted = true
+		defer func() { h.settle(rq.user.ID, n-oldSize, committed) }()
+	}
 	if h.xattrSums {
 		// Nothing else to record: the checksum travels with the file.
 		if !exists {
@@ -496,7 +512,9 @@ func (rq *request) servePut() {
 			return
 		}
 	}
-	h.addUsage(rq.user.ID, n-oldSize)
+	if !admitted {
+		h.addUsage(rq.user.ID, n-oldSize)
+	}
 	if !inline {
 		h.hashLater(rq.user.ID, rq.path)
 	}
@@ -931,6 +949,13 @@ func (rq *request) serveCopyMove() {
 	if rq.precheck(targets...) == nil {
 		return
 	}
+	if !move {
+		ok, settle := rq.admitCopy(dst, sfi, dfi, dexists, infinite)
+		if !ok {
+			return
+		}
+		defer settle()
+	}
 	ctx := rq.r.Context()
 	// A file replacing a file is renamed over it (MOVE, and COPY through
 	// its temporary file), so a failed transfer leaves the old destination
@@ -998,6 +1023,46 @@ func (rq *request) serveCopyMove() {
 		rq.w.Header().Set("Location", h.href(dst, sfi.IsDir()))
 		rq.w.WriteHeader(http.StatusCreated)
 	}
+}
+
+// admitCopy reserves a COPY's growth of the tree (the source's size less
+// the replaced destination's) against the user's quota; when it does not
+// fit it answers 507 and reports false. settle ends the reservation.
+func (rq *request) admitCopy(dst string, sfi, dfi fs.FileInfo, dexists, infinite bool) (ok bool, settle func()) {
+	h := rq.h
+	quota := h.quotaOf(rq.user)
+	if quota <= 0 {
+		return true, func() {}
+	}
+	size := func(p string, fi fs.FileInfo, deep bool) (int64, error) {
+		switch {
+		case !fi.IsDir():
+			return fi.Size(), nil
+		case deep:
+			return treeSize(rq.root, rel(p))
+		}
+		return 0, nil
+	}
+	grow, err := size(rq.path, sfi, infinite)
+	if err == nil && dexists {
+		var freed int64
+		freed, err = size(dst, dfi, true)
+		grow -= freed
+	}
+	if err == nil {
+		ok, err = h.admit(rq.root, rq.user.ID, quota, grow)
+	}
+	if err != nil {
+		rq.fail(err)
+		return false, nil
+	}
+	if !ok {
+		http.Error(rq.w, "quota exceeded", http.StatusInsufficientStorage)
+		return false, nil
+	}
+	// The copy invalidates the cached usage whatever happens; only the
+	// reservation is left to release.
+	return true, func() { h.settle(rq.user.ID, grow, false) }
 }
 
 // copyFile copies src to dst through a temporary file, keeping the

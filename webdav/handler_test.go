@@ -182,9 +182,60 @@ func TestQuota(t *testing.T) {
 		if !strings.Contains(b, "<D:quota-available-bytes>10</D:quota-available-bytes>") || !strings.Contains(b, "<D:quota-used-bytes>90</D:quota-used-bytes>") {
 			t.Fatalf("quota props: %s", b)
 		}
+		// COPY counts too: the source's size less what it replaces.
+		e.want(http.StatusInsufficientStorage, "alice", "COPY", "/a", "", "Destination", e.base+"/c")
+		e.want(http.StatusCreated, "alice", "MKCOL", "/t", "")
+		e.want(http.StatusCreated, "alice", "PUT", "/t/s", "12345")
+		e.want(http.StatusCreated, "alice", "COPY", "/t", "", "Destination", e.base+"/t2")
+		e.want(http.StatusInsufficientStorage, "alice", "COPY", "/t", "", "Destination", e.base+"/t3")
+		e.want(http.StatusNoContent, "alice", "COPY", "/t", "", "Destination", e.base+"/t2")
+		e.want(http.StatusNotFound, "alice", "GET", "/c", "")
+		e.want(http.StatusNotFound, "alice", "GET", "/t3/s", "")
 		// bob has no quota of his own: the default (10 bytes) applies.
 		e.want(http.StatusInsufficientStorage, "bob", "PUT", "/a", strings.Repeat("a", 11))
 		e.want(http.StatusCreated, "bob", "PUT", "/a", strings.Repeat("a", 10))
+		e.want(http.StatusInsufficientStorage, "bob", "COPY", "/a", "", "Destination", e.base+"/b")
+	})
+}
+
+// Concurrent uploads cannot share one quota's room: both are let in while
+// their sizes are unknown (chunked bodies), and the second to finish is
+// refused (507) because the first took the room.
+func TestQuotaConcurrentPuts(t *testing.T) {
+	testdb.Each(t, func(t *testing.T, db *gorm.DB) {
+		carol := addUser(t, db, "carol", 100)
+		dir := t.TempDir()
+		e := newEnv(t, db, dir, Options{})
+		e.want(http.StatusCreated, "carol", "MKCOL", "/x", "")
+		w1, d1 := e.slowPut("carol", "/x/one")
+		w2, d2 := e.slowPut("carol", "/x/two")
+		w1.Write(bytes.Repeat([]byte("1"), 60))
+		w2.Write(bytes.Repeat([]byte("2"), 60))
+		// Both are past the quota check once their staging files exist.
+		for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+			ents, _ := os.ReadDir(filepath.Join(dir, carol.ID, "x"))
+			if len(ents) == 2 {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("uploads not staged: %v", ents)
+			}
+		}
+		w1.Close()
+		if s := <-d1; s != http.StatusCreated {
+			t.Fatalf("first upload: %d", s)
+		}
+		w2.Close()
+		if s := <-d2; s != http.StatusInsufficientStorage {
+			t.Fatalf("second upload into the room the first took: %d, want 507", s)
+		}
+		_, b := e.want(http.StatusMultiStatus, "carol", "PROPFIND", "/", `<?xml version="1.0"?><D:propfind xmlns:D="DAV:"><D:prop><D:quota-used-bytes/></D:prop></D:propfind>`, "Depth", "0")
+		if !strings.Contains(b, "<D:quota-used-bytes>60</D:quota-used-bytes>") {
+			t.Fatalf("usage after the refused upload: %s", b)
+		}
+		if ents, _ := os.ReadDir(filepath.Join(dir, carol.ID, "x")); len(ents) != 1 {
+			t.Fatalf("the refused upload left files behind: %v", ents)
+		}
 	})
 }
 

@@ -20,6 +20,10 @@ type usageEntry struct {
 	bytes int64
 	at    time.Time
 	valid bool
+	// pending holds the growth of writes admitted against the quota but
+	// not yet in place, so concurrent uploads cannot each take the same
+	// room.
+	pending int64
 }
 
 const usageTTL = 30 * time.Second
@@ -40,11 +44,17 @@ func (h *Handler) usageEntry(userID string) *usageEntry {
 	return e.(*usageEntry)
 }
 
-// usedBytes returns the bytes used by the user's tree.
+// usedBytes returns the bytes used by the user's tree, counting writes
+// admitted and still under way.
 func (h *Handler) usedBytes(root *os.Root, userID string) (int64, error) {
 	e := h.usageEntry(userID)
 	e.mu.Lock()
 	defer e.mu.Unlock()
+	n, err := e.usedLocked(root)
+	return n + e.pending, err
+}
+
+func (e *usageEntry) usedLocked(root *os.Root) (int64, error) {
 	if e.valid && time.Since(e.at) < usageTTL {
 		return e.bytes, nil
 	}
@@ -54,6 +64,36 @@ func (h *Handler) usedBytes(root *os.Root, userID string) (int64, error) {
 	}
 	e.bytes, e.at, e.valid = n, time.Now(), true
 	return n, nil
+}
+
+// admit reserves delta bytes of growth of the user's tree against quota
+// (> 0), reporting false when they do not fit. Every admitted delta is
+// settled once the write is in place or abandoned.
+func (h *Handler) admit(root *os.Root, userID string, quota, delta int64) (bool, error) {
+	e := h.usageEntry(userID)
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	used, err := e.usedLocked(root)
+	if err != nil {
+		return false, err
+	}
+	if delta > 0 && used+e.pending+delta > quota {
+		return false, nil
+	}
+	e.pending += delta
+	return true, nil
+}
+
+// settle ends an admission: the growth moves from pending into the cached
+// usage if the write took place.
+func (h *Handler) settle(userID string, delta int64, done bool) {
+	e := h.usageEntry(userID)
+	e.mu.Lock()
+	e.pending -= delta
+	if done && e.valid {
+		e.bytes = max(e.bytes+delta, 0)
+	}
+	e.mu.Unlock()
 }
 
 func (h *Handler) addUsage(userID string, delta int64) {

@@ -791,28 +791,149 @@ func (rq *request) serveDelete() {
 	if rq.precheck(target{path: rq.path, membership: true, subtree: true}) == nil {
 		return
 	}
-	if fi.IsDir() {
-		err = rq.root.RemoveAll(rel(rq.path))
-	} else {
+	if !fi.IsDir() {
 		err = rq.root.Remove(rel(rq.path))
+		if err != nil && !errors.Is(err, os.ErrNotExist) {
+			rq.fail(err)
+			return
+		}
+		if err := rq.dropMeta([]string{rq.path}); err != nil {
+			rq.fail(err)
+			return
+		}
+		rq.h.addUsage(rq.user.ID, -fi.Size())
+		rq.w.WriteHeader(http.StatusNoContent)
+		return
 	}
-	if err != nil && !errors.Is(err, os.ErrNotExist) {
+	var d deletion
+	done := rq.removeTree(rq.path, &d)
+	rq.h.invalidateUsage(rq.user.ID)
+	removed := d.removed
+	if done {
+		removed = []string{rq.path}
+	}
+	// Whatever was removed loses its properties, checksums and locks,
+	// even when some members could not be.
+	if err := rq.dropMeta(removed); err != nil {
 		rq.fail(err)
 		return
 	}
-	if err := rq.h.db.WithContext(rq.r.Context()).Transaction(func(tx *gorm.DB) error {
-		return deleteMeta(tx, rq.user.ID, rq.path, true)
-	}); err != nil {
-		rq.fail(err)
+	if done {
+		rq.w.WriteHeader(http.StatusNoContent)
 		return
+	}
+	// RFC 4918 §9.6.1: the members that could not be deleted, each with
+	// its status (their ancestors stay, and are not listed).
+	var b strings.Builder
+	b.WriteString(xmlHeader + `<D:multistatus xmlns:D="DAV:">`)
+	for _, f := range d.failed {
+		b.WriteString(`<D:response><D:href>`)
+		escapeText(&b, rq.h.href(f.path, f.dir))
+		b.WriteString(`</D:href><D:status>` + statusLine(f.status) + `</D:status></D:response>`)
+	}
+	b.WriteString(`</D:multistatus>`)
+	rq.w.Header().Set("Content-Type", `application/xml; charset="utf-8"`)
+	rq.w.WriteHeader(http.StatusMultiStatus)
+	_, _ = io.WriteString(rq.w, b.String())
+}
+
+// deletion collects what a collection's DELETE removed (only the members
+// of collections that could not be removed whole) and what it could not.
+type deletion struct {
+	removed []string
+	failed  []deleteFailure
+}
+
+type deleteFailure struct {
+	path   string
+	dir    bool
+	status int
+}
+
+// maxDeleteFailures bounds the members a 207 lists.
+const maxDeleteFailures = 1000
+
+// removeTree removes collection p and everything in it, depth first, and
+// reports whether p itself is gone.
+func (rq *request) removeTree(p string, d *deletion) bool {
+	dir, err := rq.root.Open(rel(p))
+	if err != nil {
+		if errors.Is(err, os.ErrNotExist) {
+			return true
+		}
+		d.fail(p, true, err)
+		return false
+	}
+	var gone []string
+	whole := true
+	for {
+		ents, rerr := dir.ReadDir(512)
+		for _, e := range ents {
+			child := pathJoin(p, e.Name())
+			ok := false
+			if e.IsDir() {
+				ok = rq.removeTree(child, d)
+			} else if err := rq.root.Remove(rel(child)); err == nil || errors.Is(err, os.ErrNotExist) {
+				ok = true
+			} else {
+				d.fail(child, false, err)
+			}
+			if ok {
+				gone = append(gone, child)
+			} else {
+				whole = false
+			}
+		}
+		if rerr != nil || len(ents) == 0 {
+			if rerr != nil && rerr != io.EOF {
+				d.fail(p, true, rerr)
+				whole = false
+			}
+			break
+		}
+	}
+	dir.Close()
+	if whole {
+		err := rq.root.Remove(rel(p))
+		if err == nil || errors.Is(err, os.ErrNotExist) {
+			return true
+		}
+		d.fail(p, true, err) // something appeared in it meanwhile, say
+	}
+	d.removed = append(d.removed, gone...)
+	return false
+}
+
+func (d *deletion) fail(p string, dir bool, err error) {
+	if len(d.failed) >= maxDeleteFailures {
+		return
+	}
+	status := http.StatusInternalServerError
+	if errors.Is(err, os.ErrPermission) || isEscape(err) {
+		status = http.StatusForbidden
+	}
+	d.failed = append(d.failed, deleteFailure{path: p, dir: dir, status: status})
+}
+
+// dropMeta deletes the properties, checksums and locks of paths and
+// everything below them, in batches of one transaction each.
+func (rq *request) dropMeta(paths []string) error {
+	for len(paths) > 0 {
+		n := min(len(paths), 256)
+		if err := rq.h.db.WithContext(rq.r.Context()).Transaction(func(tx *gorm.DB) error {
+			for _, p := range paths[:n] {
+				if err := deleteMeta(tx, rq.user.ID, p, true); err != nil {
+					return err
+				}
+			}
+			return nil
+		}); err != nil {
+			return fmt.Errorf("drop metadata of deleted resources: %w", err)
+		}
+		paths = paths[n:]
 	}
 	rq.h.locksChanged()
-	if fi.IsDir() {
-		rq.h.invalidateUsage(rq.user.ID)
-	} else {
-		rq.h.addUsage(rq.user.ID, -fi.Size())
-	}
-	rq.w.WriteHeader(http.StatusNoContent)
+	return nil
 }
 
 // ---- MKCOL ----

@@ -11,6 +11,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -1133,4 +1134,51 @@ func TestLockTakenDuringPut(t *testing.T) {
 		}
 		e.want(http.StatusNoContent, "alice", "PUT", "/f", "mine", "If", "(<"+tok+">)")
 	})
+}
+
+// A collection's DELETE that cannot remove a member answers 207 with that
+// member's status; everything else goes, and what went loses its locks.
+func TestDeletePartialFailure(t *testing.T) {
+	testdb.Each(t, func(t *testing.T, db *gorm.DB) {
+		u := addUser(t, db, "alice", 0)
+		dir := t.TempDir()
+		e := newEnv(t, db, dir, Options{})
+		for _, c := range []string{"/d", "/d/keep", "/d/gone"} {
+			e.want(http.StatusCreated, "alice", "MKCOL", c, "")
+		}
+		for _, f := range []string{"/d/keep/f", "/d/gone/g", "/d/h"} {
+			e.want(http.StatusCreated, "alice", "PUT", f, "x")
+		}
+		tok := e.lock("alice", "/d/gone/g", "exclusive", "0")
+		undeletable(t, filepath.Join(dir, u.ID, "d", "keep"), "f")
+		_, b := e.want(http.StatusMultiStatus, "alice", "DELETE", "/d", "", "If", "</webdav/d/gone/g> (<"+tok+">)")
+		if !strings.Contains(b, "<D:href>/webdav/d/keep/f</D:href><D:status>HTTP/1.1 403 Forbidden</D:status>") || strings.Count(b, "<D:response>") != 1 {
+			t.Fatalf("207 of the partial DELETE: %s", b)
+		}
+		e.want(http.StatusOK, "alice", "GET", "/d/keep/f", "")
+		e.want(http.StatusNotFound, "alice", "GET", "/d/h", "")
+		e.want(http.StatusNotFound, "alice", "GET", "/d/gone/g", "")
+		// The removed member's lock went with it.
+		e.want(http.StatusCreated, "alice", "MKCOL", "/d/gone", "")
+		e.want(http.StatusCreated, "alice", "PUT", "/d/gone/g", "again")
+	})
+}
+
+// undeletable makes dir/name impossible to remove for this process: the
+// immutable attribute as root (who ignores permissions), a read-only
+// directory otherwise.
+func undeletable(t *testing.T, dir, name string) {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		if err := os.Chmod(dir, 0o555); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { os.Chmod(dir, 0o755) })
+		return
+	}
+	p := filepath.Join(dir, name)
+	if out, err := exec.Command("chattr", "+i", p).CombinedOutput(); err != nil {
+		t.Fatalf("chattr +i (needs e2fsprogs and a file system with the immutable attribute): %v %s", err, out)
+	}
+	t.Cleanup(func() { exec.Command("chattr", "-i", p).Run() })
 }

@@ -38,6 +38,9 @@ type DavProp struct {
 	Name  string `gorm:"primaryKey"`
 	// Value is the property's content as self-contained XML.
 	Value string `gorm:"type:text"`
+	// Lang is the xml:lang in scope at the property element when it was
+	// set, which RFC 4918 §4.3 says must come back with the value.
+	Lang string `gorm:"not null;default:''"`
 }
 
 // DavChecksum holds content hashes computed while a file was uploaded. It

@@ -545,7 +545,7 @@ func TestPropfindAndProppatch(t *testing.T) {
 			t.Fatalf("protected property: %s", b)
 		}
 		_, b = e.want(http.StatusMultiStatus, "alice", "PROPFIND", "/dir", `<D:propfind xmlns:D="DAV:"><D:prop><x:other xmlns:x="urn:x"/><x:color xmlns:x="urn:x"/></D:prop></D:propfind>`, "Depth", "0")
-		if !strings.Contains(b, `<color xmlns="urn:x">blue <b xmlns="urn:x">and</b> green</color>`) || !strings.Contains(b, "404") {
+		if !strings.Contains(b, `<color xmlns="urn:x" xml:lang="en">blue <b xmlns="urn:x">and</b> green</color>`) || !strings.Contains(b, "404") {
 			t.Fatalf("dead property: %s", b)
 		}
 		_, b = e.want(http.StatusMultiStatus, "alice", "PROPFIND", "/dir", `<D:propfind xmlns:D="DAV:"><D:propname/></D:propfind>`, "Depth", "0")
@@ -556,7 +556,7 @@ func TestPropfindAndProppatch(t *testing.T) {
 		e.want(http.StatusCreated, "alice", "COPY", "/dir", "", "Destination", e.base+"/copy")
 		e.want(http.StatusCreated, "alice", "MOVE", "/copy", "", "Destination", e.base+"/moved")
 		_, b = e.want(http.StatusMultiStatus, "alice", "PROPFIND", "/moved", "", "Depth", "0")
-		if !strings.Contains(b, `<color xmlns="urn:x">`) {
+		if !strings.Contains(b, `<color xmlns="urn:x" xml:lang="en">`) {
 			t.Fatalf("properties not carried by COPY+MOVE: %s", b)
 		}
 		e.want(http.StatusNoContent, "alice", "DELETE", "/moved", "")
@@ -1181,4 +1181,27 @@ func undeletable(t *testing.T, dir, name string) {
 		t.Fatalf("chattr +i (needs e2fsprogs and a file system with the immutable attribute): %v %s", err, out)
 	}
 	t.Cleanup(func() { exec.Command("chattr", "-i", p).Run() })
+}
+
+// The xml:lang in scope at a dead property comes back with its value
+// (RFC 4918 §4.3), on the property itself or inherited from an ancestor
+// in the request, and travels with a COPY.
+func TestDeadPropertyLanguage(t *testing.T) {
+	testdb.Each(t, func(t *testing.T, db *gorm.DB) {
+		addUser(t, db, "alice", 0)
+		e := newEnv(t, db, t.TempDir(), Options{})
+		e.want(http.StatusCreated, "alice", "PUT", "/f", "x")
+		e.want(http.StatusMultiStatus, "alice", "PROPPATCH", "/f", `<?xml version="1.0"?>
+<D:propertyupdate xmlns:D="DAV:" xmlns:Z="urn:z"><D:set><D:prop xml:lang="de"><Z:title>Hallo</Z:title><Z:note xml:lang="fr">Salut</Z:note></D:prop></D:set>
+<D:set><D:prop><Z:plain>p</Z:plain></D:prop></D:set></D:propertyupdate>`)
+		e.want(http.StatusCreated, "alice", "COPY", "/f", "", "Destination", e.base+"/g")
+		for _, p := range []string{"/f", "/g"} {
+			_, b := e.want(http.StatusMultiStatus, "alice", "PROPFIND", p, "", "Depth", "0")
+			for _, want := range []string{`<title xmlns="urn:z" xml:lang="de">Hallo</title>`, `<note xmlns="urn:z" xml:lang="fr">Salut</note>`, `<plain xmlns="urn:z">p</plain>`} {
+				if !strings.Contains(b, want) {
+					t.Fatalf("PROPFIND %s lacks %s: %s", p, want, b)
+				}
+			}
+		}
+	})
 }

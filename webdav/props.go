@@ -507,6 +507,10 @@ func writeEmpty(b stringWriter, n xmlName) {
 func writeDead(b stringWriter, d models.DavProp) {
 	b.WriteString(`<` + d.Name + ` xmlns="`)
 	escapeAttr(b, d.Space)
+	if d.Lang != "" {
+		b.WriteString(`" xml:lang="`)
+		escapeAttr(b, d.Lang)
+	}
 	b.WriteString(`">`)
 	b.WriteString(d.Value)
 	b.WriteString(`</` + d.Name + `>`)
@@ -607,7 +611,7 @@ func (rq *request) serveProppatch() {
 				}
 				continue
 			}
-			row := models.DavProp{UserID: rq.user.ID, Path: rq.path, Space: n.Space, Name: n.Local, Value: op.node.inner()}
+			row := models.DavProp{UserID: rq.user.ID, Path: rq.path, Space: n.Space, Name: n.Local, Value: op.node.inner(), Lang: op.node.Lang}
 			if err := tx.Clauses(clause.OnConflict{UpdateAll: true}).Create(&row).Error; err != nil {
 				return err
 			}

@@ -173,7 +173,7 @@ func copyMeta(tx *gorm.DB, userID, src, dst string, infinite bool) error {
 	}
 	n := utf8.RuneCountInString(src) + 1
 	a := append([]any{dst, n, userID}, args...)
-	if err := tx.Exec("INSERT INTO dav_props (user_id, path, space, name, value) SELECT user_id, CAST(? AS TEXT) || substr(path, CAST(? AS INTEGER)), space, name, value FROM dav_props WHERE user_id = ? AND "+cond, a...).Error; err != nil {
+	if err := tx.Exec("INSERT INTO dav_props (user_id, path, space, name, value, lang) SELECT user_id, CAST(? AS TEXT) || substr(path, CAST(? AS INTEGER)), space, name, value, lang FROM dav_props WHERE user_id = ? AND "+cond, a...).Error; err != nil {
 		return err
 	}
 	return tx.Exec("INSERT INTO dav_checksums (user_id, path, size, mtime_ns, sha1, md5) SELECT user_id, CAST(? AS TEXT) || substr(path, CAST(? AS INTEGER)), size, mtime_ns, sha1, md5 FROM dav_checksums WHERE user_id = ? AND "+cond, a...).Error

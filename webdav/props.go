@@ -598,6 +598,7 @@ func (rq *request) serveProppatch() {
 		rq.writePropstat(ops, status)
 		return
 	}
+	timeSet := false
 	err = h.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
 		for _, op := range ops {
 			n := op.node.Name
@@ -620,11 +621,16 @@ func (rq *request) serveProppatch() {
 			return nil
 		}
 		if h.xattrSums {
-			return rq.chtimesKeepSum(fi, mtime)
+			if err := rq.chtimesKeepSum(fi, mtime); err != nil {
+				return err
+			}
+			timeSet = true
+			return nil
 		}
 		if err := rq.root.Chtimes(rel(rq.path), mtime, mtime); err != nil {
 			return err
 		}
+		timeSet = true
 		// The content did not change: the recorded checksum follows.
 		return tx.Model(&models.DavChecksum{}).
 			Where("user_id = ? AND path = ? AND size = ? AND mtime_ns = ?", rq.user.ID, rq.path, fi.Size(), fi.ModTime().UnixNano()).
@@ -632,6 +638,13 @@ func (rq *request) serveProppatch() {
 	})
 	h.propsWritten()
 	if err != nil {
+		if timeSet {
+			// All or nothing: the properties were not stored, so the
+			// modification time goes back too.
+			if rerr := rq.restoreMtime(fi); rerr != nil {
+				h.log.Error("webdav restore mtime after failed PROPPATCH", "user", rq.user.Username, "path", rq.path, "err", rerr)
+			}
+		}
 		rq.fail(err)
 		return
 	}
@@ -666,6 +679,19 @@ func (rq *request) chtimesKeepSum(fi fs.FileInfo, mtime time.Time) error {
 		rq.h.log.Warn("webdav checksum", "user", rq.user.Username, "path", rq.path, "err", err)
 	}
 	return nil
+}
+
+// restoreMtime puts back the modification time fi had before a PROPPATCH
+// whose properties could not be stored set it.
+func (rq *request) restoreMtime(fi fs.FileInfo) error {
+	if !rq.h.xattrSums {
+		return rq.root.Chtimes(rel(rq.path), fi.ModTime(), fi.ModTime())
+	}
+	now, err := rq.root.Stat(rel(rq.path))
+	if err != nil {
+		return err
+	}
+	return rq.chtimesKeepSum(now, fi.ModTime())
 }
 
 // parsePropTime reads Unix seconds or an HTTP date.

@@ -1205,3 +1205,17 @@ func TestDeadPropertyLanguage(t *testing.T) {
 		}
 	})
 }
+
+// A body within the byte cap but made of more elements than any request
+// needs is refused (413) rather than expanded into memory.
+func TestXMLElementCap(t *testing.T) {
+	testdb.Each(t, func(t *testing.T, db *gorm.DB) {
+		addUser(t, db, "alice", 0)
+		e := newEnv(t, db, t.TempDir(), Options{})
+		e.want(http.StatusCreated, "alice", "PUT", "/f", "x")
+		many := `<D:propfind xmlns:D="DAV:"><D:prop>` + strings.Repeat("<D:x/>", maxXMLElements) + `</D:prop></D:propfind>`
+		e.want(http.StatusRequestEntityTooLarge, "alice", "PROPFIND", "/f", many, "Depth", "0")
+		fits := `<D:propfind xmlns:D="DAV:"><D:prop>` + strings.Repeat("<D:x/>", maxXMLElements-2) + `</D:prop></D:propfind>`
+		e.want(http.StatusMultiStatus, "alice", "PROPFIND", "/f", fits, "Depth", "0")
+	})
+}

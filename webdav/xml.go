@@ -34,6 +34,9 @@ var (
 // so undeclared prefixes and empty prefixed declarations (xmlns:p="")
 // are errors, as XML Namespaces 1.0 requires. A nil node with nil error
 // means an empty body.
+// maxXMLElements caps the elements of one request body (413 beyond).
+const maxXMLElements = 20000
+
 func parseXML(r io.Reader, max int64, maxDepth int) (*xmlNode, error) {
 	lr := &countingLimitReader{r: r, n: max}
 	d := xml.NewDecoder(lr)
@@ -44,9 +47,10 @@ func parseXML(r io.Reader, max int64, maxDepth int) (*xmlNode, error) {
 		ns   map[string]string
 	}
 	var (
-		stack []frame
-		root  *xmlNode
-		seen  bool
+		stack    []frame
+		root     *xmlNode
+		seen     bool
+		elements int
 	)
 	lookup := func(prefix string) (string, bool) {
 		if prefix == "xml" {
@@ -79,6 +83,11 @@ func parseXML(r io.Reader, max int64, maxDepth int) (*xmlNode, error) {
 				return nil, errXMLInvalid
 			}
 			seen = true
+			// A body of empty elements holds far more nodes than bytes'
+			// worth of memory; no WebDAV request needs this many.
+			if elements++; elements > maxXMLElements {
+				return nil, errXMLTooLarge
+			}
 			if len(stack) >= maxDepth {
 				return nil, errXMLInvalid
 			}

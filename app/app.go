@@ -163,6 +163,7 @@ func (a *App) startHTTP(ctx context.Context, store *ontology.Store, eng *engine.
 		DefaultQuota:    cfg.WebDAVQuota,
 		MaxLockTimeout:  cfg.WebDAVMaxLockTTL,
 		MaxLocksPerUser: cfg.WebDAVMaxLocks,
+		Fsync:           cfg.WebDAVFsync,
 		ChecksumsInDB:   cfg.WebDAVChecksums == "db",
 		Registerer:      a.Registry,
 		Logger:          a.Log,

@@ -45,6 +45,7 @@ type Config struct {
 	WebDAVQuota      int64
 	WebDAVMaxLockTTL time.Duration
 	WebDAVMaxLocks   int
+	WebDAVFsync      bool
 	WebDAVChecksums  string
 
 	BatchMaxItems    int
@@ -98,6 +99,18 @@ func (b *bindings) bytes(p *int64, name, envKey string, def int64, usage string)
 		return err
 	})
 	*p = v
+}
+
+func (b *bindings) bool(p *bool, name, envKey string, def bool, usage string) {
+	v := def
+	if s, ok := os.LookupEnv(envKey); ok {
+		t, err := strconv.ParseBool(s)
+		if err != nil {
+			b.errs = append(b.errs, fmt.Errorf("%s: %q is not a boolean", envKey, s))
+		}
+		v = t
+	}
+	b.fs.BoolVar(p, name, v, fmt.Sprintf("%s (env %s)", usage, envKey))
 }
 
 func (b *bindings) dur(p *time.Duration, name, envKey string, def time.Duration, usage string) {
@@ -158,6 +171,7 @@ func Bind(fs *flag.FlagSet, mode Mode) (*Config, func() error) {
 		b.bytes(&c.WebDAVMaxUpload, "webdav-max-upload", "ONTOFLOW_WEBDAV_MAX_UPLOAD", 10<<30, "largest WebDAV upload (413 beyond)")
 		b.bytes(&c.WebDAVQuota, "webdav-quota", "ONTOFLOW_WEBDAV_QUOTA", 0, "default per-user WebDAV quota; 0 = unlimited (a user's own quota_bytes wins)")
 		b.dur(&c.WebDAVMaxLockTTL, "webdav-max-lock-timeout", "ONTOFLOW_WEBDAV_MAX_LOCK_TIMEOUT", time.Hour, "cap on WebDAV lock timeouts")
+		b.bool(&c.WebDAVFsync, "webdav-fsync", "ONTOFLOW_WEBDAV_FSYNC", false, "flush each WebDAV upload and copy to disk (file and directory) before answering, so it survives a power loss; off, as in Apache mod_dav_fs, the kernel writes it back within seconds")
 		b.int(&c.WebDAVMaxLocks, "webdav-max-locks", "ONTOFLOW_WEBDAV_MAX_LOCKS", 1000, "most active WebDAV locks one user may hold (507 beyond)")
 		b.str(&c.WebDAVChecksums, "webdav-checksums", "ONTOFLOW_WEBDAV_CHECKSUMS", "auto", "where WebDAV content checksums are kept: auto (on the files as extended attributes where the filesystem supports them, else the database) or db")
 		b.int(&c.BatchMaxItems, "batch-max-items", "ONTOFLOW_BATCH_MAX_ITEMS", 10000, "largest batch accepted by execute-batch (413 beyond)")

@@ -458,6 +458,12 @@ func (rq *request) servePut() {
 			}
 		}
 	}
+	if h.opts.Fsync {
+		if err := f.Sync(); err != nil {
+			rq.fail(fmt.Errorf("flush upload: %w", err))
+			return
+		}
+	}
 	if err := f.Close(); err != nil {
 		rq.fail(err)
 		return
@@ -514,6 +520,13 @@ func (rq *request) servePut() {
 	}
 	if !admitted {
 		h.addUsage(rq.user.ID, n-oldSize)
+	}
+	if h.opts.Fsync {
+		// The rename is durable once the directory is.
+		if err := syncDir(dir); err != nil {
+			rq.fail(fmt.Errorf("flush directory: %w", err))
+			return
+		}
 	}
 	if !inline {
 		h.hashLater(rq.user.ID, rq.path)
@@ -1206,6 +1219,9 @@ func (rq *request) copyFile(src, dst string, fi fs.FileInfo) error {
 			err = setSum(out, s)
 		}
 	}
+	if err == nil && rq.h.opts.Fsync {
+		err = out.Sync()
+	}
 	if cerr := out.Close(); err == nil {
 		err = cerr
 	}
@@ -1217,8 +1233,27 @@ func (rq *request) copyFile(src, dst string, fi fs.FileInfo) error {
 	}
 	if err != nil {
 		rq.root.Remove(rel(tmp))
+		return err
 	}
-	return err
+	if rq.h.opts.Fsync {
+		d, err := rq.openParent(dst)
+		if err != nil {
+			return err
+		}
+		defer rq.closeParent(d)
+		return syncDir(d)
+	}
+	return nil
+}
+
+// syncDir flushes the directory d to disk, making renames in it durable.
+func syncDir(d *os.Root) error {
+	f, err := d.Open(".")
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	return f.Sync()
 }
 
 // copyTree copies a collection, reading directories in batches.

@@ -48,6 +48,9 @@ type Options struct {
 	// MaxLockTimeout caps requested lock timeouts (default 24h); it is
 	// also the timeout of "Infinite" and of requests naming none.
 	MaxLockTimeout time.Duration
+	// Fsync flushes each upload and copied file, and its directory, to
+	// disk before the answer, so a reported write survives a power loss.
+	Fsync bool
 	// MaxLocksPerUser caps one user's active locks (default 1000, 507
 	// beyond): shared locks never conflict, and every write reads them.
 	MaxLocksPerUser int

@@ -1219,3 +1219,23 @@ func TestXMLElementCap(t *testing.T) {
 		e.want(http.StatusMultiStatus, "alice", "PROPFIND", "/f", fits, "Depth", "0")
 	})
 }
+
+// With Fsync on, uploads and copies flush file and directory before the
+// answer (durability itself needs a power cut to show; this runs the path
+// on a real file system and checks what it publishes).
+func TestFsyncWrites(t *testing.T) {
+	testdb.Each(t, func(t *testing.T, db *gorm.DB) {
+		addUser(t, db, "alice", 0)
+		e := newEnv(t, db, t.TempDir(), Options{Fsync: true})
+		e.want(http.StatusCreated, "alice", "MKCOL", "/d", "")
+		e.want(http.StatusCreated, "alice", "PUT", "/d/f", "one")
+		e.want(http.StatusNoContent, "alice", "PUT", "/d/f", "two")
+		e.want(http.StatusCreated, "alice", "COPY", "/d", "", "Destination", e.base+"/e")
+		e.want(http.StatusCreated, "alice", "PUT", "/top", strings.Repeat("t", 300<<10))
+		for p, want := range map[string]string{"/d/f": "two", "/e/f": "two", "/top": strings.Repeat("t", 300<<10)} {
+			if _, b := e.want(http.StatusOK, "alice", "GET", p, ""); b != want {
+				t.Fatalf("GET %s after fsynced writes: %d bytes", p, len(b))
+			}
+		}
+	})
+}

@@ -192,6 +192,10 @@ func TestQuota(t *testing.T) {
 		e.want(http.StatusNoContent, "alice", "COPY", "/t", "", "Destination", e.base+"/t2")
 		e.want(http.StatusNotFound, "alice", "GET", "/c", "")
 		e.want(http.StatusNotFound, "alice", "GET", "/t3/s", "")
+		// A shrinking replacement frees its room for the next upload.
+		e.want(http.StatusNoContent, "alice", "PUT", "/a", strings.Repeat("a", 10))
+		e.want(http.StatusCreated, "alice", "PUT", "/c", strings.Repeat("c", 80))
+		e.want(http.StatusInsufficientStorage, "alice", "PUT", "/c2", "c")
 		// bob has no quota of his own: the default (10 bytes) applies.
 		e.want(http.StatusInsufficientStorage, "bob", "PUT", "/a", strings.Repeat("a", 11))
 		e.want(http.StatusCreated, "bob", "PUT", "/a", strings.Repeat("a", 10))

@@ -77,7 +77,12 @@ func (h *Handler) admit(root *os.Root, userID string, quota, delta int64) (bool,
 	if err != nil {
 		return false, err
 	}
-	if delta > 0 && used+e.pending+delta > quota {
+	if delta <= 0 {
+		// A shrinking write reserves nothing: the room it frees counts
+		// only once it has taken place.
+		return true, nil
+	}
+	if used+e.pending+delta > quota {
 		return false, nil
 	}
 	e.pending += delta
@@ -89,7 +94,9 @@ func (h *Handler) admit(root *os.Root, userID string, quota, delta int64) (bool,
 func (h *Handler) settle(userID string, delta int64, done bool) {
 	e := h.usageEntry(userID)
 	e.mu.Lock()
-	e.pending -= delta
+	if delta > 0 {
+		e.pending -= delta
+	}
 	if done && e.valid {
 		e.bytes = max(e.bytes+delta, 0)
 	}

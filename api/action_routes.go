@@ -6,9 +6,11 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"log/slog"
 	"net/http"
 	"net/url"
+	"slices"
 	"strings"
 	"time"
 
@@ -176,10 +178,16 @@ func (h *actionRoutes) execute(c *gin.Context) {
 // the parameters it derives from the object change with the object.
 func (h *actionRoutes) submit(c *gin.Context, at *engine.ActionType, kind string, req executeRequest, hash string) {
 	ctx := c.Request.Context()
+	if req.TargetObjectID != "" && !domain.IsUUID(req.TargetObjectID) {
+		// Object ids are UUIDs; anything else names no object (and would
+		// not fit the action log's column).
+		fail(c, apperr.New(apperr.ObjectNotFound, "object %q not found", req.TargetObjectID))
+		return
+	}
 	ex := h.newExecution(c, at, kind, req)
 	if key := c.GetHeader("Idempotency-Key"); key != "" {
-		if len(key) > 255 {
-			fail(c, apperr.New(apperr.InvalidArgument, "Idempotency-Key must be at most 255 characters"))
+		if len(key) > 255 || !saneText(key) {
+			fail(c, apperr.New(apperr.InvalidArgument, "Idempotency-Key must be at most 255 characters of UTF-8 text"))
 			return
 		}
 		if hash == "" {
@@ -409,6 +417,11 @@ func (h *actionRoutes) executeBatch(c *gin.Context) {
 		for k, v := range it.Parameters {
 			params[k] = v
 		}
+		if it.TargetObjectID != "" && !domain.IsUUID(it.TargetObjectID) {
+			fail(c, apperr.New(apperr.InvalidArgument, "items[%d].target_object_id %q is not an object id", i, it.TargetObjectID).
+				WithDetails(apperr.Detail{Field: fmt.Sprintf("items[%d].target_object_id", i), Reason: "invalid", Message: "not an object id (a UUID)"}))
+			return
+		}
 		ex := h.newExecution(c, at, models.KindBatchItem, executeRequest{TargetObjectID: it.TargetObjectID, Parameters: params, Justification: req.Justification})
 		ex.WorkflowID, ex.BatchID, ex.BatchIndex = batch.WorkflowID, &batch.ID, i
 		items[i] = *ex
@@ -536,12 +549,20 @@ func (h *actionRoutes) listExecutions(c *gin.Context) {
 		q = q.Where("target_object_id = ?", s)
 	}
 	if s := c.Query("status"); s != "" {
+		if !slices.Contains([]string{models.StatusQueued, models.StatusRunning, models.StatusSucceeded, models.StatusFailed, models.StatusPartial}, s) {
+			fail(c, apperr.New(apperr.InvalidArgument, "status must be one of queued, running, succeeded, failed, partially_succeeded"))
+			return
+		}
 		q = q.Where("status = ?", s)
 	}
 	if s := c.Query("batch"); s != "" {
 		q = q.Where("batch_id = ?", s)
 	}
 	if s := c.Query("kind"); s != "" {
+		if !slices.Contains([]string{models.KindExecute, models.KindBatch, models.KindBatchItem, models.KindInlineEdit, models.KindWhatIf}, s) {
+			fail(c, apperr.New(apperr.InvalidArgument, "kind must be one of execute, batch, batch-item, inline-edit, what-if"))
+			return
+		}
 		q = q.Where("kind = ?", s)
 	}
 	if s := c.Query("since"); s != "" {

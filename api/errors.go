@@ -1,6 +1,7 @@
 package api
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -51,7 +52,16 @@ func decodeJSON(c *gin.Context, v any) error {
 	if ct := c.ContentType(); ct != "" && ct != "application/json" {
 		return apperr.New(apperr.InvalidJSON, "Content-Type must be application/json, got %q", ct)
 	}
-	dec := json.NewDecoder(c.Request.Body)
+	body, err := io.ReadAll(c.Request.Body) // bounded by limitBody
+	if err != nil {
+		return jsonError(err)
+	}
+	if hasNULEscape(body) {
+		// Neither Postgres text nor jsonb can hold U+0000: refused here
+		// rather than failing as a 500 when it reaches the database.
+		return apperr.New(apperr.InvalidJSON, `request body holds the character \u0000, which cannot be stored`)
+	}
+	dec := json.NewDecoder(bytes.NewReader(body))
 	dec.DisallowUnknownFields()
 	dec.UseNumber()
 	if err := dec.Decode(v); err != nil {
@@ -61,6 +71,21 @@ func decodeJSON(c *gin.Context, v any) error {
 		return apperr.New(apperr.InvalidJSON, "request body must hold a single JSON value")
 	}
 	return nil
+}
+
+// hasNULEscape reports whether JSON text b holds a \u0000 escape (a raw
+// NUL byte is not valid JSON and the decoder refuses it).
+func hasNULEscape(b []byte) bool {
+	for i := 0; i < len(b); i++ {
+		if b[i] != '\\' || i+1 >= len(b) {
+			continue
+		}
+		if b[i+1] == 'u' && i+6 <= len(b) && string(b[i+2:i+6]) == "0000" {
+			return true
+		}
+		i++ // skip the escaped character, so "\\u0000" is text
+	}
+	return false
 }
 
 func jsonError(err error) error {

@@ -5,7 +5,9 @@ import (
 	"net/http"
 	"runtime/debug"
 	"strconv"
+	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/gin-gonic/gin"
 	"github.com/prometheus/client_golang/prometheus"
@@ -62,6 +64,38 @@ func requirePermission(c *gin.Context, key string) bool {
 
 // RequirePermission is requirePermission for other packages' routes.
 func RequirePermission(c *gin.Context, key string) bool { return requirePermission(c, key) }
+
+// saneInput refuses path parameters and query values that are not UTF-8
+// text (invalid bytes, NUL, other control characters): nothing the API
+// names looks like that, and Postgres would answer them with an error
+// that surfaced as a 500.
+func saneInput(c *gin.Context) {
+	for _, p := range c.Params {
+		if !saneText(p.Value) {
+			fail(c, apperr.New(apperr.InvalidArgument, "path parameter %s must be UTF-8 text without control characters", p.Key))
+			return
+		}
+	}
+	for k, vs := range c.Request.URL.Query() {
+		for _, v := range vs {
+			if !saneText(k) || !saneText(v) {
+				fail(c, apperr.New(apperr.InvalidArgument, "query parameter %q must be UTF-8 text without control characters", strings.ToValidUTF8(k, "?")))
+				return
+			}
+		}
+	}
+	c.Next()
+}
+
+// saneText reports whether s is UTF-8 without control characters.
+func saneText(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < 0x20 || c == 0x7f {
+			return false
+		}
+	}
+	return utf8.ValidString(s)
+}
 
 func (s *Server) limitBody(c *gin.Context) {
 	if c.Request.Body != nil && c.Request.ContentLength > s.deps.MaxBodyBytes {

@@ -257,6 +257,9 @@ func TestOntologyRoutesPropertiesAndObjects(t *testing.T) {
 		e.expect(409, "UniquePropertyViolation", "writer", "POST", "/types/Employee/objects", `{"properties":{"name":"Ann2","email":"ann@x"}}`)
 		e.expect(400, "InvalidArgument", "writer", "POST", "/types/Employee/objects", `{"properties":{"name":"Eve"},"marking":"secret"}`)
 		e.expect(403, "PermissionDenied", "writer", "POST", "/types/Employee/objects", `{"properties":{"name":"Eve"},"organization":"globex"}`)
+		// An admin may name another organization, within its column's 128 characters.
+		e.expect(400, "InvalidArgument", "admin", "POST", "/types/Employee/objects", `{"properties":{"name":"Eve"},"organization":"`+strings.Repeat("o", 129)+`"}`)
+		e.expect(400, "InvalidArgument", "writer", "GET", "/types/%FF/objects", "")
 		e.expect(403, "PermissionDenied", "reader", "POST", "/types/Employee/objects", `{"properties":{"name":"Eve"}}`)
 		e.expect(400, "InvalidJSON", "writer", "POST", "/types/Employee/objects", `{"props":{}}`)
 		e.expect(404, "ObjectTypeNotFound", "writer", "POST", "/types/Nope/objects", `{"properties":{}}`)

@@ -98,7 +98,7 @@ func New(deps Deps) *Server {
 	r.GET("/openapi.yaml", serveOpenAPI)
 	r.GET("/api/v1/openapi.yaml", serveOpenAPI)
 
-	v1 := r.Group("/api/v1", s.authenticate)
+	v1 := r.Group("/api/v1", s.authenticate, saneInput)
 	s.registerAuthRoutes(v1)
 	s.registerUserRoutes(v1)
 	for _, reg := range deps.Routes {

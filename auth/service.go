@@ -17,6 +17,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+	"unicode/utf8"
 
 	"github.com/google/uuid"
 	"github.com/hashicorp/golang-lru/v2/simplelru"
@@ -196,9 +197,10 @@ func clientIP(r *http.Request) string {
 // address is over its failure limit the attempt is refused with a
 // *ThrottledError (429) before anything is checked.
 func (s *Service) Basic(ctx context.Context, username, password, remote string) (*Principal, error) {
-	if len(username) > 128 || len(password) > 1024 {
+	if len(username) > 128 || len(password) > 1024 || !utf8.ValidString(username) || strings.IndexByte(username, 0) >= 0 {
 		// Refused before the throttle keys them: oversized names must not
-		// fill its table.
+		// fill its table, and a name that is not text names no user (on
+		// Postgres its lookup would fail as a 500).
 		return nil, ErrUnauthorized
 	}
 	uk, ak := "u:"+username, "a:"+remote

@@ -10,6 +10,7 @@ import (
 	"sort"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"gorm.io/gorm"
 
@@ -491,6 +492,11 @@ func (s *Store) CreateObjectAs(ctx context.Context, u *models.User, typeRef stri
 				WithDetails(apperr.Detail{Field: "organization", Reason: "organization", Message: "not your organization"})
 		}
 		org = *sp.Organization
+		// The column is varchar(128): refused here, not as a 500 there.
+		if n := utf8.RuneCountInString(org); n > 128 || !utf8.ValidString(org) {
+			return nil, apperr.New(apperr.InvalidArgument, "organization must be at most 128 characters of UTF-8 text").
+				WithDetails(apperr.Detail{Field: "organization", Reason: "invalid", Message: "at most 128 characters of UTF-8 text"})
+		}
 	}
 	if err := s.mayMark(u, sp.Marking); err != nil {
 		return nil, err

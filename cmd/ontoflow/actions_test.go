@@ -360,6 +360,19 @@ func actionSuite(t *testing.T, admin client) {
 		expectRefusal("unknown action", execute(alice, "no-such-action", order1, nil), 404, "ActionTypeNotFound", "")
 		expectRefusal("malformed body", alice.do("POST", "/api/v1/ontology/actions/"+setStatus+"/execute", `{"parameters":`), 400, "InvalidJSON", "")
 		expectRefusal("no justification", execute(alice, cancel, order2, nil), 400, "JustificationRequired", "required")
+		// Hostile input is refused before it reaches the database (where
+		// Postgres used to turn it into a 500) and records nothing.
+		exURL := "/api/v1/ontology/actions/" + setStatus + "/execute"
+		expectRefusal("target that is no object id", execute(alice, setStatus, strings.Repeat("x", 40), map[string]any{"status": "x"}), 404, "ObjectNotFound", "")
+		expectRefusal("NUL in the justification", alice.do("POST", exURL, `{"target_object_id":"`+order1+`","parameters":{"status":"x"},"justification":"a\u0000b"}`), 400, "InvalidJSON", "")
+		expectRefusal("Idempotency-Key not text", execute(alice, setStatus, order1, map[string]any{"status": "x"}, "Idempotency-Key", "k\xff"), 400, "InvalidArgument", "")
+		expectRefusal("Idempotency-Key too long", execute(alice, setStatus, order1, map[string]any{"status": "x"}, "Idempotency-Key", strings.Repeat("k", 256)), 400, "InvalidArgument", "")
+		expectRefusal("batch item that is no object id", alice.do("POST", "/api/v1/ontology/actions/"+setStatus+"/execute-batch",
+			map[string]any{"items": []map[string]any{{"target_object_id": order1}, {"target_object_id": "nope"}}, "parameters": map[string]any{"status": "x"}}), 400, "InvalidArgument", "invalid")
+		for _, q := range []string{"status=bogus", "kind=bogus", "since=yesterday", "target=%FF", "actor=a%00b"} {
+			expectRefusal("executions?"+q, alice.do("GET", "/api/v1/ontology/executions?"+q, nil), 400, "InvalidArgument", "")
+		}
+		expectRefusal("execution id not text", alice.do("GET", "/api/v1/ontology/executions/%FF", nil), 400, "InvalidArgument", "")
 		expectRefusal("webhook not in this release", execute(alice, webhook, "", nil), 422, "OperationNotSupported", "")
 		// A link's other end in another organization is as absent to the
 		// actor as it is on the REST routes, and nothing is linked.

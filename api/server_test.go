@@ -481,7 +481,7 @@ func TestHostileInputIsRefused(t *testing.T) {
 				t.Errorf("Basic user %q: %d %s", name, r.status, r.body)
 			}
 		}
-		for _, p := range []string{"/api/v1/users/%FF", "/api/v1/users/a%00b", "/api/v1/users/%C0", "/api/v1/users?page_token=%FF"} {
+		for _, p := range []string{"/api/v1/users/%FF", "/api/v1/users/a%00b", "/api/v1/users/%C0", "/api/v1/users?page_token=%FF", "/api/v1/users?page_token=LTE", "/api/v1/auth/tokens?page_size=0"} {
 			if r := f.json(t, "admin", "GET", p, ""); r.status != 400 || r.code() != "InvalidArgument" {
 				t.Errorf("GET %s: %d %s", p, r.status, r.body)
 			}

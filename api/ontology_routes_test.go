@@ -360,6 +360,12 @@ func TestOntologyRoutesLinks(t *testing.T) {
 		e.expect(409, "Conflict", "writer", "POST", "/link-types", `{"name":"member_of","source_object_type_id":"Employee","target_object_type_id":"Team","cardinality":"one_to_one"}`)
 		e.expect(403, "PermissionDenied", "reader", "POST", "/link-types", `{"name":"y","source_object_type_id":"Employee","target_object_type_id":"Team","cardinality":"one_to_one"}`)
 		e.expect(200, "", "reader", "GET", "/link-types/member_of", "")
+		// PUT replaces the definition: malformed, incomplete, unknown or forbidden.
+		e.expect(400, "InvalidJSON", "writer", "PUT", "/link-types/"+ltID, `{"name":`)
+		e.expect(400, "InvalidJSON", "writer", "PUT", "/link-types/"+ltID, `{"name":"member_of","cardinality":7}`)
+		e.expect(400, "InvalidOntologyDefinition", "writer", "PUT", "/link-types/"+ltID, `{"name":"member_of","source_object_type_id":"Employee","target_object_type_id":"Team","cardinality":"some"}`)
+		e.expect(404, "LinkTypeNotFound", "writer", "PUT", "/link-types/nope", `{"name":"nope","source_object_type_id":"Employee","target_object_type_id":"Team","cardinality":"one_to_one"}`)
+		e.expect(403, "PermissionDenied", "reader", "PUT", "/link-types/"+ltID, `{"name":"member_of","source_object_type_id":"Employee","target_object_type_id":"Team","cardinality":"many_to_one"}`)
 		e.expect(404, "LinkTypeNotFound", "reader", "GET", "/link-types/nope", "")
 		if d := e.expect(200, "", "reader", "GET", "/link-types?object_type=Team", "").data(); len(d) != 1 {
 			t.Fatalf("link types of Team: %d", len(d))
@@ -447,6 +453,10 @@ func TestOntologyRoutesActionTypes(t *testing.T) {
 		}
 		e.expect(400, "InvalidJSON", "writer", "POST", "/actions", `{"name":"x","operation_kind":"update_object","inputz":[]}`)
 		e.expect(400, "InvalidJSON", "writer", "POST", "/actions", `[`)
+		e.expect(400, "InvalidJSON", "writer", "PUT", "/actions/"+id, `[`)
+		e.expect(400, "InvalidJSON", "writer", "PUT", "/actions/"+id, `{"name":"set_status","operation_kind":7}`)
+		e.expect(404, "ActionTypeNotFound", "writer", "PUT", "/actions/nope", def)
+		e.expect(403, "PermissionDenied", "reader", "PUT", "/actions/"+id, def)
 
 		e.expect(200, "", "reader", "GET", "/actions/"+id, "")
 		e.expect(200, "", "reader", "GET", "/actions/set_status", "")

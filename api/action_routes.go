@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"net/url"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -125,14 +126,19 @@ func (h *actionRoutes) validate(c *gin.Context) {
 	c.JSON(http.StatusOK, v)
 }
 
-// wantsAsync reads Prefer: respond-async and ?async=true.
+// wantsAsync reads the respond-async preference (RFC 7240: preferences
+// are comma-separated, each may carry ";"-parameters, and a request may
+// send several Prefer headers) and ?async=true (or 1, t).
 func wantsAsync(c *gin.Context) bool {
-	if c.Query("async") == "true" {
+	if b, err := strconv.ParseBool(c.Query("async")); err == nil && b {
 		return true
 	}
-	for _, p := range strings.Split(c.GetHeader("Prefer"), ",") {
-		if strings.EqualFold(strings.TrimSpace(p), "respond-async") {
-			return true
+	for _, h := range c.Request.Header.Values("Prefer") {
+		for _, p := range strings.Split(h, ",") {
+			name, _, _ := strings.Cut(p, ";")
+			if strings.EqualFold(strings.TrimSpace(name), "respond-async") {
+				return true
+			}
 		}
 	}
 	return false

@@ -510,6 +510,11 @@ func actionSuite(t *testing.T, admin client) {
 			return ex.Status == "succeeded"
 		})
 		bob.must(http.StatusNotFound, "GET", loc, nil)
+		// The preference with parameters and beside others, and ?async=1.
+		alice.must(http.StatusAccepted, "POST", "/api/v1/ontology/actions/"+setStatus+"/execute",
+			map[string]any{"target_object_id": order1, "parameters": map[string]any{"status": "async"}}, "Prefer", "return=minimal, respond-async; x=1")
+		alice.must(http.StatusAccepted, "POST", "/api/v1/ontology/actions/"+setStatus+"/execute?async=1",
+			map[string]any{"target_object_id": order1, "parameters": map[string]any{"status": "async"}})
 	})
 
 	t.Run("inline edit", func(t *testing.T) {

@@ -22,6 +22,7 @@ import (
 	"github.com/ontoflow/ontoflow/apperr"
 	"github.com/ontoflow/ontoflow/auth"
 	"github.com/ontoflow/ontoflow/engine"
+	"github.com/ontoflow/ontoflow/internal/printable"
 	"github.com/ontoflow/ontoflow/models"
 	"github.com/ontoflow/ontoflow/ontology"
 	"github.com/ontoflow/ontoflow/ontology/domain"
@@ -192,7 +193,7 @@ func (h *actionRoutes) submit(c *gin.Context, at *engine.ActionType, kind string
 	}
 	ex := h.newExecution(c, at, kind, req)
 	if key := c.GetHeader("Idempotency-Key"); key != "" {
-		if len(key) > 255 || !saneText(key) {
+		if len(key) > 255 || !printable.String(key) {
 			fail(c, apperr.New(apperr.InvalidArgument, "Idempotency-Key must be at most 255 characters of UTF-8 text"))
 			return
 		}

@@ -7,13 +7,13 @@ import (
 	"strconv"
 	"strings"
 	"time"
-	"unicode/utf8"
 
 	"github.com/gin-gonic/gin"
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/ontoflow/ontoflow/apperr"
 	"github.com/ontoflow/ontoflow/auth"
+	"github.com/ontoflow/ontoflow/internal/printable"
 )
 
 const principalKey = "ontoflow.principal"
@@ -71,30 +71,20 @@ func RequirePermission(c *gin.Context, key string) bool { return requirePermissi
 // that surfaced as a 500.
 func saneInput(c *gin.Context) {
 	for _, p := range c.Params {
-		if !saneText(p.Value) {
+		if !printable.String(p.Value) {
 			fail(c, apperr.New(apperr.InvalidArgument, "path parameter %s must be UTF-8 text without control characters", p.Key))
 			return
 		}
 	}
 	for k, vs := range c.Request.URL.Query() {
 		for _, v := range vs {
-			if !saneText(k) || !saneText(v) {
+			if !printable.String(k) || !printable.String(v) {
 				fail(c, apperr.New(apperr.InvalidArgument, "query parameter %q must be UTF-8 text without control characters", strings.ToValidUTF8(k, "?")))
 				return
 			}
 		}
 	}
 	c.Next()
-}
-
-// saneText reports whether s is UTF-8 without control characters.
-func saneText(s string) bool {
-	for i := 0; i < len(s); i++ {
-		if c := s[i]; c < 0x20 || c == 0x7f {
-			return false
-		}
-	}
-	return utf8.ValidString(s)
 }
 
 func (s *Server) limitBody(c *gin.Context) {

@@ -58,7 +58,7 @@ type Object struct {
 	Properties   NumJSON[map[string]any] `json:"properties"`
 	Marking      string                  `gorm:"size:64;not null" json:"marking"`
 	CreatedBy    string                  `gorm:"size:36" json:"created_by"`
-	Organization string                  `gorm:"size:128;index" json:"organization"`
+	Organization string                  `gorm:"size:128;index" json:"organization"` // at most MaxOrganizationLen
 	CreatedAt    time.Time               `gorm:"index:idx_object_type,priority:2" json:"created_at"`
 	UpdatedAt    time.Time               `json:"updated_at"`
 }

@@ -5,6 +5,10 @@ import "time"
 var userModels = []any{&User{}, &APIToken{}}
 
 // User is a service user: the same account logs in to the API and WebDAV.
+// MaxOrganizationLen is the longest organization, in characters: the size
+// of the organization columns of users and objects.
+const MaxOrganizationLen = 128
+
 type User struct {
 	ID           string `gorm:"primaryKey;size:36" json:"id"`
 	Username     string `gorm:"uniqueIndex;size:128;not null" json:"username"`
@@ -16,7 +20,7 @@ type User struct {
 	Permissions   JSON[[]string]          `json:"permissions"`
 	Attributes    JSON[map[string]any]    `json:"attributes"`
 	Clearance     string                  `gorm:"size:64;not null" json:"clearance"`
-	Organization  string                  `gorm:"size:128;index" json:"organization"`
+	Organization  string                  `gorm:"size:128;index" json:"organization"` // at most MaxOrganizationLen
 	Disabled      bool                    `gorm:"not null;default:false" json:"disabled"`
 	QuotaBytes    int64                   `gorm:"not null;default:0" json:"quota_bytes"`
 	CreatedAt     time.Time               `json:"created_at"`

@@ -493,9 +493,10 @@ func (s *Store) CreateObjectAs(ctx context.Context, u *models.User, typeRef stri
 		}
 		org = *sp.Organization
 		// The column is varchar(128): refused here, not as a 500 there.
-		if n := utf8.RuneCountInString(org); n > 128 || !utf8.ValidString(org) {
-			return nil, apperr.New(apperr.InvalidArgument, "organization must be at most 128 characters of UTF-8 text").
-				WithDetails(apperr.Detail{Field: "organization", Reason: "invalid", Message: "at most 128 characters of UTF-8 text"})
+		if utf8.RuneCountInString(org) > models.MaxOrganizationLen || !utf8.ValidString(org) {
+			msg := fmt.Sprintf("at most %d characters of UTF-8 text", models.MaxOrganizationLen)
+			return nil, apperr.New(apperr.InvalidArgument, "organization must be %s", msg).
+				WithDetails(apperr.Detail{Field: "organization", Reason: "invalid", Message: msg})
 		}
 	}
 	if err := s.mayMark(u, sp.Marking); err != nil {

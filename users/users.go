@@ -45,9 +45,8 @@ var usernameRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._@-]{0,127}$`)
 // MinPasswordLen is the shortest accepted password.
 const MinPasswordLen = 8
 
-// MaxOrganizationLen is the longest organization, in characters (the
-// column's size).
-const MaxOrganizationLen = 128
+// MaxOrganizationLen is the longest organization, in characters.
+const MaxOrganizationLen = models.MaxOrganizationLen
 
 func (s *Store) check(sp Spec) error {
 	if sp.Username != nil && !usernameRE.MatchString(*sp.Username) {

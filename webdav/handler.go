@@ -25,12 +25,12 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
-	"unicode/utf8"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"gorm.io/gorm"
 
 	"github.com/ontoflow/ontoflow/auth"
+	"github.com/ontoflow/ontoflow/internal/printable"
 	"github.com/ontoflow/ontoflow/models"
 )
 
@@ -358,7 +358,7 @@ func writeStaticCollection(b *strings.Builder, href, name string, t time.Time) {
 // It refuses ".." segments, NUL bytes and over-long names.
 func (h *Handler) internalPath(p string) (string, bool) {
 	rest := strings.TrimPrefix(p, h.opts.Prefix)
-	if len(rest) > 4096 || !validName(rest) {
+	if len(rest) > 4096 || !printable.String(rest) {
 		return "", false
 	}
 	var b strings.Builder
@@ -379,19 +379,6 @@ func (h *Handler) internalPath(p string) (string, bool) {
 		return "/", true
 	}
 	return b.String(), true
-}
-
-// validName reports whether s is UTF-8 without control characters: other
-// names cannot be written into a PROPFIND answer (XML 1.0 has no way to
-// carry them), so a client could create a file that breaks its folder's
-// listing, and Postgres refuses invalid UTF-8 in the metadata tables.
-func validName(s string) bool {
-	for i := 0; i < len(s); i++ {
-		if c := s[i]; c < 0x20 || c == 0x7f {
-			return false
-		}
-	}
-	return utf8.ValidString(s)
 }
 
 // tmpPrefix starts the names of in-progress uploads; such names are never

@@ -16,6 +16,7 @@ import (
 	"gorm.io/gorm"
 	"gorm.io/gorm/clause"
 
+	"github.com/ontoflow/ontoflow/internal/printable"
 	"github.com/ontoflow/ontoflow/models"
 )
 
@@ -400,7 +401,7 @@ func (pw *propWriter) writeLive(n xmlName, e entry, dir bool, sum models.DavChec
 		b.WriteString(`<D:displayname>`)
 		if e.path != "/" {
 			name := pathBase(e.path)
-			if !validName(name) {
+			if !printable.String(name) {
 				// Put on disk by other means: shown with U+FFFD in place
 				// of what XML cannot carry (the href keeps the bytes).
 				name = strings.Map(func(r rune) rune {

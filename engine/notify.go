@@ -69,12 +69,13 @@ func (e *Engine) Notify(ctx context.Context, p *Prepared, out *Outcome) error {
 		out = &Outcome{Edits: ex.Edits.V, Result: out.Result}
 	}
 	before, after := e.beforeAfter(ctx, ex.TargetObjectID, out)
-	scope := templateScope(at, actor, before, after, p.Parameters, ex)
+	params := ex.Parameters.V // as Run recorded them, materialized
+	scopes := &recipientScopes{e: e, at: at, actor: actor, before: before, after: after, params: params, ex: ex}
 
 	var notes []models.Notification
 	var outcomes []models.NotificationOutcome
 	for i, n := range at.Config.NotificationSideEffects {
-		recipients, rerr := e.recipients(ctx, n, actor, before, p.Parameters)
+		recipients, rerr := e.recipients(ctx, n, actor, before, params)
 		for _, ch := range n.EffectiveChannels() {
 			o := models.NotificationOutcome{Index: i, Channel: ch, Recipients: len(recipients)}
 			switch {
@@ -86,19 +87,8 @@ func (e *Engine) Notify(ctx context.Context, p *Prepared, out *Outcome) error {
 				o.Status, o.Error = Skipped, "no recipients"
 			default:
 				o.Status = Delivered
-				meta := map[string]any{}
-				for k, v := range n.Metadata {
-					if s, ok := v.(string); ok {
-						v = render(s, scope)
-					}
-					meta[k] = v
-				}
-				for _, uid := range recipients {
-					notes = append(notes, models.Notification{
-						ID: uuid.NewString(), UserID: uid, ExecutionID: ex.ID, ActionTypeID: at.ID,
-						Title: render(n.Title, scope), Body: render(n.Body, scope),
-						Severity: n.EffectiveSeverity(), Category: n.Category, Metadata: models.NewJSON(meta),
-					})
+				for _, r := range recipients {
+					notes = append(notes, e.inApp(n, scopes.forUser(r), ex, at, r.ID))
 				}
 			}
 			outcomes = append(outcomes, o)
@@ -159,7 +149,7 @@ func (e *Engine) beforeAfter(ctx context.Context, targetID string, out *Outcome)
 // recipients resolves a side effect's recipients to distinct, existing,
 // enabled user ids. A recipient source naming a user that does not exist
 // is an error (the outcome records it).
-func (e *Engine) recipients(ctx context.Context, n domain.NotificationSideEffect, actor *models.User, target *Object, params map[string]any) ([]string, error) {
+func (e *Engine) recipients(ctx context.Context, n domain.NotificationSideEffect, actor *models.User, target *Object, params map[string]any) ([]*models.User, error) {
 	var named []string
 	named = append(named, n.UserIDs...)
 	if n.UserIDInputName != "" {
@@ -172,7 +162,9 @@ func (e *Engine) recipients(ctx context.Context, n domain.NotificationSideEffect
 		named = append(named, target.CreatedBy)
 	}
 	var users []models.User
-	q := e.db.WithContext(ctx).Model(&models.User{}).Select("id", "username", "disabled")
+	// The read rule's columns too: each recipient's notification is
+	// rendered with what that recipient may read.
+	q := e.db.WithContext(ctx).Model(&models.User{}).Select("id", "username", "disabled", "roles", "clearance", "organization")
 	if n.Broadcast {
 		if err := q.Where("disabled = ?", false).Find(&users).Error; err != nil {
 			return nil, fmt.Errorf("list users: %w", err)
@@ -192,22 +184,22 @@ func (e *Engine) recipients(ctx context.Context, n domain.NotificationSideEffect
 		}
 	}
 	seen := map[string]bool{}
-	var ids []string
-	add := func(id string) {
-		if !seen[id] {
-			seen[id] = true
-			ids = append(ids, id)
+	var out []*models.User
+	add := func(u *models.User) {
+		if !seen[u.ID] {
+			seen[u.ID] = true
+			out = append(out, u)
 		}
 	}
 	if n.SendToActor {
-		add(actor.ID)
+		add(actor)
 	}
-	for _, u := range users {
-		if !u.Disabled {
-			add(u.ID)
+	for i := range users {
+		if !users[i].Disabled {
+			add(&users[i])
 		}
 	}
-	return ids, nil
+	return out, nil
 }
 
 func stringsOf(v any) []string {
@@ -276,4 +268,50 @@ func render(s string, scope map[string]any) string {
 			return string(b)
 		}
 	})
+}
+
+// inApp renders side effect n for one recipient.
+func (e *Engine) inApp(n domain.NotificationSideEffect, scope map[string]any, ex *models.Execution, at *ActionType, userID string) models.Notification {
+	meta := map[string]any{}
+	for k, v := range n.Metadata {
+		if s, ok := v.(string); ok {
+			v = render(s, scope)
+		}
+		meta[k] = v
+	}
+	return models.Notification{
+		ID: uuid.NewString(), UserID: userID, ExecutionID: ex.ID, ActionTypeID: at.ID,
+		Title: render(n.Title, scope), Body: render(n.Body, scope),
+		Severity: n.EffectiveSeverity(), Category: n.Category, Metadata: models.NewJSON(meta),
+	}
+}
+
+// recipientScopes renders each recipient's notification with what that
+// recipient may read: the target (as the operation found it) and the
+// object (as it left it) are in the scope only for a recipient whose read
+// rule admits them; for another they are absent and their placeholders
+// render empty. So a side effect cannot carry an object's data to someone
+// the object is hidden from. At most two scopes are built per execution.
+type recipientScopes struct {
+	e             *Engine
+	at            *ActionType
+	actor         *models.User
+	before, after *Object
+	params        map[string]any
+	ex            *models.Execution
+	full, bare    map[string]any
+}
+
+func (s *recipientScopes) forUser(u *models.User) map[string]any {
+	readable := func(o *Object) bool { return o == nil || s.e.onto.CanRead(u, o.Marking, o.Organization) }
+	if readable(s.before) && readable(s.after) {
+		if s.full == nil {
+			s.full = templateScope(s.at, s.actor, s.before, s.after, s.params, s.ex)
+		}
+		return s.full
+	}
+	if s.bare == nil {
+		s.bare = templateScope(s.at, s.actor, nil, nil, s.params, s.ex)
+	}
+	return s.bare
 }

@@ -20,11 +20,17 @@ import (
 // identity and its materialized parameters. It travels through workflow
 // history, so it holds ids and values, not loaded records.
 type Prepared struct {
-	ExecutionID      string `json:"execution_id"`
-	ActionTypeID     string `json:"action_type_id"`
-	ActorID          string `json:"actor_id"`
-	TargetID         string `json:"target_object_id,omitempty"`
-	Parameters       Params `json:"parameters"`
+	ExecutionID  string `json:"execution_id"`
+	ActionTypeID string `json:"action_type_id"`
+	ActorID      string `json:"actor_id"`
+	TargetID     string `json:"target_object_id,omitempty"`
+	// Parameters is no longer filled: a parameter may be as large as the
+	// API's body limit, past Temporal's payload limit, and a step whose
+	// result cannot be recorded retries forever. The later steps take the
+	// materialized parameters from the memo or validate again; the row
+	// records them. The member stays so histories recorded before the
+	// change still decode.
+	Parameters       Params `json:"parameters,omitempty"`
 	HasNotifications bool   `json:"has_notifications"`
 }
 
@@ -143,9 +149,10 @@ func (e *Engine) Prepare(ctx context.Context, executionID string) (*Prepared, er
 	if err := v.refusal(); err != nil {
 		return nil, err
 	}
+	in.Params = params
 	e.memo.put(ex, in)
 	return &Prepared{ExecutionID: ex.ID, ActionTypeID: in.Action.ID, ActorID: ex.ActorID, TargetID: ex.TargetObjectID,
-		Parameters: params, HasNotifications: len(in.Action.Config.NotificationSideEffects) > 0}, nil
+		HasNotifications: len(in.Action.Config.NotificationSideEffects) > 0}, nil
 }
 
 // prepared is Prepare's answer for a finished execution: the parameters it
@@ -154,8 +161,7 @@ func (e *Engine) prepared(ctx context.Context, ex *models.Execution) (*Prepared,
 	if err := recorded(ex); err != nil {
 		return nil, err
 	}
-	p := &Prepared{ExecutionID: ex.ID, ActionTypeID: ex.ActionTypeID, ActorID: ex.ActorID, TargetID: ex.TargetObjectID,
-		Parameters: ex.Parameters.V}
+	p := &Prepared{ExecutionID: ex.ID, ActionTypeID: ex.ActionTypeID, ActorID: ex.ActorID, TargetID: ex.TargetObjectID}
 	if ex.NotifiedAt == nil {
 		at, err := e.onto.ActionType(ctx, ex.ActionTypeID)
 		if err != nil && !apperr.Is(err, apperr.ActionTypeNotFound) {
@@ -233,6 +239,15 @@ func (e *Engine) Run(ctx context.Context, p *Prepared) (_ *Outcome, err error) {
 	// The operation works on a copy: the memo's entry stays as validated
 	// for Notify.
 	in := *in0
+	if in.Params == nil {
+		// Not validated in this process (a retry elsewhere, or the memo
+		// expired): validate again, against the objects as they are now.
+		params, v := e.materialize(ctx, &in)
+		if err := v.refusal(); err != nil {
+			return nil, err
+		}
+		in.Params = params
+	}
 	var out *Outcome
 	var done *models.Execution
 	err = e.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
@@ -274,14 +289,14 @@ func (e *Engine) Run(ctx context.Context, p *Prepared) (_ *Outcome, err error) {
 				return apperr.New(apperr.ObjectNotFound, "object %q not found", ex.TargetObjectID)
 			}
 		}
-		out, err = op(ctx, tx, &in, p.Parameters)
+		out, err = op(ctx, tx, &in, in.Params)
 		if err != nil {
 			return err
 		}
 		now := e.now()
 		ex.Status, ex.FinishedAt, ex.ActionVersion = models.StatusSucceeded, &now, in.Action.Version
 		ex.Edits, ex.Result = models.NewJSON(out.Edits), models.NewJSON(out.Result)
-		ex.Parameters = models.NewNumJSON(map[string]any(p.Parameters))
+		ex.Parameters = models.NewNumJSON(in.Params)
 		cols := []any{"finished_at", "action_version", "edits", "result", "parameters"}
 		if run := runIDFor(ctx, &ex); run != "" {
 			ex.RunID = run

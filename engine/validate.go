@@ -66,6 +66,8 @@ type Request struct {
 type input struct {
 	Request
 	Target *Object
+	// Params are the materialized parameters once validated (nil before).
+	Params map[string]any
 }
 
 // load reads the target object of r, refusing a missing or mismatched one.
@@ -86,7 +88,11 @@ func (e *Engine) load(ctx context.Context, r Request) (*input, error) {
 	if err != nil {
 		return nil, fmt.Errorf("load target object %s: %w", r.TargetID, err)
 	}
-	if t == nil {
+	// The read rule comes before anything looks at the target: its type,
+	// its properties in form conditions and defaults, its marking in the
+	// policy. An object the actor may not read is answered exactly as a
+	// missing one, so no answer (nor its timing of steps) tells them apart.
+	if t == nil || !e.onto.CanRead(r.Actor, t.Marking, t.Organization) {
 		return nil, apperr.New(apperr.ObjectNotFound, "object %q not found", r.TargetID)
 	}
 	if at.ObjectTypeID != "" && t.ObjectTypeID != at.ObjectTypeID {
@@ -178,6 +184,17 @@ func (v *Validation) refusal() error {
 		return nil
 	}
 	e := apperr.New(apperr.ActionValidationFailed, "the action's parameters are not valid")
+	// The refusal travels through Temporal (and the action log): without
+	// the values, which the execution's parameters hold, its size is
+	// bounded by the action's inputs, not by what a client sent.
+	bounded := *v
+	bounded.Parameters = make([]ParameterResult, len(v.Parameters))
+	for i, p := range v.Parameters {
+		p.Value = nil
+		bounded.Parameters[i] = p
+	}
+	bounded.Edits = nil
+	v = &bounded
 	for _, u := range v.Unknown {
 		e.WithDetails(apperr.Detail{Field: "parameters." + u, Reason: "unknown", Message: fmt.Sprintf("unknown parameter %q", u)})
 	}

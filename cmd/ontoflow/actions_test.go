@@ -342,6 +342,52 @@ func actionSuite(t *testing.T, admin client) {
 		}
 	})
 
+	t.Run("an unreadable target is answered as a missing one, before its data is used", func(t *testing.T) {
+		// A form condition over the target's properties must not work as
+		// an oracle: for frank (another organization) an order whose
+		// priority makes "note" required, one whose priority does not,
+		// and an id that names nothing get the same answer on every path.
+		gate := newAction(map[string]any{"name": "priority-gate", "object_type_id": "Order", "operation_kind": "update_object",
+			"inputs": []map[string]any{{"name": "note", "type": "string"}},
+			"form_schema": map[string]any{"parameter_overrides": []map[string]any{{"parameter": "note",
+				"conditions": []map[string]any{{"path": "target.properties.priority", "operator": "greater_than", "value": 5}}, "required": true}}},
+			"config": map[string]any{"operation": map[string]any{"property_mappings": []map[string]any{{"property": "owner", "input": "note"}}}},
+			"policy": map[string]any{"permission_key": "actions:run"}})
+		high := newObject(alice, "Order", map[string]any{"title": "gate-high", "priority": 9}, "")
+		low := newObject(alice, "Order", map[string]any{"title": "gate-low", "priority": 1}, "")
+		const missing = "00000000-0000-4000-8000-0000000000aa"
+		if r := execute(alice, gate, high, nil); r.Status != http.StatusBadRequest {
+			t.Fatalf("the condition does not hold for a reader: %d %s", r.Status, r.Body)
+		}
+		answers := map[string]string{}
+		for _, target := range []string{high, low, missing} {
+			for _, path := range []string{"execute", "validate"} {
+				r := frank.do("POST", "/api/v1/ontology/actions/"+gate+"/"+path, map[string]any{"target_object_id": target, "parameters": map[string]any{}})
+				expectRefusal(path+" as another organization", r, 404, "ObjectNotFound", "")
+				answers[path] += strings.ReplaceAll(string(r.Body), target, "ID") + "|"
+			}
+			var b struct {
+				Items []struct {
+					ErrorCode    string `json:"error_code"`
+					ErrorMessage string `json:"error_message"`
+				} `json:"items"`
+			}
+			frank.must(http.StatusOK, "POST", "/api/v1/ontology/actions/"+gate+"/execute-batch",
+				map[string]any{"items": []map[string]any{{"target_object_id": target}}}).json(t, &b)
+			if len(b.Items) != 1 || b.Items[0].ErrorCode != "ObjectNotFound" {
+				t.Errorf("batch item as another organization: %+v", b.Items)
+			} else {
+				answers["batch"] += strings.ReplaceAll(b.Items[0].ErrorMessage, target, "ID") + "|"
+			}
+		}
+		for path, a := range answers {
+			parts := strings.Split(strings.TrimSuffix(a, "|"), "|")
+			if len(parts) != 3 || parts[0] != parts[1] || parts[1] != parts[2] {
+				t.Errorf("%s answers differ between a hidden high, a hidden low and a missing target:\n%s", path, strings.Join(parts, "\n"))
+			}
+		}
+	})
+
 	t.Run("refusals", func(t *testing.T) {
 		before, _ := countNotes(t, alice)
 		expectRefusal("wrong type", execute(alice, setStatus, order1, map[string]any{"status": 7}), 400, "ActionValidationFailed", "type")
@@ -351,7 +397,7 @@ func actionSuite(t *testing.T, admin client) {
 		expectRefusal("no role", execute(carol, setStatus, order1, map[string]any{"status": "x"}), 403, "PermissionDenied", "missing_role")
 		expectRefusal("wrong attribute", execute(dave, setStatus, order1, map[string]any{"status": "x"}), 403, "PermissionDenied", "attribute_mismatch")
 		expectRefusal("low clearance", execute(erin, setStatus, order1, map[string]any{"status": "x"}), 403, "PermissionDenied", "insufficient_clearance")
-		expectRefusal("other organization", execute(frank, setStatus, order1, map[string]any{"status": "x"}), 403, "PermissionDenied", "target_not_readable")
+		expectRefusal("other organization", execute(frank, setStatus, order1, map[string]any{"status": "x"}), 404, "ObjectNotFound", "")
 		expectRefusal("marking not allowed", execute(alice, setStatus, secret, map[string]any{"status": "x"}), 403, "PermissionDenied", "marking_not_allowed")
 		expectRefusal("guest session", execute(guest, setStatus, order1, map[string]any{"status": "x"}), 403, "PermissionDenied", "guest_session")
 		expectRefusal("validate as bob", bob.do("POST", "/api/v1/ontology/actions/"+setStatus+"/validate", map[string]any{"target_object_id": order1, "parameters": map[string]any{}}), 403, "PermissionDenied", "missing_permission")

@@ -22,7 +22,9 @@ const (
 	Validate       = "Validate"
 	Authorize      = "Authorize"
 	RunOperation   = "RunOperation"
+	Apply          = "Apply"
 	Notify         = "Notify"
+	Deliver        = "Deliver"
 	RecordFailure  = "RecordFailure"
 	ListBatchChunk = "ListBatchChunk"
 	FinishBatch    = "FinishBatch"
@@ -47,25 +49,46 @@ func (a *Activities) Authorize(ctx context.Context, p *engine.Prepared) error {
 	return typed(a.eng.Authorize(run(ctx), p))
 }
 
-// RunOperation applies the operation's edits and records the execution as
-// succeeded in one transaction, exactly once. Its result, which Temporal
-// keeps in the workflow's history, is the operation's small result only:
-// the edits (a deleted object's whole properties, up to the API's body
-// limit) are on the execution row, where Notify reads them, and would
-// otherwise push a chunk of a batch past Temporal's payload and history
-// size limits.
+// RunOperation is the run step of workflows recorded before the workflow
+// named the last step: without notifications the run was last.
 func (a *Activities) RunOperation(ctx context.Context, p *engine.Prepared) (*engine.Outcome, error) {
-	o, err := a.eng.Run(run(ctx), p)
+	return a.Apply(ctx, p, !p.HasNotifications)
+}
+
+// Apply applies the operation's edits and records the execution as
+// succeeded in one transaction, exactly once; last says no step follows.
+// Its result, which Temporal keeps in the workflow's history, is the
+// operation's small result only: the edits (a deleted object's whole
+// properties, up to the API's body limit) are on the execution row, where
+// the deliveries read them, and would otherwise push a chunk of a batch
+// past Temporal's payload and history size limits.
+func (a *Activities) Apply(ctx context.Context, p *engine.Prepared, last bool) (*engine.Outcome, error) {
+	o, err := a.eng.Run(run(ctx), p, last)
 	if err != nil {
 		return nil, typed(err)
 	}
 	return &engine.Outcome{Result: o.Result}, nil
 }
 
-// Notify delivers the notification side effects; it records failures on
-// the execution and never returns them.
+// Notify is the single notify step of workflows recorded before one
+// delivery step per channel.
 func (a *Activities) Notify(ctx context.Context, p *engine.Prepared, o *engine.Outcome) error {
 	return typed(a.eng.Notify(run(ctx), p, o))
+}
+
+// DeliverAttempts bounds the attempts of a remote delivery step; the last
+// one records what still failed.
+const DeliverAttempts = 5
+
+// Deliver delivers one channel's notifications and records their outcomes;
+// delivery failures are recorded, never returned, except a retryable one
+// before the last attempt.
+func (a *Activities) Deliver(ctx context.Context, executionID string, d engine.Delivery, last bool) error {
+	ctx = run(ctx)
+	if d.Remote && activity.IsActivity(ctx) && activity.GetInfo(ctx).Attempt >= DeliverAttempts {
+		ctx = engine.WithFinalAttempt(ctx)
+	}
+	return a.eng.Deliver(ctx, executionID, d.Channel, last)
 }
 
 // RecordFailure marks the execution failed with f.
@@ -81,7 +104,7 @@ func (a *Activities) ListBatchChunk(ctx context.Context, batchID string, from, t
 
 // FinishBatch counts a batch's outcomes and closes it.
 func (a *Activities) FinishBatch(ctx context.Context, batchID string) (*engine.BatchTotals, error) {
-	t, err := a.eng.FinishBatch(ctx, batchID)
+	t, err := a.eng.FinishBatch(run(ctx), batchID)
 	return t, typed(err)
 }
 

@@ -30,6 +30,7 @@ import (
 	"github.com/ontoflow/ontoflow/config"
 	"github.com/ontoflow/ontoflow/devserver"
 	"github.com/ontoflow/ontoflow/engine"
+	"github.com/ontoflow/ontoflow/executions"
 	"github.com/ontoflow/ontoflow/models"
 	"github.com/ontoflow/ontoflow/ontology"
 	"github.com/ontoflow/ontoflow/users"
@@ -131,7 +132,8 @@ func Start(ctx context.Context, mode Mode, cfg *config.Config, log *slog.Logger)
 	}
 
 	store := ontology.NewStore(a.DB, cfg.Markings)
-	eng := engine.New(engine.Deps{DB: a.DB, Ontology: store, Levels: cfg.Markings, Log: log, Registerer: a.Registry})
+	eng := engine.New(engine.Deps{DB: a.DB, Ontology: store, Levels: cfg.Markings, Log: log, Registerer: a.Registry,
+		Channels: []engine.Channel{engine.InApp()}})
 
 	if mode == Dev || mode == Worker {
 		a.Worker = worker.New(a.Temporal, worker.Options{
@@ -176,6 +178,10 @@ func (a *App) startHTTP(ctx context.Context, store *ontology.Store, eng *engine.
 		BatchChildItems:  cfg.BatchChildItems,
 		BatchConcurrency: cfg.BatchConcurrency,
 	})
+	execs := executions.New(a.DB, store, eng, starter, executions.Options{
+		BatchMaxItems: cfg.BatchMaxItems, BatchSyncMax: cfg.BatchSyncMax, ExecuteTimeout: cfg.ExecuteTimeout,
+		LocalWorker: a.Worker != nil, UIURL: cfg.UIURL, Namespace: cfg.TemporalNamespace,
+	})
 	srv := api.New(api.Deps{
 		DB:           a.DB,
 		Auth:         a.Auth,
@@ -189,12 +195,7 @@ func (a *App) startHTTP(ctx context.Context, store *ontology.Store, eng *engine.
 		Ready:        a.ready,
 		Routes: []func(g *gin.RouterGroup){
 			api.OntologyRoutes(store),
-			api.ActionRoutes(api.ActionDeps{
-				Store: store, Engine: eng, Starter: starter, DB: a.DB, UIURL: cfg.UIURL,
-				Namespace: cfg.TemporalNamespace, BatchMaxItems: cfg.BatchMaxItems,
-				BatchSyncMax: cfg.BatchSyncMax, ExecuteTimeout: cfg.ExecuteTimeout,
-				LocalWorker: a.Worker != nil,
-			}),
+			api.ActionRoutes(api.ActionDeps{Store: store, Executions: execs, DB: a.DB, BatchSyncMax: cfg.BatchSyncMax}),
 		},
 	})
 	ln, err := net.Listen("tcp", cfg.HTTPAddr)

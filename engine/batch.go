@@ -83,8 +83,12 @@ func (e *Engine) FinishBatch(ctx context.Context, batchID string) (*BatchTotals,
 	if err != nil {
 		return nil, err
 	}
-	res := db.Model(&models.Execution{}).Where("id = ? AND finished_at IS NULL", batchID).
-		Updates(map[string]any{"status": t.Status, "finished_at": &now})
+	cols := map[string]any{"status": t.Status, "finished_at": &now}
+	if r, ok := runOf(ctx); ok {
+		// The run that closes the batch, in the write that closes it.
+		cols["run_id"] = r.runID
+	}
+	res := db.Model(&models.Execution{}).Where("id = ? AND finished_at IS NULL", batchID).Updates(cols)
 	if res.Error != nil {
 		return nil, fmt.Errorf("close batch %s: %w", batchID, res.Error)
 	}
@@ -94,4 +98,21 @@ func (e *Engine) FinishBatch(ctx context.Context, batchID string) (*BatchTotals,
 		}
 	}
 	return t, nil
+}
+
+// FailUnstarted records an execution whose workflow could not be started
+// and will not be resumed (no Idempotency-Key) as failed with f: a single
+// execution, or a batch with every item, in one write, so no row stays
+// queued. Rows that already finished are left alone.
+func (e *Engine) FailUnstarted(ctx context.Context, id string, f Failure) error {
+	now := e.now()
+	res := e.db.WithContext(ctx).Model(&models.Execution{}).
+		Where("(id = ? OR batch_id = ?) AND status NOT IN ?", id, id, []string{models.StatusSucceeded, models.StatusFailed}).
+		Updates(map[string]any{"status": models.StatusFailed, "error_code": f.Code, "error_message": f.Message,
+			"error_details": models.NewJSON[any](f), "finished_at": &now})
+	if res.Error != nil {
+		return fmt.Errorf("record unstarted execution %s as failed: %w", id, res.Error)
+	}
+	e.settle(id)
+	return nil
 }

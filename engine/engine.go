@@ -55,18 +55,21 @@ type Deps struct {
 	Levels     auth.Levels
 	Log        *slog.Logger
 	Registerer prometheus.Registerer
+	// Channels deliver notification side effects (nil = in-app only).
+	Channels []Channel
 }
 
 // Engine runs action steps.
 type Engine struct {
-	db      *gorm.DB
-	onto    Ontology
-	levels  auth.Levels
-	log     *slog.Logger
-	metrics *metrics
-	now     func() time.Time
-	memo    memo
-	settled settled
+	db       *gorm.DB
+	onto     Ontology
+	levels   auth.Levels
+	log      *slog.Logger
+	metrics  *metrics
+	now      func() time.Time
+	memo     memo
+	settled  settled
+	channels map[string]Channel
 }
 
 // New returns an Engine.
@@ -77,8 +80,16 @@ func New(d Deps) *Engine {
 	if d.Registerer == nil {
 		d.Registerer = prometheus.NewRegistry()
 	}
-	return &Engine{db: d.DB, onto: d.Ontology, levels: d.Levels, log: d.Log,
-		metrics: newMetrics(d.Registerer), now: func() time.Time { return time.Now().UTC() }}
+	if d.Channels == nil {
+		d.Channels = []Channel{InApp()}
+	}
+	e := &Engine{db: d.DB, onto: d.Ontology, levels: d.Levels, log: d.Log,
+		metrics: newMetrics(d.Registerer), now: func() time.Time { return time.Now().UTC() },
+		channels: map[string]Channel{}}
+	for _, ch := range d.Channels {
+		e.channels[ch.Name()] = ch
+	}
+	return e
 }
 
 // checkEnv is the type system's environment for actor's parameters. An

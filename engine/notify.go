@@ -8,8 +8,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/google/uuid"
 	"gorm.io/gorm"
+	"gorm.io/gorm/clause"
 
 	"github.com/ontoflow/ontoflow/models"
 	"github.com/ontoflow/ontoflow/ontology/domain"
@@ -45,70 +45,193 @@ func (e *Engine) notifyInput(ctx context.Context, id string) (*models.Execution,
 	return ex, at, actor, nil
 }
 
-// Notify is the notify step, run after a successful operation only. It
-// delivers each side effect on each of its channels, records every outcome
-// on the execution and never returns a delivery failure: the action has
-// committed and a notification cannot undo it. Recording is guarded by
-// notified_at, so a retried step does not notify twice.
-func (e *Engine) Notify(ctx context.Context, p *Prepared, out *Outcome) error {
-	defer e.observe("notify", time.Now())
-	defer e.memo.drop(p.ExecutionID)
-	defer e.settle(p.ExecutionID)
-	ex, at, actor, err := e.notifyInput(ctx, p.ExecutionID)
+// Notify is the notify step of workflows recorded before deliveries ran
+// one step per channel: it delivers every channel of the action in turn.
+func (e *Engine) Notify(ctx context.Context, p *Prepared, _ *Outcome) error {
+	at, err := e.onto.ActionType(ctx, p.ActionTypeID)
 	if err != nil {
 		return err
 	}
-	if ex.NotifiedAt != nil {
+	chs := Channels(at)
+	for i, ch := range chs {
+		if err := e.Deliver(ctx, p.ExecutionID, ch, i == len(chs)-1); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Channels lists the channels an action's side effects use, in order of
+// first use: the delivery steps its workflow runs.
+func Channels(at *ActionType) []string {
+	var out []string
+	for _, n := range at.Config.NotificationSideEffects {
+		for _, ch := range n.EffectiveChannels() {
+			if !contains(out, ch) {
+				out = append(out, ch)
+			}
+		}
+	}
+	return out
+}
+
+// Deliver is the delivery step of one channel, run after a successful
+// operation only: it renders every side effect that uses the channel for
+// each recipient, delivers, and records the outcomes on the execution. It
+// never returns a delivery failure — the action has committed and a
+// notification cannot undo it — only errors of its own bookkeeping, which
+// the step retries. A channel whose outcomes are recorded is not delivered
+// again. last (the workflow's word) says no step follows: the execution
+// has settled.
+func (e *Engine) Deliver(ctx context.Context, executionID, channel string, last bool) error {
+	defer e.observe("notify", time.Now())
+	if last {
+		defer e.memo.drop(executionID)
+		defer e.settle(executionID)
+	}
+	ex, at, actor, err := e.notifyInput(ctx, executionID)
+	if err != nil {
+		return err
+	}
+	if ex.NotifiedAt != nil || recordedChannel(ex, channel) {
 		return nil
 	}
-	// The memo's copy of the row predates notified_at; the update that
-	// records the outcomes below is what guards against a second delivery.
-	if len(out.Edits) == 0 {
-		// The workflow carries no edits (see activities.RunOperation): the
-		// row has them.
-		out = &Outcome{Edits: ex.Edits.V, Result: out.Result}
-	}
-	before, after := e.beforeAfter(ctx, ex.TargetObjectID, out)
-	params := ex.Parameters.V // as Run recorded them, materialized
-	scopes := &recipientScopes{e: e, at: at, actor: actor, before: before, after: after, params: params, ex: ex}
-
-	var notes []models.Notification
-	var outcomes []models.NotificationOutcome
-	for i, n := range at.Config.NotificationSideEffects {
-		recipients, rerr := e.recipients(ctx, n, actor, before, params)
-		for _, ch := range n.EffectiveChannels() {
-			o := models.NotificationOutcome{Index: i, Channel: ch, Recipients: len(recipients)}
-			switch {
-			case rerr != nil:
-				o.Status, o.Error = Failed, rerr.Error()
-			case ch != "in_app":
-				o.Status, o.Error = Skipped, "channel "+ch+" is not available in this release"
-			case len(recipients) == 0:
-				o.Status, o.Error = Skipped, "no recipients"
-			default:
-				o.Status = Delivered
-				for _, r := range recipients {
-					notes = append(notes, e.inApp(n, scopes.forUser(r), ex, at, r.ID))
-				}
-			}
-			outcomes = append(outcomes, o)
+	msgs, outcomes := e.messages(ctx, ex, at, actor, channel)
+	impl := e.channels[channel]
+	tx, _ := impl.(TxChannel)
+	if remote, ok := impl.(RemoteChannel); ok && len(msgs) > 0 {
+		results := remote.Deliver(ctx, msgs)
+		if err := retryable(results); err != nil && !finalAttempt(ctx) {
+			return err
 		}
+		outcomes = tally(outcomes, msgs, results)
 	}
-	now := e.now()
-	return e.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
-		res := tx.Model(&models.Execution{}).Where("id = ? AND notified_at IS NULL", ex.ID).
-			Updates(map[string]any{"notified_at": &now, "notifications": models.NewJSON(outcomes)})
-		if res.Error != nil {
-			return fmt.Errorf("record notification outcomes: %w", res.Error)
+	return e.db.WithContext(ctx).Transaction(func(db *gorm.DB) error {
+		cur, err := e.lockExecution(db, executionID)
+		if err != nil {
+			return err
 		}
-		if res.RowsAffected == 0 || len(notes) == 0 {
+		if cur.NotifiedAt != nil || recordedChannel(cur, channel) {
 			return nil
 		}
-		if err := tx.CreateInBatches(notes, 200).Error; err != nil {
-			return fmt.Errorf("store notifications: %w", err)
+		if tx != nil {
+			if err := tx.DeliverTx(ctx, db, msgs); err != nil {
+				return err
+			}
+		}
+		cols := map[string]any{"notifications": models.NewJSON(append(cur.Notifications.V, outcomes...))}
+		if last {
+			now := e.now()
+			cols["notified_at"] = &now
+		}
+		if err := db.Model(&models.Execution{}).Where("id = ?", executionID).Updates(cols).Error; err != nil {
+			return fmt.Errorf("record %s outcomes of %s: %w", channel, executionID, err)
 		}
 		return nil
 	})
+}
+
+// messages renders the side effects that use channel, one message per
+// recipient, and their outcomes before delivery: a side effect whose
+// recipients cannot be resolved is failed, one without recipients or
+// without an implementation of the channel here is skipped.
+func (e *Engine) messages(ctx context.Context, ex *models.Execution, at *ActionType, actor *models.User, channel string) ([]Message, []models.NotificationOutcome) {
+	before, after := e.beforeAfter(ctx, ex.TargetObjectID, &Outcome{Edits: ex.Edits.V})
+	params := ex.Parameters.V // as Run recorded them, materialized
+	scopes := &recipientScopes{e: e, at: at, actor: actor, before: before, after: after, params: params, ex: ex}
+	_, have := e.channels[channel]
+	var msgs []Message
+	var outcomes []models.NotificationOutcome
+	for i := range at.Config.NotificationSideEffects {
+		n := &at.Config.NotificationSideEffects[i]
+		if !contains(n.EffectiveChannels(), channel) {
+			continue
+		}
+		recipients, rerr := e.recipients(ctx, *n, actor, before, params)
+		o := models.NotificationOutcome{Index: i, Channel: channel, Recipients: len(recipients), Status: Delivered}
+		switch {
+		case rerr != nil:
+			o.Status, o.Error = Failed, rerr.Error()
+		case !have:
+			o.Status, o.Error = Skipped, "channel "+channel+" is not available in this release"
+		case len(recipients) == 0:
+			o.Status, o.Error = Skipped, "no recipients"
+		default:
+			for _, r := range recipients {
+				msgs = append(msgs, e.message(n, i, scopes.forUser(r), ex, at, r))
+			}
+		}
+		outcomes = append(outcomes, o)
+	}
+	return msgs, outcomes
+}
+
+// tally folds per-message results into their side effects' outcomes.
+func tally(outcomes []models.NotificationOutcome, msgs []Message, results []Result) []models.NotificationOutcome {
+	failed := map[int]error{}
+	for i, r := range results {
+		if r.Err != nil {
+			failed[msgs[i].SideEffect] = r.Err
+		}
+	}
+	for i := range outcomes {
+		if err, ok := failed[outcomes[i].Index]; ok && outcomes[i].Status == Delivered {
+			outcomes[i].Status, outcomes[i].Error = Failed, err.Error()
+		}
+	}
+	return outcomes
+}
+
+// retryable returns an error for the step to retry when any delivery
+// failed in a way worth trying again and the step's attempts are not
+// spent (the activity layer bounds them); nil once there is nothing to
+// retry.
+func retryable(results []Result) error {
+	for _, r := range results {
+		if r.Err != nil && r.Retryable {
+			return &RetryableDelivery{Err: r.Err}
+		}
+	}
+	return nil
+}
+
+// RetryableDelivery asks for another attempt of a remote delivery. On its
+// last attempt (WithFinalAttempt) failures are recorded instead.
+type RetryableDelivery struct{ Err error }
+
+type finalKey struct{}
+
+// WithFinalAttempt tells Deliver that the step will not be tried again:
+// record failures rather than ask for a retry.
+func WithFinalAttempt(ctx context.Context) context.Context {
+	return context.WithValue(ctx, finalKey{}, true)
+}
+
+func finalAttempt(ctx context.Context) bool { b, _ := ctx.Value(finalKey{}).(bool); return b }
+
+func (r *RetryableDelivery) Error() string { return "delivery failed, will retry: " + r.Err.Error() }
+
+func recordedChannel(ex *models.Execution, channel string) bool {
+	for _, o := range ex.Notifications.V {
+		if o.Channel == channel {
+			return true
+		}
+	}
+	return false
+}
+
+// lockExecution reads an execution row inside tx, locking it on Postgres
+// (SQLite runs one write transaction at a time).
+func (e *Engine) lockExecution(tx *gorm.DB, id string) (*models.Execution, error) {
+	q := tx
+	if models.IsPostgres(tx) {
+		q = q.Clauses(clause.Locking{Strength: "UPDATE"})
+	}
+	var ex models.Execution
+	if err := q.Take(&ex, "id = ?", id).Error; err != nil {
+		return nil, fmt.Errorf("lock execution %s: %w", id, err)
+	}
+	return &ex, nil
 }
 
 // beforeAfter reconstructs the target as the operation found it and the
@@ -270,8 +393,8 @@ func render(s string, scope map[string]any) string {
 	})
 }
 
-// inApp renders side effect n for one recipient.
-func (e *Engine) inApp(n domain.NotificationSideEffect, scope map[string]any, ex *models.Execution, at *ActionType, userID string) models.Notification {
+// message renders side effect n for one recipient.
+func (e *Engine) message(n *domain.NotificationSideEffect, index int, scope map[string]any, ex *models.Execution, at *ActionType, r *models.User) Message {
 	meta := map[string]any{}
 	for k, v := range n.Metadata {
 		if s, ok := v.(string); ok {
@@ -279,11 +402,8 @@ func (e *Engine) inApp(n domain.NotificationSideEffect, scope map[string]any, ex
 		}
 		meta[k] = v
 	}
-	return models.Notification{
-		ID: uuid.NewString(), UserID: userID, ExecutionID: ex.ID, ActionTypeID: at.ID,
-		Title: render(n.Title, scope), Body: render(n.Body, scope),
-		Severity: n.EffectiveSeverity(), Category: n.Category, Metadata: models.NewJSON(meta),
-	}
+	return Message{SideEffect: index, Effect: n, Recipient: r, ExecutionID: ex.ID, ActionTypeID: at.ID,
+		Title: render(n.Title, scope), Body: render(n.Body, scope), Metadata: meta}
 }
 
 // recipientScopes renders each recipient's notification with what that

@@ -44,7 +44,7 @@ func TestStepsOnAFinishedExecutionAnswerFromTheRecord(t *testing.T) {
 		if err := e.Authorize(ctx, p); err != nil {
 			t.Fatalf("Authorize of a succeeded execution: %v", err)
 		}
-		out, err := e.Run(ctx, p)
+		out, err := e.Run(ctx, p, true)
 		if err != nil {
 			t.Fatalf("Run of a succeeded execution: %v", err)
 		}

@@ -32,6 +32,26 @@ type Prepared struct {
 	// change still decode.
 	Parameters       Params `json:"parameters,omitempty"`
 	HasNotifications bool   `json:"has_notifications"`
+	// Deliveries are the delivery steps after a success, one per channel,
+	// in order (decided here, so the workflow replays them as recorded).
+	Deliveries []Delivery `json:"deliveries,omitempty"`
+}
+
+// Delivery is one delivery step: a channel, and whether its delivery
+// leaves the process (a regular activity with retries, not a local one).
+type Delivery struct {
+	Channel string `json:"channel"`
+	Remote  bool   `json:"remote,omitempty"`
+}
+
+// deliveries lists the delivery steps of at.
+func (e *Engine) deliveries(at *ActionType) []Delivery {
+	var out []Delivery
+	for _, ch := range Channels(at) {
+		_, remote := e.channels[ch].(RemoteChannel)
+		out = append(out, Delivery{Channel: ch, Remote: remote})
+	}
+	return out
 }
 
 // Params are an execution's parameters as they cross Temporal between the
@@ -152,7 +172,7 @@ func (e *Engine) Prepare(ctx context.Context, executionID string) (*Prepared, er
 	in.Params = params
 	e.memo.put(ex, in)
 	return &Prepared{ExecutionID: ex.ID, ActionTypeID: in.Action.ID, ActorID: ex.ActorID, TargetID: ex.TargetObjectID,
-		HasNotifications: len(in.Action.Config.NotificationSideEffects) > 0}, nil
+		HasNotifications: len(in.Action.Config.NotificationSideEffects) > 0, Deliveries: e.deliveries(in.Action)}, nil
 }
 
 // prepared is Prepare's answer for a finished execution: the parameters it
@@ -168,6 +188,9 @@ func (e *Engine) prepared(ctx context.Context, ex *models.Execution) (*Prepared,
 			return nil, err
 		}
 		p.HasNotifications = at != nil && len(at.Config.NotificationSideEffects) > 0
+		if at != nil {
+			p.Deliveries = e.deliveries(at)
+		}
 	}
 	return p, nil
 }
@@ -208,7 +231,7 @@ func (e *Engine) operation(kind string) (Operation, bool) {
 // move to succeeded commit in one transaction that first locks the row:
 // an activity retried after a crash finds the row succeeded and returns the
 // recorded outcome instead of applying the edits again.
-func (e *Engine) Run(ctx context.Context, p *Prepared) (_ *Outcome, err error) {
+func (e *Engine) Run(ctx context.Context, p *Prepared, last bool) (_ *Outcome, err error) {
 	defer e.observe("run", time.Now())
 	// Everything read outside the transaction is read first: inside it,
 	// only tx is used, so the holder of SQLite's single write lock never
@@ -226,13 +249,13 @@ func (e *Engine) Run(ctx context.Context, p *Prepared) (_ *Outcome, err error) {
 		}
 		return &Outcome{Edits: ex0.Edits.V, Result: ex0.Result.V}, nil
 	}
-	if !p.HasNotifications {
+	if last {
 		defer e.memo.drop(p.ExecutionID)
 	}
 	defer func() {
-		// Without notifications the run is the last step; a refusal is
-		// recorded (and settled) by RecordFailure.
-		if err == nil && !p.HasNotifications {
+		// The workflow says whether a step follows; a refusal is recorded
+		// (and settled) by RecordFailure.
+		if err == nil && last {
 			e.settle(p.ExecutionID)
 		}
 	}()
@@ -313,8 +336,8 @@ func (e *Engine) Run(ctx context.Context, p *Prepared) (_ *Outcome, err error) {
 	}
 	if done != nil {
 		e.finished(done, models.StatusSucceeded)
-		if p.HasNotifications {
-			// Notify's templates see the row as the run left it.
+		if !last {
+			// The deliveries' templates see the row as the run left it.
 			e.memo.put(done, in0)
 		}
 	}

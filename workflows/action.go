@@ -68,6 +68,13 @@ func ActionWorkflow(ctx workflow.Context, in ActionInput) (ItemResult, error) {
 	return res, nil
 }
 
+// Versions of runItem's steps (workflow.GetVersion): the workflow names
+// the last step, and deliveries run one step per channel.
+const (
+	changeSteps  = "steps-per-channel"
+	stepsVersion = 1
+)
+
 // runItem is the one path every execution takes.
 func runItem(ctx workflow.Context, executionID string) ItemResult {
 	var prep engine.Prepared
@@ -75,9 +82,17 @@ func runItem(ctx workflow.Context, executionID string) ItemResult {
 	if err == nil {
 		err = workflow.ExecuteLocalActivity(ctx, activities.Authorize, &prep).Get(ctx, nil)
 	}
+	v := workflow.DefaultVersion
+	if err == nil {
+		v = workflow.GetVersion(ctx, changeSteps, workflow.DefaultVersion, stepsVersion)
+	}
 	var out engine.Outcome
 	if err == nil {
-		err = workflow.ExecuteLocalActivity(ctx, activities.RunOperation, &prep).Get(ctx, &out)
+		if v == workflow.DefaultVersion {
+			err = workflow.ExecuteLocalActivity(ctx, activities.RunOperation, &prep).Get(ctx, &out)
+		} else {
+			err = workflow.ExecuteLocalActivity(ctx, activities.Apply, &prep, len(prep.Deliveries) == 0).Get(ctx, &out)
+		}
 	}
 	if err != nil {
 		f := activities.FailureOf(err)
@@ -87,10 +102,35 @@ func runItem(ctx workflow.Context, executionID string) ItemResult {
 		_ = workflow.ExecuteLocalActivity(ctx, activities.RecordFailure, executionID, f).Get(ctx, nil)
 		return ItemResult{ExecutionID: executionID, Status: models.StatusFailed, ErrorCode: f.Code, ErrorMessage: f.Message}
 	}
-	if prep.HasNotifications {
-		// Best effort: Notify records its own outcome and never fails the
-		// action, which has already committed.
-		_ = workflow.ExecuteLocalActivity(ctx, activities.Notify, &prep, &out).Get(ctx, nil)
+	if v == workflow.DefaultVersion {
+		if prep.HasNotifications {
+			_ = workflow.ExecuteLocalActivity(ctx, activities.Notify, &prep, &out).Get(ctx, nil)
+		}
+		return ItemResult{ExecutionID: executionID, Status: models.StatusSucceeded}
+	}
+	// Best effort, one step per channel: each records its own outcome and
+	// never fails the action, which has already committed.
+	for i, d := range prep.Deliveries {
+		last := i == len(prep.Deliveries)-1
+		_ = deliver(ctx, executionID, d, last).Get(ctx, nil)
 	}
 	return ItemResult{ExecutionID: executionID, Status: models.StatusSucceeded}
+}
+
+// deliver runs a channel's step: a local activity for a channel that
+// writes to the database (in-app), a regular activity with bounded retries
+// for one that leaves the process — its own timeout and attempts, visible
+// in the Temporal UI as an activity.
+func deliver(ctx workflow.Context, executionID string, d engine.Delivery, last bool) workflow.Future {
+	if !d.Remote {
+		return workflow.ExecuteLocalActivity(ctx, activities.Deliver, executionID, d, last)
+	}
+	ctx = workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
+		StartToCloseTimeout: time.Minute,
+		RetryPolicy: &temporal.RetryPolicy{
+			InitialInterval: time.Second, BackoffCoefficient: 2, MaximumInterval: time.Minute,
+			MaximumAttempts: activities.DeliverAttempts,
+		},
+	})
+	return workflow.ExecuteActivity(ctx, activities.Deliver, executionID, d, last)
 }

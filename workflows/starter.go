@@ -68,29 +68,38 @@ func (s *Starter) StartAction(ctx context.Context, ex *models.Execution) (client
 	return run, nil
 }
 
-// ResumeAction starts ActionWorkflow for an execution row whose workflow
-// may never have started (the start failed, or the API died between
-// writing the row and starting it), and returns its run. If the workflow
-// exists, running or closed, that run is returned and nothing starts:
-// an execution's workflow id runs at most once.
-func (s *Starter) ResumeAction(ctx context.Context, ex *models.Execution) (client.WorkflowRun, error) {
+// Resume starts the workflow of an execution row (single or batch) whose
+// workflow may never have started (the start failed, or the API died
+// between writing the row and starting it), and returns its run. If the
+// workflow exists, running or closed, that run is returned and nothing
+// starts: an execution's workflow id runs at most once.
+func (s *Starter) Resume(ctx context.Context, ex *models.Execution) (client.WorkflowRun, error) {
 	opts := s.options(ex)
 	opts.WorkflowIDReusePolicy = enumspb.WORKFLOW_ID_REUSE_POLICY_REJECT_DUPLICATE
-	run, err := s.c.ExecuteWorkflow(ctx, opts, ActionWorkflow, ActionInput{ExecutionID: ex.ID})
+	var run client.WorkflowRun
+	var err error
+	if ex.Kind == models.KindBatch {
+		opts.EnableEagerStart = false
+		run, err = s.c.ExecuteWorkflow(ctx, opts, BatchWorkflow, s.batchInput(ex))
+	} else {
+		run, err = s.c.ExecuteWorkflow(ctx, opts, ActionWorkflow, ActionInput{ExecutionID: ex.ID})
+	}
 	if err != nil {
 		return nil, fmt.Errorf("resume workflow %s: %w", ex.WorkflowID, err)
 	}
 	return run, nil
 }
 
+func (s *Starter) batchInput(batch *models.Execution) BatchInput {
+	return BatchInput{BatchID: batch.ID, Total: batch.TotalItems,
+		ChildItems: s.opts.BatchChildItems, Concurrency: s.opts.BatchConcurrency}
+}
+
 // StartBatch starts BatchWorkflow for a batch row and its item rows.
 func (s *Starter) StartBatch(ctx context.Context, batch *models.Execution) (client.WorkflowRun, error) {
 	opts := s.options(batch)
 	opts.EnableEagerStart = false
-	run, err := s.c.ExecuteWorkflow(ctx, opts, BatchWorkflow, BatchInput{
-		BatchID: batch.ID, Total: batch.TotalItems,
-		ChildItems: s.opts.BatchChildItems, Concurrency: s.opts.BatchConcurrency,
-	})
+	run, err := s.c.ExecuteWorkflow(ctx, opts, BatchWorkflow, s.batchInput(batch))
 	if err != nil {
 		return nil, fmt.Errorf("start batch workflow %s: %w", batch.WorkflowID, err)
 	}

@@ -3,6 +3,7 @@ package workflows
 import (
 	"context"
 	"errors"
+	"fmt"
 	"testing"
 
 	"go.temporal.io/sdk/activity"
@@ -32,7 +33,8 @@ func (f *fakeSteps) register(env *testsuite.TestWorkflowEnvironment) {
 	}
 	reg(activities.Validate, func(ctx context.Context, id string) (*engine.Prepared, error) {
 		f.calls = append(f.calls, "validate:"+id)
-		return &engine.Prepared{ExecutionID: id, HasNotifications: true}, nil
+		return &engine.Prepared{ExecutionID: id, HasNotifications: true,
+			Deliveries: []engine.Delivery{{Channel: "in_app"}, {Channel: "slack", Remote: true}}}, nil
 	})
 	reg(activities.Authorize, func(ctx context.Context, p *engine.Prepared) error {
 		f.calls = append(f.calls, "authorize:"+p.ExecutionID)
@@ -41,16 +43,20 @@ func (f *fakeSteps) register(env *testsuite.TestWorkflowEnvironment) {
 		}
 		return nil
 	})
-	reg(activities.RunOperation, func(ctx context.Context, p *engine.Prepared) (*engine.Outcome, error) {
-		f.calls = append(f.calls, "run:"+p.ExecutionID)
+	reg(activities.Apply, func(ctx context.Context, p *engine.Prepared, last bool) (*engine.Outcome, error) {
+		f.calls = append(f.calls, fmt.Sprintf("run:%s:last=%v", p.ExecutionID, last))
 		if f.flaky > 0 {
 			f.flaky--
 			return nil, errors.New("database briefly unavailable")
 		}
 		return &engine.Outcome{}, nil
 	})
-	reg(activities.Notify, func(ctx context.Context, p *engine.Prepared, o *engine.Outcome) error {
-		f.calls = append(f.calls, "notify:"+p.ExecutionID)
+	reg(activities.Deliver, func(ctx context.Context, id string, d engine.Delivery, last bool) error {
+		local := "local"
+		if !activity.GetInfo(ctx).IsLocalActivity {
+			local = "activity"
+		}
+		f.calls = append(f.calls, fmt.Sprintf("deliver:%s:%s:%s:last=%v", id, d.Channel, local, last))
 		return nil
 	})
 	reg(activities.RecordFailure, func(ctx context.Context, id string, fl engine.Failure) error {
@@ -92,7 +98,9 @@ func TestActionWorkflowRunsStepsInOrderAndRetriesInfrastructure(t *testing.T) {
 	if err := env.GetWorkflowResult(&res); err != nil || res.Status != models.StatusSucceeded {
 		t.Fatalf("result %+v, %v", res, err)
 	}
-	want := "[validate:x authorize:x run:x run:x run:x notify:x]"
+	// The workflow names the last step; a remote channel's delivery is a
+	// regular activity, the in-app one a local activity.
+	want := "[validate:x authorize:x run:x:last=false run:x:last=false run:x:last=false deliver:x:in_app:local:last=false deliver:x:slack:activity:last=true]"
 	if got := fmtCalls(f.calls); got != want {
 		t.Errorf("steps = %s, want %s", got, want)
 	}

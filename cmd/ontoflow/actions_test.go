@@ -1,12 +1,18 @@
 package main
 
 import (
+	"context"
 	"fmt"
+	"log/slog"
 	"net/http"
 	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	enumspb "go.temporal.io/api/enums/v1"
+	tclient "go.temporal.io/sdk/client"
+	tlog "go.temporal.io/sdk/log"
 
 	"github.com/ontoflow/ontoflow/internal/testdb"
 )
@@ -18,7 +24,7 @@ import (
 
 func TestActionsOnDev(t *testing.T) {
 	p := start(t, nil, devArgs(t.TempDir())...)
-	actionSuite(t, client{t: t, base: p.APIURL, user: "admin", pass: p.AdminPassword})
+	actionSuite(t, client{t: t, base: p.APIURL, user: "admin", pass: p.AdminPassword, temporal: p.TemporalAddr})
 	p.stop()
 }
 
@@ -37,7 +43,7 @@ func TestActionsOnPostgres(t *testing.T) {
 		"ONTOFLOW_TASK_QUEUE=e2e-actions-pg", "ONTOFLOW_DATA_DIR=" + t.TempDir()}
 	serve := start(t, env, "serve", "--http-addr", "127.0.0.1:0", "--log-level", "warn")
 	worker := start(t, env, "worker", "--log-level", "warn")
-	root := client{t: t, base: serve.APIURL, user: "root", pass: "root-password-1"}
+	root := client{t: t, base: serve.APIURL, user: "root", pass: "root-password-1", temporal: temporal.TemporalAddr}
 	actionSuite(t, root)
 
 	// Restart survival with the worker killed mid-batch: a new worker
@@ -364,7 +370,15 @@ func actionSuite(t *testing.T, admin client) {
 			for _, path := range []string{"execute", "validate"} {
 				r := frank.do("POST", "/api/v1/ontology/actions/"+gate+"/"+path, map[string]any{"target_object_id": target, "parameters": map[string]any{}})
 				expectRefusal(path+" as another organization", r, 404, "ObjectNotFound", "")
-				answers[path] += strings.ReplaceAll(string(r.Body), target, "ID") + "|"
+				var e struct {
+					Error struct {
+						Code    string `json:"code"`
+						Message string `json:"message"`
+						Details any    `json:"details"`
+					} `json:"error"`
+				}
+				r.json(t, &e)
+				answers[path] += strings.ReplaceAll(fmt.Sprint(e.Error), target, "ID") + "|"
 			}
 			var b struct {
 				Items []struct {
@@ -385,6 +399,88 @@ func actionSuite(t *testing.T, admin client) {
 			if len(parts) != 3 || parts[0] != parts[1] || parts[1] != parts[2] {
 				t.Errorf("%s answers differ between a hidden high, a hidden low and a missing target:\n%s", path, strings.Join(parts, "\n"))
 			}
+		}
+	})
+
+	t.Run("a parameter larger than a Temporal payload leaves no workflow running", func(t *testing.T) {
+		// 2.5 MB is under the API's body limit but over Temporal's 2 MB
+		// payload limit: a step that carried it would fail to record and
+		// retry forever while the API answered from the database.
+		big := strings.Repeat("x", 5<<19)
+		r := execute(alice, setStatus, order1, map[string]any{"status": big})
+		if r.Status != http.StatusOK || !strings.Contains(string(r.Body), `"status":"succeeded"`) {
+			t.Fatalf("execute with a 2.5 MB value: %d %.300s", r.Status, r.Body)
+		}
+		var ok struct {
+			WorkflowID string `json:"workflow_id"`
+		}
+		r.json(t, &ok)
+		r = execute(alice, setStatus, order1, map[string]any{"status": "x", "priority": big})
+		expectRefusal("a 2.5 MB value of the wrong type", r, 400, "ActionValidationFailed", "type")
+		var bad struct {
+			Error struct {
+				Data struct {
+					WorkflowID string `json:"workflow_id"`
+				} `json:"data"`
+			} `json:"error"`
+		}
+		r.json(t, &bad)
+		if admin.temporal == "" {
+			t.Fatal("the test needs the Temporal frontend's address")
+		}
+		tc, err := tclient.Dial(tclient.Options{HostPort: admin.temporal, Logger: tlog.NewStructuredLogger(slog.New(slog.DiscardHandler))})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer tc.Close()
+		for id, want := range map[string]enumspb.WorkflowExecutionStatus{
+			ok.WorkflowID:       enumspb.WORKFLOW_EXECUTION_STATUS_COMPLETED,
+			bad.Error.Data.WorkflowID: enumspb.WORKFLOW_EXECUTION_STATUS_FAILED,
+		} {
+			var got enumspb.WorkflowExecutionStatus
+			waitFor(t, 30*time.Second, func() bool {
+				d, err := tc.DescribeWorkflowExecution(context.Background(), id, "")
+				if err != nil {
+					t.Fatalf("describe %q: %v", id, err)
+				}
+				got = d.WorkflowExecutionInfo.Status
+				return got != enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING
+			})
+			if got != want {
+				t.Errorf("workflow %s is %v, want %v", id, got, want)
+			}
+		}
+	})
+
+	t.Run("a notification shows a recipient only what they may read", func(t *testing.T) {
+		var fm struct {
+			User struct {
+				ID string `json:"id"`
+			} `json:"user"`
+		}
+		frank.must(http.StatusOK, "GET", "/api/v1/me", nil).json(t, &fm)
+		// frank (another organization) owns the order as a property, so
+		// set-status notifies him; he may not read the order.
+		owned := newObject(alice, "Order", map[string]any{"title": "hidden-title", "status": "new", "owner": fm.User.ID}, "")
+		alice.must(http.StatusOK, "POST", "/api/v1/ontology/actions/"+setStatus+"/execute",
+			map[string]any{"target_object_id": owned, "parameters": map[string]any{"status": "shipped"}})
+		var notes struct {
+			Data []struct {
+				Title string `json:"title"`
+				Body  string `json:"body"`
+			} `json:"data"`
+		}
+		frank.must(http.StatusOK, "GET", "/api/v1/notifications", nil).json(t, &notes)
+		if len(notes.Data) != 1 {
+			t.Fatalf("frank's notifications: %+v", notes.Data)
+		}
+		if n := notes.Data[0]; strings.Contains(n.Title+n.Body, "hidden-title") || strings.Contains(n.Title+n.Body, "shipped") ||
+			!strings.Contains(n.Body, "alice changed it") {
+			t.Errorf("frank's notification shows what he may not read, or lost the rest: %+v", n)
+		}
+		alice.must(http.StatusOK, "GET", "/api/v1/notifications?page_size=1", nil).json(t, &notes)
+		if len(notes.Data) != 1 || notes.Data[0].Title != "hidden-title is now shipped" {
+			t.Errorf("alice's notification: %+v", notes.Data)
 		}
 	})
 
@@ -539,6 +635,25 @@ func actionSuite(t *testing.T, admin client) {
 		if len(page.Data) != 1 {
 			t.Errorf("%d orders idem-3, want exactly 1", len(page.Data))
 		}
+
+		// execute-batch honours the key the same way: the same batch, its
+		// items run once; another body with the key is 409.
+		batch := map[string]any{"items": []map[string]any{{"parameters": map[string]any{"title": "idem-b1"}}, {"parameters": map[string]any{"title": "idem-b2"}}}}
+		var b1, b2 struct {
+			ID     string `json:"id"`
+			Status string `json:"status"`
+		}
+		alice.must(http.StatusOK, "POST", "/api/v1/ontology/actions/"+openOrder+"/execute-batch", batch, "Idempotency-Key", "kb-1").json(t, &b1)
+		alice.must(http.StatusOK, "POST", "/api/v1/ontology/actions/"+openOrder+"/execute-batch", batch, "Idempotency-Key", "kb-1").json(t, &b2)
+		if b1.ID == "" || b1.ID != b2.ID || b2.Status != "succeeded" {
+			t.Errorf("same key, same batch: %+v then %+v", b1, b2)
+		}
+		admin.must(http.StatusOK, "GET", "/api/v1/ontology/types/Order/objects?filter.title=idem-b1", nil).json(t, &page)
+		if len(page.Data) != 1 {
+			t.Errorf("%d orders idem-b1, want exactly 1", len(page.Data))
+		}
+		r = alice.do("POST", "/api/v1/ontology/actions/"+openOrder+"/execute-batch", map[string]any{"items": []map[string]any{{"parameters": map[string]any{"title": "idem-b3"}}}}, "Idempotency-Key", "kb-1")
+		expectRefusal("same batch key, other body", r, 409, "IdempotencyKeyConflict", "")
 	})
 
 	t.Run("async execute", func(t *testing.T) {

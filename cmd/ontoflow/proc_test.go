@@ -173,6 +173,9 @@ type client struct {
 	t                  *testing.T
 	base               string
 	user, pass, bearer string
+	// temporal is the Temporal frontend the server uses ("" = unknown),
+	// for tests that look at workflows themselves.
+	temporal string
 }
 
 type response struct {

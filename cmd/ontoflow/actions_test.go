@@ -434,7 +434,7 @@ func actionSuite(t *testing.T, admin client) {
 		}
 		defer tc.Close()
 		for id, want := range map[string]enumspb.WorkflowExecutionStatus{
-			ok.WorkflowID:       enumspb.WORKFLOW_EXECUTION_STATUS_COMPLETED,
+			ok.WorkflowID:             enumspb.WORKFLOW_EXECUTION_STATUS_COMPLETED,
 			bad.Error.Data.WorkflowID: enumspb.WORKFLOW_EXECUTION_STATUS_FAILED,
 		} {
 			var got enumspb.WorkflowExecutionStatus

@@ -62,6 +62,10 @@ type App struct {
 	Dev      *devserver.Server
 	Worker   sdkworker.Worker
 	Registry *prometheus.Registry
+	// Store and Engine are the ontology and the action engine this
+	// process assembled (benchmarks call the engine's steps directly).
+	Store  *ontology.Store
+	Engine *engine.Engine
 
 	// APIURL is the base URL the HTTP server listens on ("" without one).
 	APIURL string
@@ -135,6 +139,7 @@ func Start(ctx context.Context, mode Mode, cfg *config.Config, log *slog.Logger)
 	eng := engine.New(engine.Deps{DB: a.DB, Ontology: store, Levels: cfg.Markings, Log: log, Registerer: a.Registry,
 		Channels: []engine.Channel{engine.InApp()}})
 
+	a.Store, a.Engine = store, eng
 	if mode == Dev || mode == Worker {
 		a.Worker = worker.New(a.Temporal, worker.Options{
 			TaskQueue:       cfg.TaskQueue,

@@ -188,13 +188,21 @@ func run(log *slog.Logger, seq, conc, concTotal, children int, batchList string)
 		return b.post("/api/v1/ontology/actions/"+actionID+"/execute",
 			map[string]any{"target_object_id": targets[i%len(targets)], "parameters": map[string]any{"priority": i}}, 200, nil)
 	}
-	// Warm both paths.
+	directURL, stopDirect, err := serveDirect(a)
+	if err != nil {
+		return err
+	}
+	defer stopDirect()
+	directRun := func(i int) error {
+		return b.postTo(directURL, "/direct/"+actionID+"/execute",
+			map[string]any{"target_object_id": targets[i%len(targets)], "parameters": map[string]any{"priority": i}}, 200, nil)
+	}
+	// Warm every path.
 	for i := 0; i < 5; i++ {
-		if err := bareRun(i); err != nil {
-			return err
-		}
-		if err := execRun(i); err != nil {
-			return err
+		for _, f := range []func(int) error{bareRun, execRun, directRun} {
+			if err := f(i); err != nil {
+				return err
+			}
 		}
 	}
 	bareP50, bareP95, err := sequential(seq, bareRun)
@@ -205,11 +213,20 @@ func run(log *slog.Logger, seq, conc, concTotal, children int, batchList string)
 	if err != nil {
 		return err
 	}
+	directP50, directP95, err := sequential(seq, func(i int) error { return directRun(i + concTotal) })
+	if err != nil {
+		return err
+	}
 	// Throughput rounds alternate between the two so that drift over the
 	// run (the server's databases grow) affects both alike; the medians
 	// are compared.
-	var bareTputs, exTputs []float64
+	var bareTputs, exTputs, directTputs []float64
 	for r := 0; r < tputRounds; r++ {
+		dt, err := throughput(conc, concTotal, directRun)
+		if err != nil {
+			return err
+		}
+		directTputs = append(directTputs, dt)
 		t, err := drainedThroughput(ctx, b, conc, concTotal, "bareWorkflow", bareRun)
 		if err != nil {
 			return err
@@ -227,7 +244,7 @@ func run(log *slog.Logger, seq, conc, concTotal, children int, batchList string)
 			return err
 		}
 	}
-	bareTput, exTput := median(bareTputs), median(exTputs)
+	bareTput, exTput, directTput := median(bareTputs), median(exTputs), median(directTputs)
 	if profileDir != "" {
 		printSteps(a.Registry)
 	}
@@ -282,7 +299,13 @@ func run(log *slog.Logger, seq, conc, concTotal, children int, batchList string)
 	fmt.Printf("| sequential p50 (n=%d) | %s | %s (sync execute over HTTP, update_object) | %.2fx | ≤ 0.35x | %s |\n", seq, ms(bareP50), ms(exP50), ratio(exP50, bareP50), met(ratio(exP50, bareP50) <= 0.35))
 	fmt.Printf("| sequential p95 | %s | %s | %.2fx | | |\n", ms(bareP95), ms(exP95), ratio(exP95, bareP95))
 	fmt.Printf("| throughput, %d concurrent clients, median of %d rounds of %d runs | %.1f/s | %.1f/s | %.2fx | ≥ 3x | %s |\n", conc, tputRounds, concTotal, bareTput, exTput, exTput/bareTput, met(exTput/bareTput >= 3))
-	defer fmt.Printf("\nThroughput rounds (alternating): bare %s; Ontoflow %s.\n", fmtRates(bareTputs), fmtRates(exTputs))
+	fmt.Printf("\nThe price of durability, against the direct path (the same steps from an HTTP handler, no Temporal), same run:\n\n")
+	fmt.Println("| figure | direct path | Ontoflow | Ontoflow / direct |")
+	fmt.Println("|---|---|---|---|")
+	fmt.Printf("| sequential p50 | %s | %s | %.2fx |\n", ms(directP50), ms(exP50), ratio(exP50, directP50))
+	fmt.Printf("| sequential p95 | %s | %s | %.2fx |\n", ms(directP95), ms(exP95), ratio(exP95, directP95))
+	fmt.Printf("| throughput, %d clients (median) | %.1f/s | %.1f/s | %.2fx |\n\n", conc, directTput, exTput, exTput/directTput)
+	defer fmt.Printf("\nThroughput rounds (alternating): bare %s; Ontoflow %s; direct %s.\n", fmtRates(bareTputs), fmtRates(exTputs), fmtRates(directTputs))
 	for _, br := range bres {
 		target, ok := "", true
 		if br.n == children {
@@ -428,8 +451,12 @@ func throughput(workers, total int, f func(i int) error) (float64, error) {
 var httpClient = &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 100}, Timeout: 10 * time.Minute}
 
 func (b *bench) post(path string, body any, want int, out any) error {
+	return b.postTo(b.api, path, body, want, out)
+}
+
+func (b *bench) postTo(base, path string, body any, want int, out any) error {
 	js, _ := json.Marshal(body)
-	req, _ := http.NewRequest("POST", b.api+path, bytes.NewReader(js))
+	req, _ := http.NewRequest("POST", base+path, bytes.NewReader(js))
 	req.Header.Set("Content-Type", "application/json")
 	req.SetBasicAuth(b.user, b.pass)
 	return b.do(req, want, out)

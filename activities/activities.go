@@ -17,20 +17,10 @@ import (
 	"github.com/ontoflow/ontoflow/engine"
 )
 
-// Activity names, used by the workflows to call the registered methods.
-const (
-	Validate       = "Validate"
-	Authorize      = "Authorize"
-	RunOperation   = "RunOperation"
-	Apply          = "Apply"
-	Notify         = "Notify"
-	Deliver        = "Deliver"
-	RecordFailure  = "RecordFailure"
-	ListBatchChunk = "ListBatchChunk"
-	FinishBatch    = "FinishBatch"
-)
-
-// Activities are the engine's steps; register the struct on a worker.
+// Activities are the engine's steps, as methods on a struct holding their
+// dependency; the workflows call them by method value (workflows.New) and
+// a worker registers the struct, so the method names are the activity
+// names recorded in histories: renaming one is a workflow change.
 type Activities struct {
 	eng *engine.Engine
 }

@@ -6,10 +6,8 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/client"
 	sdkworker "go.temporal.io/sdk/worker"
-	"go.temporal.io/sdk/workflow"
 
 	"github.com/ontoflow/ontoflow/activities"
 	"github.com/ontoflow/ontoflow/workflows"
@@ -43,9 +41,8 @@ func New(c client.Client, opts Options) sdkworker.Worker {
 		MaxConcurrentWorkflowTaskPollers:        4,
 		DeadlockDetectionTimeout:                5 * time.Second,
 	})
-	w.RegisterWorkflowWithOptions(workflows.ActionWorkflow, workflow.RegisterOptions{Name: "ActionWorkflow"})
-	w.RegisterWorkflowWithOptions(workflows.BatchWorkflow, workflow.RegisterOptions{Name: "BatchWorkflow"})
-	w.RegisterWorkflowWithOptions(workflows.BatchChunkWorkflow, workflow.RegisterOptions{Name: "BatchChunkWorkflow"})
-	w.RegisterActivityWithOptions(opts.Activities, activity.RegisterOptions{})
+	wf := workflows.New(opts.Activities)
+	wf.Register(w)
+	wf.RegisterActivities(w)
 	return w
 }

@@ -20,12 +20,45 @@ import (
 	"time"
 
 	"go.temporal.io/sdk/temporal"
+	"go.temporal.io/sdk/worker"
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/ontoflow/ontoflow/activities"
 	"github.com/ontoflow/ontoflow/engine"
 	"github.com/ontoflow/ontoflow/models"
 )
+
+// Registered workflow names: recorded in histories, so they never change.
+const (
+	ActionWorkflowName     = "ActionWorkflow"
+	BatchWorkflowName      = "BatchWorkflow"
+	BatchChunkWorkflowName = "BatchChunkWorkflow"
+)
+
+// Workflows are the engine's workflows. They hold the activities they
+// call, by method value (as samples-go's greetings does), so a step's name
+// and arguments are checked by the compiler; the names registered are the
+// methods' names, the ones recorded in histories.
+type Workflows struct {
+	steps *activities.Activities
+}
+
+// New returns the workflows over steps (nil is enough to replay
+// histories: replay never runs a step).
+func New(steps *activities.Activities) *Workflows { return &Workflows{steps: steps} }
+
+// Register registers the workflows on r under the names recorded in
+// histories (and, on a worker, their activities: RegisterActivities).
+func (w *Workflows) Register(r worker.WorkflowRegistry) {
+	r.RegisterWorkflowWithOptions(w.Action, workflow.RegisterOptions{Name: ActionWorkflowName})
+	r.RegisterWorkflowWithOptions(w.Batch, workflow.RegisterOptions{Name: BatchWorkflowName})
+	r.RegisterWorkflowWithOptions(w.BatchChunk, workflow.RegisterOptions{Name: BatchChunkWorkflowName})
+}
+
+// RegisterActivities registers the steps on r: the regular activities
+// (a remote channel's delivery) run through it; local ones are called
+// directly.
+func (w *Workflows) RegisterActivities(r worker.ActivityRegistry) { r.RegisterActivity(w.steps) }
 
 // ActionInput starts ActionWorkflow.
 type ActionInput struct {
@@ -57,10 +90,10 @@ func stepOptions(ctx workflow.Context) workflow.Context {
 	})
 }
 
-// ActionWorkflow runs one execution (kinds execute and inline-edit).
-func ActionWorkflow(ctx workflow.Context, in ActionInput) (ItemResult, error) {
+// Action runs one execution (kinds execute and inline-edit).
+func (w *Workflows) Action(ctx workflow.Context, in ActionInput) (ItemResult, error) {
 	ctx = stepOptions(ctx)
-	res := runItem(ctx, in.ExecutionID)
+	res := w.runItem(ctx, in.ExecutionID)
 	_ = workflow.UpsertTypedSearchAttributes(ctx, SAStatus.ValueSet(res.Status))
 	if res.Status != models.StatusSucceeded {
 		return res, temporal.NewNonRetryableApplicationError(res.ErrorMessage, res.ErrorCode, nil)
@@ -76,11 +109,11 @@ const (
 )
 
 // runItem is the one path every execution takes.
-func runItem(ctx workflow.Context, executionID string) ItemResult {
+func (w *Workflows) runItem(ctx workflow.Context, executionID string) ItemResult {
 	var prep engine.Prepared
-	err := workflow.ExecuteLocalActivity(ctx, activities.Validate, executionID).Get(ctx, &prep)
+	err := workflow.ExecuteLocalActivity(ctx, w.steps.Validate, executionID).Get(ctx, &prep)
 	if err == nil {
-		err = workflow.ExecuteLocalActivity(ctx, activities.Authorize, &prep).Get(ctx, nil)
+		err = workflow.ExecuteLocalActivity(ctx, w.steps.Authorize, &prep).Get(ctx, nil)
 	}
 	v := workflow.DefaultVersion
 	if err == nil {
@@ -89,9 +122,9 @@ func runItem(ctx workflow.Context, executionID string) ItemResult {
 	var out engine.Outcome
 	if err == nil {
 		if v == workflow.DefaultVersion {
-			err = workflow.ExecuteLocalActivity(ctx, activities.RunOperation, &prep).Get(ctx, &out)
+			err = workflow.ExecuteLocalActivity(ctx, w.steps.RunOperation, &prep).Get(ctx, &out)
 		} else {
-			err = workflow.ExecuteLocalActivity(ctx, activities.Apply, &prep, len(prep.Deliveries) == 0).Get(ctx, &out)
+			err = workflow.ExecuteLocalActivity(ctx, w.steps.Apply, &prep, len(prep.Deliveries) == 0).Get(ctx, &out)
 		}
 	}
 	if err != nil {
@@ -99,12 +132,12 @@ func runItem(ctx workflow.Context, executionID string) ItemResult {
 		// Recording the failure retries like any step; if even that gives
 		// up, the execution row stays queued and the workflow's own
 		// failure is the record.
-		_ = workflow.ExecuteLocalActivity(ctx, activities.RecordFailure, executionID, f).Get(ctx, nil)
+		_ = workflow.ExecuteLocalActivity(ctx, w.steps.RecordFailure, executionID, f).Get(ctx, nil)
 		return ItemResult{ExecutionID: executionID, Status: models.StatusFailed, ErrorCode: f.Code, ErrorMessage: f.Message}
 	}
 	if v == workflow.DefaultVersion {
 		if prep.HasNotifications {
-			_ = workflow.ExecuteLocalActivity(ctx, activities.Notify, &prep, &out).Get(ctx, nil)
+			_ = workflow.ExecuteLocalActivity(ctx, w.steps.Notify, &prep, &out).Get(ctx, nil)
 		}
 		return ItemResult{ExecutionID: executionID, Status: models.StatusSucceeded}
 	}
@@ -112,7 +145,7 @@ func runItem(ctx workflow.Context, executionID string) ItemResult {
 	// never fails the action, which has already committed.
 	for i, d := range prep.Deliveries {
 		last := i == len(prep.Deliveries)-1
-		_ = deliver(ctx, executionID, d, last).Get(ctx, nil)
+		_ = w.deliver(ctx, executionID, d, last).Get(ctx, nil)
 	}
 	return ItemResult{ExecutionID: executionID, Status: models.StatusSucceeded}
 }
@@ -121,9 +154,9 @@ func runItem(ctx workflow.Context, executionID string) ItemResult {
 // writes to the database (in-app), a regular activity with bounded retries
 // for one that leaves the process — its own timeout and attempts, visible
 // in the Temporal UI as an activity.
-func deliver(ctx workflow.Context, executionID string, d engine.Delivery, last bool) workflow.Future {
+func (w *Workflows) deliver(ctx workflow.Context, executionID string, d engine.Delivery, last bool) workflow.Future {
 	if !d.Remote {
-		return workflow.ExecuteLocalActivity(ctx, activities.Deliver, executionID, d, last)
+		return workflow.ExecuteLocalActivity(ctx, w.steps.Deliver, executionID, d, last)
 	}
 	ctx = workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
 		StartToCloseTimeout: time.Minute,
@@ -132,5 +165,5 @@ func deliver(ctx workflow.Context, executionID string, d engine.Delivery, last b
 			MaximumAttempts: activities.DeliverAttempts,
 		},
 	})
-	return workflow.ExecuteActivity(ctx, activities.Deliver, executionID, d, last)
+	return workflow.ExecuteActivity(ctx, w.steps.Deliver, executionID, d, last)
 }

@@ -7,7 +7,6 @@ import (
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
 
-	"github.com/ontoflow/ontoflow/activities"
 	"github.com/ontoflow/ontoflow/engine"
 	"github.com/ontoflow/ontoflow/models"
 )
@@ -40,11 +39,11 @@ type ChunkResult struct {
 // stay far below Temporal's 51,200-event limit.
 const maxChildrenPerRun = 500
 
-// BatchWorkflow runs a batch's items as child workflows of ChildItems items
+// Batch (BatchWorkflow) runs a batch's items as child workflows of ChildItems items
 // each, Concurrency children at a time. Each child carries its items through
 // the same runItem steps as a single execution; items succeed or fail
 // independently, and their rows hold the per-item outcome.
-func BatchWorkflow(ctx workflow.Context, in BatchInput) (engine.BatchTotals, error) {
+func (w *Workflows) Batch(ctx workflow.Context, in BatchInput) (engine.BatchTotals, error) {
 	ctx = stepOptions(ctx)
 	chunks := (in.Total + in.ChildItems - 1) / in.ChildItems
 	parentID := workflow.GetInfo(ctx).WorkflowExecution.ID
@@ -62,7 +61,7 @@ func BatchWorkflow(ctx workflow.Context, in BatchInput) (engine.BatchTotals, err
 					InitialInterval: time.Second, MaximumAttempts: 5,
 				},
 			})
-			f := workflow.ExecuteChildWorkflow(cctx, BatchChunkWorkflow, ChunkInput{
+			f := workflow.ExecuteChildWorkflow(cctx, BatchChunkWorkflowName, ChunkInput{
 				BatchID: in.BatchID, From: from, To: min(from+in.ChildItems, in.Total),
 			})
 			sel.AddFuture(f, func(f workflow.Future) {
@@ -81,10 +80,10 @@ func BatchWorkflow(ctx workflow.Context, in BatchInput) (engine.BatchTotals, err
 		sel.Select(ctx)
 	}
 	if in.NextChunk < chunks {
-		return engine.BatchTotals{}, workflow.NewContinueAsNewError(ctx, BatchWorkflow, in)
+		return engine.BatchTotals{}, workflow.NewContinueAsNewError(ctx, BatchWorkflowName, in)
 	}
 	var totals engine.BatchTotals
-	err := workflow.ExecuteLocalActivity(ctx, activities.FinishBatch, in.BatchID).Get(ctx, &totals)
+	err := workflow.ExecuteLocalActivity(ctx, w.steps.FinishBatch, in.BatchID).Get(ctx, &totals)
 	if err != nil {
 		return totals, err
 	}
@@ -95,18 +94,18 @@ func BatchWorkflow(ctx workflow.Context, in BatchInput) (engine.BatchTotals, err
 	return totals, nil
 }
 
-// BatchChunkWorkflow runs items [From, To) of a batch in order. Items
+// BatchChunk (BatchChunkWorkflow) runs items [From, To) of a batch in order. Items
 // already finished (a retried chunk) are skipped.
-func BatchChunkWorkflow(ctx workflow.Context, in ChunkInput) (ChunkResult, error) {
+func (w *Workflows) BatchChunk(ctx workflow.Context, in ChunkInput) (ChunkResult, error) {
 	ctx = stepOptions(ctx)
 	var ids []string
-	err := workflow.ExecuteLocalActivity(ctx, activities.ListBatchChunk, in.BatchID, in.From, in.To).Get(ctx, &ids)
+	err := workflow.ExecuteLocalActivity(ctx, w.steps.ListBatchChunk, in.BatchID, in.From, in.To).Get(ctx, &ids)
 	if err != nil {
 		return ChunkResult{}, err
 	}
 	var r ChunkResult
 	for _, id := range ids {
-		if runItem(ctx, id).Status == models.StatusSucceeded {
+		if w.runItem(ctx, id).Status == models.StatusSucceeded {
 			r.Succeeded++
 		} else {
 			r.Failed++

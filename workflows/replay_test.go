@@ -25,9 +25,7 @@ import (
 func newReplayer(t *testing.T) worker.WorkflowReplayer {
 	t.Helper()
 	r := worker.NewWorkflowReplayer()
-	r.RegisterWorkflowWithOptions(ActionWorkflow, workflow.RegisterOptions{Name: "ActionWorkflow"})
-	r.RegisterWorkflowWithOptions(BatchWorkflow, workflow.RegisterOptions{Name: "BatchWorkflow"})
-	r.RegisterWorkflowWithOptions(BatchChunkWorkflow, workflow.RegisterOptions{Name: "BatchChunkWorkflow"})
+	New(nil).Register(r)
 	return r
 }
 
@@ -69,8 +67,9 @@ func TestReplayCatchesAnUnversionedChange(t *testing.T) {
 	r.RegisterWorkflowWithOptions(func(ctx workflow.Context, in ActionInput) (ItemResult, error) {
 		ctx = stepOptions(ctx)
 		var prep struct{}
-		_ = workflow.ExecuteLocalActivity(ctx, activities.Validate, in.ExecutionID).Get(ctx, &prep)
-		_ = workflow.ExecuteLocalActivity(ctx, activities.RunOperation, &prep).Get(ctx, nil)
+		var steps *activities.Activities
+		_ = workflow.ExecuteLocalActivity(ctx, steps.Validate, in.ExecutionID).Get(ctx, &prep)
+		_ = workflow.ExecuteLocalActivity(ctx, steps.RunOperation, &prep).Get(ctx, nil)
 		return ItemResult{ExecutionID: in.ExecutionID, Status: models.StatusSucceeded}, nil
 	}, workflow.RegisterOptions{Name: "ActionWorkflow"})
 	err := r.ReplayWorkflowHistoryFromJSONFile(nil, "testdata/action-succeeded.json")

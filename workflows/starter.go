@@ -61,7 +61,7 @@ func (s *Starter) options(ex *models.Execution) client.StartWorkflowOptions {
 
 // StartAction starts ActionWorkflow for an execution row the caller wrote.
 func (s *Starter) StartAction(ctx context.Context, ex *models.Execution) (client.WorkflowRun, error) {
-	run, err := s.c.ExecuteWorkflow(ctx, s.options(ex), ActionWorkflow, ActionInput{ExecutionID: ex.ID})
+	run, err := s.c.ExecuteWorkflow(ctx, s.options(ex), ActionWorkflowName, ActionInput{ExecutionID: ex.ID})
 	if err != nil {
 		return nil, fmt.Errorf("start workflow %s: %w", ex.WorkflowID, err)
 	}
@@ -80,9 +80,9 @@ func (s *Starter) Resume(ctx context.Context, ex *models.Execution) (client.Work
 	var err error
 	if ex.Kind == models.KindBatch {
 		opts.EnableEagerStart = false
-		run, err = s.c.ExecuteWorkflow(ctx, opts, BatchWorkflow, s.batchInput(ex))
+		run, err = s.c.ExecuteWorkflow(ctx, opts, BatchWorkflowName, s.batchInput(ex))
 	} else {
-		run, err = s.c.ExecuteWorkflow(ctx, opts, ActionWorkflow, ActionInput{ExecutionID: ex.ID})
+		run, err = s.c.ExecuteWorkflow(ctx, opts, ActionWorkflowName, ActionInput{ExecutionID: ex.ID})
 	}
 	if err != nil {
 		return nil, fmt.Errorf("resume workflow %s: %w", ex.WorkflowID, err)
@@ -99,7 +99,7 @@ func (s *Starter) batchInput(batch *models.Execution) BatchInput {
 func (s *Starter) StartBatch(ctx context.Context, batch *models.Execution) (client.WorkflowRun, error) {
 	opts := s.options(batch)
 	opts.EnableEagerStart = false
-	run, err := s.c.ExecuteWorkflow(ctx, opts, BatchWorkflow, s.batchInput(batch))
+	run, err := s.c.ExecuteWorkflow(ctx, opts, BatchWorkflowName, s.batchInput(batch))
 	if err != nil {
 		return nil, fmt.Errorf("start batch workflow %s: %w", batch.WorkflowID, err)
 	}

@@ -8,6 +8,7 @@ import (
 
 	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/temporal"
+	"github.com/stretchr/testify/mock"
 	"go.temporal.io/sdk/testsuite"
 
 	"github.com/ontoflow/ontoflow/activities"
@@ -27,23 +28,26 @@ type fakeSteps struct {
 	chunks   [][2]int
 }
 
+// register replaces each step the workflows call (by method value) with
+// the fake's function.
 func (f *fakeSteps) register(env *testsuite.TestWorkflowEnvironment) {
-	reg := func(name string, fn any) {
-		env.RegisterActivityWithOptions(fn, activity.RegisterOptions{Name: name})
+	reg := func(step, fn any) {
+		env.OnActivity(step, mock.Anything, mock.Anything, mock.Anything, mock.Anything).Maybe().Return(fn)
 	}
-	reg(activities.Validate, func(ctx context.Context, id string) (*engine.Prepared, error) {
+	var a *activities.Activities
+	reg(a.Validate, func(ctx context.Context, id string) (*engine.Prepared, error) {
 		f.calls = append(f.calls, "validate:"+id)
 		return &engine.Prepared{ExecutionID: id, HasNotifications: true,
 			Deliveries: []engine.Delivery{{Channel: "in_app"}, {Channel: "slack", Remote: true}}}, nil
 	})
-	reg(activities.Authorize, func(ctx context.Context, p *engine.Prepared) error {
+	reg(a.Authorize, func(ctx context.Context, p *engine.Prepared) error {
 		f.calls = append(f.calls, "authorize:"+p.ExecutionID)
 		if f.refuse[p.ExecutionID] {
 			return temporal.NewNonRetryableApplicationError("no", string(apperr.PermissionDenied), nil)
 		}
 		return nil
 	})
-	reg(activities.Apply, func(ctx context.Context, p *engine.Prepared, last bool) (*engine.Outcome, error) {
+	reg(a.Apply, func(ctx context.Context, p *engine.Prepared, last bool) (*engine.Outcome, error) {
 		f.calls = append(f.calls, fmt.Sprintf("run:%s:last=%v", p.ExecutionID, last))
 		if f.flaky > 0 {
 			f.flaky--
@@ -51,7 +55,7 @@ func (f *fakeSteps) register(env *testsuite.TestWorkflowEnvironment) {
 		}
 		return &engine.Outcome{}, nil
 	})
-	reg(activities.Deliver, func(ctx context.Context, id string, d engine.Delivery, last bool) error {
+	reg(a.Deliver, func(ctx context.Context, id string, d engine.Delivery, last bool) error {
 		local := "local"
 		if !activity.GetInfo(ctx).IsLocalActivity {
 			local = "activity"
@@ -59,11 +63,11 @@ func (f *fakeSteps) register(env *testsuite.TestWorkflowEnvironment) {
 		f.calls = append(f.calls, fmt.Sprintf("deliver:%s:%s:%s:last=%v", id, d.Channel, local, last))
 		return nil
 	})
-	reg(activities.RecordFailure, func(ctx context.Context, id string, fl engine.Failure) error {
+	reg(a.RecordFailure, func(ctx context.Context, id string, fl engine.Failure) error {
 		f.recorded[id] = fl.Code
 		return nil
 	})
-	reg(activities.ListBatchChunk, func(ctx context.Context, batchID string, from, to int) ([]string, error) {
+	reg(a.ListBatchChunk, func(ctx context.Context, batchID string, from, to int) ([]string, error) {
 		f.chunks = append(f.chunks, [2]int{from, to})
 		var ids []string
 		for i := from; i < to; i++ {
@@ -71,7 +75,7 @@ func (f *fakeSteps) register(env *testsuite.TestWorkflowEnvironment) {
 		}
 		return ids, nil
 	})
-	reg(activities.FinishBatch, func(ctx context.Context, batchID string) (*engine.BatchTotals, error) {
+	reg(a.FinishBatch, func(ctx context.Context, batchID string) (*engine.BatchTotals, error) {
 		return &engine.BatchTotals{Total: 5, Status: models.StatusPartial}, nil
 	})
 }
@@ -81,16 +85,14 @@ func newEnv(t *testing.T) (*testsuite.TestWorkflowEnvironment, *fakeSteps) {
 	env := s.NewTestWorkflowEnvironment()
 	f := &fakeSteps{refuse: map[string]bool{}, recorded: map[string]string{}}
 	f.register(env)
-	env.RegisterWorkflow(ActionWorkflow)
-	env.RegisterWorkflow(BatchWorkflow)
-	env.RegisterWorkflow(BatchChunkWorkflow)
+	New(&activities.Activities{}).Register(env)
 	return env, f
 }
 
 func TestActionWorkflowRunsStepsInOrderAndRetriesInfrastructure(t *testing.T) {
 	env, f := newEnv(t)
 	f.flaky = 2
-	env.ExecuteWorkflow(ActionWorkflow, ActionInput{ExecutionID: "x"})
+	env.ExecuteWorkflow(ActionWorkflowName, ActionInput{ExecutionID: "x"})
 	if err := env.GetWorkflowError(); err != nil {
 		t.Fatal(err)
 	}
@@ -109,7 +111,7 @@ func TestActionWorkflowRunsStepsInOrderAndRetriesInfrastructure(t *testing.T) {
 func TestActionWorkflowRecordsRefusalAndSkipsLaterSteps(t *testing.T) {
 	env, f := newEnv(t)
 	f.refuse["x"] = true
-	env.ExecuteWorkflow(ActionWorkflow, ActionInput{ExecutionID: "x"})
+	env.ExecuteWorkflow(ActionWorkflowName, ActionInput{ExecutionID: "x"})
 	var appErr *temporal.ApplicationError
 	if err := env.GetWorkflowError(); !errors.As(err, &appErr) || appErr.Type() != string(apperr.PermissionDenied) {
 		t.Fatalf("workflow error = %v, want PermissionDenied", err)
@@ -125,7 +127,7 @@ func TestActionWorkflowRecordsRefusalAndSkipsLaterSteps(t *testing.T) {
 func TestBatchWorkflowChunksItems(t *testing.T) {
 	env, f := newEnv(t)
 	f.refuse["b"] = true
-	env.ExecuteWorkflow(BatchWorkflow, BatchInput{BatchID: "batch", Total: 5, ChildItems: 2, Concurrency: 2})
+	env.ExecuteWorkflow(BatchWorkflowName, BatchInput{BatchID: "batch", Total: 5, ChildItems: 2, Concurrency: 2})
 	if err := env.GetWorkflowError(); err != nil {
 		t.Fatal(err)
 	}

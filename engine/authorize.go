@@ -76,7 +76,7 @@ func (e *Engine) authorize(in *input, enforceJustification bool) error {
 		// Readability first: the marking check names the target's
 		// marking, which an actor who may not read the target must not
 		// learn.
-		if !u.IsAdmin() && (!e.levels.Dominates(u.Clearance, t.Marking) || u.Organization != t.Organization) {
+		if !e.levels.CanRead(u, t.Marking, t.Organization) {
 			return denied(ReasonTargetAccess, "target_object_id", "the target object is outside the actor's clearance or organization")
 		}
 		if len(p.AllowedMarkings) > 0 && !contains(p.AllowedMarkings, t.Marking) {

@@ -567,21 +567,15 @@ func (s *Store) DeleteObjectAs(ctx context.Context, u *models.User, typeRef, id 
 	})
 }
 
-// visible restricts q to objects u may read: markings up to u's clearance
-// and u's organization (admins see everything).
+// visible restricts q to objects u may read: the SQL form of the read
+// rule (auth.ReadScope), the same definition CanRead checks in Go.
 func (s *Store) visible(q *gorm.DB, u *models.User, table string) *gorm.DB {
-	if u.IsAdmin() {
+	sc := s.levels.ReadScope(u)
+	if sc.All {
 		return q
 	}
-	rank := s.levels.Rank(u.Clearance)
-	allowed := []string{}
-	for i := 0; i <= rank; i++ {
-		allowed = append(allowed, s.levels[i])
-	}
-	if len(allowed) == 0 {
-		return q.Where("1 = 0")
-	}
-	return q.Where(table+".marking IN ? AND "+table+".organization = ?", allowed, u.Organization)
+	cond, args := sc.SQL(table)
+	return q.Where(cond, args...)
 }
 
 // RawFilter is one property filter as it arrives in a query string:

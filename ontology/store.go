@@ -116,17 +116,10 @@ func (s *Store) checkEnv(ctx context.Context, tx *gorm.DB) domain.CheckEnv {
 }
 
 // CanRead reports whether u may read an object of marking and
-// organization: clearance at least the marking and the same organization,
-// admins excepted. It is the one read rule of the REST routes; the engine
-// may use it to judge targets the same way.
+// organization: auth's read rule (Levels.ReadScope) under the store's
+// levels. The REST routes, the engine and the action log all use it.
 func (s *Store) CanRead(u *models.User, marking, organization string) bool {
-	if u == nil {
-		return false
-	}
-	if u.IsAdmin() {
-		return true
-	}
-	return s.levels.Dominates(u.Clearance, marking) && u.Organization == organization
+	return s.levels.CanRead(u, marking, organization)
 }
 
 // dbLookup is a domain.Lookup over the database.

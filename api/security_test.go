@@ -1,0 +1,248 @@
+package api_test
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+	"time"
+
+	"gorm.io/gorm"
+
+	"github.com/ontoflow/ontoflow/internal/testdb"
+)
+
+// tokenInfo decodes a POST /auth/tokens answer.
+type tokenInfo struct {
+	Token string `json:"token"`
+	Info  struct {
+		ID        string    `json:"id"`
+		Guest     bool      `json:"guest"`
+		ExpiresAt time.Time `json:"expires_at"`
+	} `json:"token_info"`
+}
+
+func (f *foundation) issueWith(t *testing.T, token, body string) tokenInfo {
+	t.Helper()
+	r := f.bearer(t, token, "POST", "/api/v1/auth/tokens", body)
+	var tok tokenInfo
+	if err := json.Unmarshal(r.body, &tok); err != nil || r.status != 201 {
+		t.Fatalf("issue token through a token: %d %s", r.status, r.body)
+	}
+	return tok
+}
+
+// users:admin creates accounts under the same rules as it edits them: no
+// roles, permissions, attributes, clearance or organization it could not
+// set on edit; and it edits only accounts that hold no more than itself
+// (issue 13, finding 1).
+func TestUsersAdminCreateAndEditPrivileges(t *testing.T) {
+	testdb.Each(t, func(t *testing.T, db *gorm.DB) {
+		f := newFoundation(t, db)
+		for _, body := range []string{
+			`{"username":"manager","password":"manager-password","permissions":["users:admin","ontology:write"],"clearance":"confidential","organization":"acme"}`,
+			`{"username":"secret-keeper","password":"secret-keeper-password","clearance":"pii","organization":"acme"}`,
+			`{"username":"wildcard","password":"wildcard-password","permissions":["*:*"],"organization":"acme"}`,
+			`{"username":"regional","password":"regional-password","attributes":{"region":"eu"},"organization":"acme"}`,
+			`{"username":"foreigner","password":"foreigner-password","organization":"globex"}`,
+			`{"username":"clerk","password":"clerk-password","permissions":["ontology:write"],"clearance":"confidential","organization":"acme"}`,
+		} {
+			if r := f.json(t, "admin", "POST", "/api/v1/users", body); r.status != 201 {
+				t.Fatalf("admin creating %s: %d %s", body, r.status, r.body)
+			}
+		}
+		for _, body := range []string{
+			`{"username":"x1","password":"x-password-1","roles":["admin"]}`,
+			`{"username":"x2","password":"x-password-1","permissions":["*:*"]}`,
+			`{"username":"x3","password":"x-password-1","permissions":["users:admin"]}`,
+			`{"username":"x4","password":"x-password-1","clearance":"pii"}`,
+			`{"username":"x5","password":"x-password-1","clearance":"confidential"}`,
+			`{"username":"x6","password":"x-password-1","organization":"globex"}`,
+			`{"username":"x7","password":"x-password-1","organization":""}`,
+			`{"username":"x8","password":"x-password-1","attributes":{"region":"eu"}}`,
+			`{"username":"x9","password":"x-password-1","roles":["ops"]}`,
+		} {
+			r := f.json(t, "manager", "POST", "/api/v1/users", body)
+			if r.status != 403 || r.code() != "PermissionDenied" {
+				t.Errorf("users:admin creating %s: %d %s, want 403 PermissionDenied", body, r.status, r.body)
+			}
+		}
+		for _, name := range []string{"x1", "x2", "x3", "x4", "x5", "x6", "x7", "x8", "x9"} {
+			if r := f.json(t, "admin", "GET", "/api/v1/users/"+name, ""); r.status != 404 {
+				t.Errorf("refused user %s exists: %d %s", name, r.status, r.body)
+			}
+		}
+		// Defaults are what it may grant: the lowest clearance and its own
+		// organization.
+		r := f.json(t, "manager", "POST", "/api/v1/users", `{"username":"junior","password":"junior-password","roles":[],"permissions":[],"clearance":"public","organization":"acme"}`)
+		var junior struct {
+			Clearance    string `json:"clearance"`
+			Organization string `json:"organization"`
+		}
+		if err := json.Unmarshal(r.body, &junior); err != nil || r.status != 201 || junior.Clearance != "public" || junior.Organization != "acme" {
+			t.Fatalf("users:admin creating a plain account: %d %s", r.status, r.body)
+		}
+		r = f.json(t, "manager", "POST", "/api/v1/users", `{"username":"junior2","password":"junior-password"}`)
+		if err := json.Unmarshal(r.body, &junior); err != nil || r.status != 201 || junior.Organization != "acme" {
+			t.Fatalf("users:admin creating an account without organization: %d %s (want its own organization)", r.status, r.body)
+		}
+
+		// Editing (a password change is a takeover) reaches only accounts
+		// holding no more than the manager.
+		for _, target := range []string{"secret-keeper", "wildcard", "regional", "foreigner", "admin", "manager"} {
+			r := f.json(t, "manager", "PATCH", "/api/v1/users/"+target, `{"password":"taken-over-1"}`)
+			if r.status != 403 || r.code() != "PermissionDenied" {
+				t.Errorf("users:admin setting the password of %s: %d %s, want 403", target, r.status, r.body)
+			}
+		}
+		for _, body := range []string{`{"organization":"globex"}`, `{"attributes":{"region":"eu"}}`, `{"roles":[]}`} {
+			if r := f.json(t, "manager", "PATCH", "/api/v1/users/junior", body); r.status != 403 {
+				t.Errorf("users:admin PATCH junior %s: %d %s, want 403", body, r.status, r.body)
+			}
+		}
+		for _, target := range []string{"junior", "clerk"} {
+			if r := f.json(t, "manager", "PATCH", "/api/v1/users/"+target, `{"password":"reset-password-1","disabled":false}`); r.status != 200 {
+				t.Errorf("users:admin resetting %s: %d %s", target, r.status, r.body)
+			}
+		}
+		if r := f.json(t, "admin", "PATCH", "/api/v1/users/junior", `{"organization":"globex","clearance":"pii"}`); r.status != 200 {
+			t.Errorf("admin changing organization and clearance: %d %s", r.status, r.body)
+		}
+	})
+}
+
+// A guest session cannot create users or change passwords, roles or
+// permissions, even an admin's (finding 3); the same admin's full token
+// can.
+func TestGuestSessionCannotManageUsers(t *testing.T) {
+	testdb.Each(t, func(t *testing.T, db *gorm.DB) {
+		f := newFoundation(t, db)
+		guest, _ := f.issue(t, "admin", `{"guest":true}`)
+		full, _ := f.issue(t, "admin", `{}`)
+		for _, c := range []struct{ method, path, body string }{
+			{"POST", "/api/v1/users", `{"username":"mallory","password":"mallory-password","roles":["admin"]}`},
+			{"POST", "/api/v1/users", `{"username":"mallory","password":"mallory-password"}`},
+			{"PATCH", "/api/v1/users/plain", `{"password":"taken-over-1"}`},
+			{"PATCH", "/api/v1/users/plain", `{"roles":["admin"]}`},
+			{"PATCH", "/api/v1/users/plain", `{"permissions":["*:*"]}`},
+			{"PATCH", "/api/v1/users/admin", `{"password":"taken-over-1"}`},
+		} {
+			r := f.bearer(t, guest, c.method, c.path, c.body)
+			if r.status != 403 || r.code() != "PermissionDenied" || !strings.Contains(string(r.body), "guest_session") {
+				t.Errorf("guest %s %s %s: %d %s, want 403 guest_session", c.method, c.path, c.body, r.status, r.body)
+			}
+		}
+		if r := f.json(t, "plain", "GET", "/api/v1/me", ""); r.status != 200 {
+			t.Errorf("plain's password changed by a guest session: %d", r.status)
+		}
+		if r := f.json(t, "admin", "GET", "/api/v1/users/mallory", ""); r.status != 404 {
+			t.Errorf("a guest session created mallory: %d", r.status)
+		}
+		if r := f.bearer(t, full, "POST", "/api/v1/users", `{"username":"mallory","password":"mallory-password"}`); r.status != 201 {
+			t.Errorf("full admin token creating a user: %d %s", r.status, r.body)
+		}
+	})
+}
+
+// A token issued through a token expires no later than its parent and
+// dies with it: revocation of any ancestor, its expiry, a password change
+// (finding 3). Full tokens are held to the same chain.
+func TestChildTokensDieWithTheirParent(t *testing.T) {
+	testdb.Each(t, func(t *testing.T, db *gorm.DB) {
+		f := newFoundation(t, db)
+		for _, guest := range []bool{true, false} {
+			body := `{"ttl_seconds":600,"guest":` + map[bool]string{true: "true", false: "false"}[guest] + `}`
+			parent, parentID := f.issue(t, "plain", body)
+			child := f.issueWith(t, parent, `{"ttl_seconds":86400}`)
+			grandchild := f.issueWith(t, child.Token, `{"ttl_seconds":86400}`)
+			for _, tk := range []tokenInfo{child, grandchild} {
+				if tk.Info.Guest != guest {
+					t.Errorf("guest=%v: child token guest=%v", guest, tk.Info.Guest)
+				}
+				if tk.Info.ExpiresAt.After(time.Now().Add(601 * time.Second)) {
+					t.Errorf("guest=%v: child expires at %v, after its parent (600 s)", guest, tk.Info.ExpiresAt)
+				}
+			}
+			for _, tk := range []string{child.Token, grandchild.Token} {
+				if r := f.bearer(t, tk, "GET", "/api/v1/me", ""); r.status != 200 {
+					t.Fatalf("guest=%v: live child: %d %s", guest, r.status, r.body)
+				}
+			}
+			if r := f.json(t, "plain", "DELETE", "/api/v1/auth/tokens/"+parentID, ""); r.status != 204 {
+				t.Fatalf("revoke parent: %d %s", r.status, r.body)
+			}
+			for _, tk := range []string{parent, child.Token, grandchild.Token} {
+				if r := f.bearer(t, tk, "GET", "/api/v1/me", ""); r.status != 401 {
+					t.Errorf("guest=%v: token after its ancestor's revocation: %d, want 401", guest, r.status)
+				}
+			}
+			r := f.json(t, "plain", "GET", "/api/v1/auth/tokens?page_size=100", "")
+			var list struct {
+				Data []struct {
+					ID        string     `json:"id"`
+					RevokedAt *time.Time `json:"revoked_at"`
+				} `json:"data"`
+			}
+			if err := json.Unmarshal(r.body, &list); err != nil {
+				t.Fatal(err)
+			}
+			for _, x := range list.Data {
+				if (x.ID == child.Info.ID || x.ID == grandchild.Info.ID) && x.RevokedAt == nil {
+					t.Errorf("guest=%v: descendant %s listed as not revoked", guest, x.ID)
+				}
+			}
+		}
+
+		// Expiry: a child asking for a day lives as long as its parent.
+		parent, _ := f.issue(t, "plain", `{"ttl_seconds":1,"guest":true}`)
+		child := f.issueWith(t, parent, `{"ttl_seconds":86400}`)
+		time.Sleep(1200 * time.Millisecond)
+		if r := f.bearer(t, child.Token, "GET", "/api/v1/me", ""); r.status != 401 {
+			t.Errorf("child after its parent expired: %d, want 401", r.status)
+		}
+
+		// A password change ends the whole chain.
+		parent, _ = f.issue(t, "plain", `{"guest":true}`)
+		child = f.issueWith(t, parent, `{}`)
+		if r := f.json(t, "admin", "PATCH", "/api/v1/users/plain", `{"password":"plain-password"}`); r.status != 200 {
+			t.Fatalf("password change: %d %s", r.status, r.body)
+		}
+		if r := f.bearer(t, child.Token, "GET", "/api/v1/me", ""); r.status != 401 {
+			t.Errorf("child after a password change: %d, want 401", r.status)
+		}
+	})
+}
+
+// Every response of the router is nosniff; every /api/v1 answer, the
+// token secret's first of all, is no-store (finding 10, API half).
+func TestSecurityHeaders(t *testing.T) {
+	testdb.Each(t, func(t *testing.T, db *gorm.DB) {
+		f := newFoundation(t, db)
+		replies := map[string]reply{
+			"healthz":      f.json(t, "", "GET", "/healthz", ""),
+			"readyz":       f.json(t, "", "GET", "/readyz", ""),
+			"metrics":      f.json(t, "", "GET", "/metrics", ""),
+			"openapi":      f.json(t, "", "GET", "/openapi.yaml", ""),
+			"no route":     f.json(t, "", "GET", "/nowhere", ""),
+			"no method":    f.json(t, "", "DELETE", "/healthz", ""),
+			"unauthorized": f.json(t, "", "GET", "/api/v1/me", ""),
+			"me":           f.json(t, "plain", "GET", "/api/v1/me", ""),
+			"token":        f.json(t, "plain", "POST", "/api/v1/auth/tokens", `{}`),
+			"token list":   f.json(t, "plain", "GET", "/api/v1/auth/tokens", ""),
+			"user create":  f.json(t, "admin", "POST", "/api/v1/users", `{"username":"hdr","password":"hdr-password"}`),
+			"bad json":     f.json(t, "plain", "POST", "/api/v1/auth/tokens", `{"name":`),
+		}
+		for name, r := range replies {
+			if got := r.header.Get("X-Content-Type-Options"); got != "nosniff" {
+				t.Errorf("%s (%d): X-Content-Type-Options %q, want nosniff", name, r.status, got)
+			}
+		}
+		if replies["token"].status != 201 {
+			t.Fatalf("token: %d %s", replies["token"].status, replies["token"].body)
+		}
+		for _, name := range []string{"unauthorized", "me", "token", "token list", "user create", "bad json"} {
+			if got := replies[name].header.Get("Cache-Control"); got != "no-store" {
+				t.Errorf("%s: Cache-Control %q, want no-store", name, got)
+			}
+		}
+	})
+}

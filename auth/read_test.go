@@ -18,15 +18,15 @@ import (
 func TestReadRuleGoAndSQLAgree(t *testing.T) {
 	levels := auth.DefaultLevels
 	principals := map[string]*models.User{
-		"nil":                 nil,
-		"admin-no-clearance":  {ID: "a1", Roles: models.NewJSON([]string{"admin"}), Clearance: "bogus"},
-		"admin-other-org":     {ID: "a2", Roles: models.NewJSON([]string{"admin", "ops"}), Clearance: "public", Organization: "globex"},
-		"public-acme":         {ID: "u1", Clearance: "public", Organization: "acme"},
-		"confidential-acme":   {ID: "u2", Clearance: "confidential", Organization: "acme"},
-		"pii-acme":            {ID: "u3", Clearance: "pii", Organization: "acme"},
-		"pii-globex":          {ID: "u4", Clearance: "pii", Organization: "globex"},
-		"pii-no-org":          {ID: "u5", Clearance: "pii", Organization: ""},
-		"unknown-clearance":   {ID: "u6", Clearance: "secret", Organization: "acme"},
+		"nil":                  nil,
+		"admin-no-clearance":   {ID: "a1", Roles: models.NewJSON([]string{"admin"}), Clearance: "bogus"},
+		"admin-other-org":      {ID: "a2", Roles: models.NewJSON([]string{"admin", "ops"}), Clearance: "public", Organization: "globex"},
+		"public-acme":          {ID: "u1", Clearance: "public", Organization: "acme"},
+		"confidential-acme":    {ID: "u2", Clearance: "confidential", Organization: "acme"},
+		"pii-acme":             {ID: "u3", Clearance: "pii", Organization: "acme"},
+		"pii-globex":           {ID: "u4", Clearance: "pii", Organization: "globex"},
+		"pii-no-org":           {ID: "u5", Clearance: "pii", Organization: ""},
+		"unknown-clearance":    {ID: "u6", Clearance: "secret", Organization: "acme"},
 		"permissions-not-role": {ID: "u7", Clearance: "public", Organization: "acme", Permissions: models.NewJSON([]string{"*:*"})},
 	}
 	type obj struct{ marking, org string }

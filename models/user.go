@@ -59,5 +59,5 @@ type APIToken struct {
 	// expires no later than its parent and dies with any of them.
 	Ancestors  JSON[[]string] `json:"-"`
 	CreatedAt  time.Time      `json:"created_at"`
-	LastUsedAt    *time.Time `json:"last_used_at,omitempty"`
+	LastUsedAt *time.Time     `json:"last_used_at,omitempty"`
 }

@@ -131,7 +131,7 @@ func (h *ontologyAPI) createObjectType(c *gin.Context) {
 		fail(c, err)
 		return
 	}
-	v, err := h.store.CreateObjectType(c.Request.Context(), ontoUser(c).ID, sp)
+	v, err := h.store.As(ontoUser(c)).CreateObjectType(c.Request.Context(), ontoUser(c).ID, sp)
 	ontoReply(c, http.StatusCreated, v, err)
 }
 
@@ -146,7 +146,7 @@ func (h *ontologyAPI) updateObjectType(c *gin.Context) {
 		fail(c, err)
 		return
 	}
-	v, err := h.store.UpdateObjectType(c.Request.Context(), c.Param("type_id"), sp)
+	v, err := h.store.As(ontoUser(c)).UpdateObjectType(c.Request.Context(), c.Param("type_id"), sp)
 	ontoReply(c, http.StatusOK, v, err)
 }
 
@@ -156,7 +156,7 @@ func (h *ontologyAPI) patchObjectType(c *gin.Context) {
 		fail(c, err)
 		return
 	}
-	v, err := h.store.PatchObjectType(c.Request.Context(), c.Param("type_id"), p)
+	v, err := h.store.As(ontoUser(c)).PatchObjectType(c.Request.Context(), c.Param("type_id"), p)
 	ontoReply(c, http.StatusOK, v, err)
 }
 
@@ -178,7 +178,7 @@ func (h *ontologyAPI) createProperty(c *gin.Context) {
 		fail(c, err)
 		return
 	}
-	v, err := h.store.CreateProperty(c.Request.Context(), c.Param("type_id"), sp)
+	v, err := h.store.As(ontoUser(c)).CreateProperty(c.Request.Context(), c.Param("type_id"), sp)
 	ontoReply(c, http.StatusCreated, v, err)
 }
 
@@ -193,7 +193,7 @@ func (h *ontologyAPI) updateProperty(c *gin.Context) {
 		fail(c, err)
 		return
 	}
-	v, err := h.store.UpdateProperty(c.Request.Context(), c.Param("type_id"), c.Param("property"), sp)
+	v, err := h.store.As(ontoUser(c)).UpdateProperty(c.Request.Context(), c.Param("type_id"), c.Param("property"), sp)
 	ontoReply(c, http.StatusOK, v, err)
 }
 
@@ -203,7 +203,7 @@ func (h *ontologyAPI) patchProperty(c *gin.Context) {
 		fail(c, err)
 		return
 	}
-	v, err := h.store.PatchProperty(c.Request.Context(), c.Param("type_id"), c.Param("property"), p)
+	v, err := h.store.As(ontoUser(c)).PatchProperty(c.Request.Context(), c.Param("type_id"), c.Param("property"), p)
 	ontoReply(c, http.StatusOK, v, err)
 }
 
@@ -401,7 +401,7 @@ func (h *ontologyAPI) createActionType(c *gin.Context) {
 		fail(c, err)
 		return
 	}
-	v, err := h.store.CreateActionType(c.Request.Context(), ontoUser(c).ID, d)
+	v, err := h.store.As(ontoUser(c)).CreateActionType(c.Request.Context(), ontoUser(c).ID, d)
 	ontoReply(c, http.StatusCreated, v, err)
 }
 
@@ -419,7 +419,7 @@ func (h *ontologyAPI) updateActionType(c *gin.Context) {
 		fail(c, err)
 		return
 	}
-	v, err := h.store.UpdateActionType(c.Request.Context(), c.Param("id"), d)
+	v, err := h.store.As(ontoUser(c)).UpdateActionType(c.Request.Context(), c.Param("id"), d)
 	ontoReply(c, http.StatusOK, v, err)
 }
 
@@ -429,7 +429,7 @@ func (h *ontologyAPI) patchActionType(c *gin.Context) {
 		fail(c, err)
 		return
 	}
-	v, err := h.store.PatchActionType(c.Request.Context(), c.Param("id"), p)
+	v, err := h.store.As(ontoUser(c)).PatchActionType(c.Request.Context(), c.Param("id"), p)
 	ontoReply(c, http.StatusOK, v, err)
 }
 

@@ -2,6 +2,7 @@ package api_test
 
 import (
 	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -244,5 +245,77 @@ func TestSecurityHeaders(t *testing.T) {
 				t.Errorf("%s: Cache-Control %q, want no-store", name, got)
 			}
 		}
+	})
+}
+
+// errShape is an error answer with the ids it names blanked: what a
+// writer learns from it.
+func errShape(r ontoResp, ids ...string) string {
+	s := r.raw
+	for _, id := range ids {
+		s = strings.ReplaceAll(s, id, "<id>")
+	}
+	return fmt.Sprintf("%d %s", r.status, s)
+}
+
+// A REST write of a reference names an object the writer may read, and
+// one it may not read is answered exactly as a missing one, on every path
+// that writes a reference: object create, replace and merge, a property's
+// default, an action type's input default (finding 7).
+func TestReferenceWritesApplyReadRule(t *testing.T) {
+	testdb.Each(t, func(t *testing.T, db *gorm.DB) {
+		e := newOntoEnv(t, db)
+		person := e.expect(201, "", "admin", "POST", "/types", `{"name":"Person","properties":[{"name":"name","type":"string"}]}`).str("id")
+		e.expect(201, "", "admin", "POST", "/types", fmt.Sprintf(`{"name":"Task","properties":[{"name":"title","type":"string"},
+			{"name":"owner","type":{"type":"reference","object_type_id":%q}},
+			{"name":"watchers","type":{"type":"array","element_type":{"type":"reference","object_type_id":%q}}}]}`, person, person))
+		mk := func(body string) string {
+			return e.expect(201, "", "admin", "POST", "/types/Person/objects", body).str("id")
+		}
+		hidden := map[string]string{
+			"pii in acme":      mk(`{"properties":{"name":"Pia"},"marking":"pii","organization":"acme"}`),
+			"public in globex": mk(`{"properties":{"name":"Gus"},"organization":"globex"}`),
+			"public in no org": mk(`{"properties":{"name":"Nia"},"organization":""}`),
+		}
+		visible := mk(`{"properties":{"name":"Vic"},"organization":"acme"}`)
+		missing := "0badc0de-0000-4000-8000-000000000001"
+		task := e.expect(201, "", "clerk", "POST", "/types/Task/objects", `{"properties":{"title":"t"}}`).str("id")
+
+		writes := []struct{ name, method, path, body string }{
+			{"create", "POST", "/types/Task/objects", `{"properties":{"title":"x","owner":%q}}`},
+			{"create array", "POST", "/types/Task/objects", `{"properties":{"title":"x","watchers":[%q]}}`},
+			{"merge", "PATCH", "/types/Task/objects/" + task, `{"properties":{"owner":%q}}`},
+			{"replace", "PUT", "/types/Task/objects/" + task, `{"properties":{"title":"t","owner":%q}}`},
+			{"property default", "POST", "/types/Task/properties", `{"name":"reviewer","type":{"type":"reference","object_type_id":"` + person + `"},"default_value":%q}`},
+			{"action input default", "POST", "/actions", `{"name":"assign","object_type_id":"Task","operation_kind":"update_object",
+				"inputs":[{"name":"who","type":{"type":"reference","object_type_id":"` + person + `"},"default_value":%q}],
+				"config":{"operation":{"property_mappings":[{"property":"owner","input":"who"}]}}}`},
+		}
+		for _, w := range writes {
+			want := errShape(e.do("clerk", w.method, w.path, fmt.Sprintf(w.body, missing)), missing)
+			if !strings.HasPrefix(want, "400 ") || !strings.Contains(want, "no such object") {
+				t.Fatalf("%s with a missing id: %s", w.name, want)
+			}
+			for what, id := range hidden {
+				if got := errShape(e.do("clerk", w.method, w.path, fmt.Sprintf(w.body, id)), id); got != want {
+					t.Errorf("%s naming an object the writer may not read (%s):\n got %s\nwant %s (as for a missing id)", w.name, what, got, want)
+				}
+			}
+		}
+		// The objects it may read are fine, on every path.
+		for _, w := range writes {
+			body := fmt.Sprintf(w.body, visible)
+			if w.name == "property default" || w.name == "action input default" {
+				body = strings.Replace(body, "reviewer", "reviewer2", 1)
+				body = strings.Replace(body, `"assign"`, `"assign2"`, 1)
+			}
+			if r := e.do("clerk", w.method, w.path, body); r.status >= 300 {
+				t.Errorf("%s naming a readable object: %d %s", w.name, r.status, r.raw)
+			}
+		}
+		// A reference someone else set is kept by a replace resending it,
+		// though this writer may not read its object.
+		e.expect(200, "", "writer", "PATCH", "/types/Task/objects/"+task, fmt.Sprintf(`{"properties":{"owner":%q}}`, hidden["pii in acme"]))
+		e.expect(200, "", "clerk", "PUT", "/types/Task/objects/"+task, fmt.Sprintf(`{"properties":{"title":"renamed","owner":%q}}`, hidden["pii in acme"]))
 	})
 }

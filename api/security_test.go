@@ -1,15 +1,28 @@
 package api_test
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
+	"io"
+	"log/slog"
+	"net/http/httptest"
+	"net/url"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/gin-gonic/gin"
+	"github.com/google/uuid"
 	"gorm.io/gorm"
 
+	"github.com/ontoflow/ontoflow/api"
+	"github.com/ontoflow/ontoflow/auth"
+	"github.com/ontoflow/ontoflow/engine"
 	"github.com/ontoflow/ontoflow/internal/testdb"
+	"github.com/ontoflow/ontoflow/models"
+	"github.com/ontoflow/ontoflow/ontology"
+	"github.com/ontoflow/ontoflow/users"
 )
 
 // tokenInfo decodes a POST /auth/tokens answer.
@@ -317,5 +330,138 @@ func TestReferenceWritesApplyReadRule(t *testing.T) {
 		// though this writer may not read its object.
 		e.expect(200, "", "writer", "PATCH", "/types/Task/objects/"+task, fmt.Sprintf(`{"properties":{"owner":%q}}`, hidden["pii in acme"]))
 		e.expect(200, "", "clerk", "PUT", "/types/Task/objects/"+task, fmt.Sprintf(`{"properties":{"title":"renamed","owner":%q}}`, hidden["pii in acme"]))
+	})
+}
+
+// The action log applies the read rule (finding 6): a caller with
+// executions:read sees the parameters, justification and edits only of
+// executions whose objects it may read; the other rows stay, redacted, so
+// paging is unchanged. Admins see everything; an execution's actor sees its
+// own on an object that no longer exists.
+func TestActionLogAppliesReadRule(t *testing.T) {
+	testdb.Each(t, func(t *testing.T, db *gorm.DB) {
+		ctx := context.Background()
+		levels := auth.DefaultLevels
+		us := &users.Store{DB: db, Levels: levels}
+		ids := map[string]string{}
+		for _, u := range []struct {
+			name, clearance, org string
+			roles, perms         []string
+		}{
+			{"admin", "pii", "", []string{"admin"}, nil},
+			{"writer", "pii", "acme", nil, []string{"ontology:write"}},
+			{"auditor", "public", "acme", nil, []string{"executions:read"}},
+			{"outsider", "pii", "globex", nil, []string{"executions:read"}},
+		} {
+			name, pw, cl, org, roles, perms := u.name, ontoPassword, u.clearance, u.org, u.roles, u.perms
+			created, err := us.Create(ctx, users.Spec{Username: &name, Password: &pw, Clearance: &cl, Organization: &org, Roles: &roles, Permissions: &perms})
+			if err != nil {
+				t.Fatal(err)
+			}
+			ids[name] = created.ID
+		}
+		store := ontology.NewStore(db, levels)
+		eng := engine.New(engine.Deps{DB: db, Ontology: store, Levels: levels})
+		srv := api.New(api.Deps{DB: db, Auth: auth.NewService(db, auth.Options{}), Levels: levels,
+			Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
+			Routes: []func(*gin.RouterGroup){api.OntologyRoutes(store), api.ActionRoutes(api.ActionDeps{Store: store, Engine: eng, DB: db})}})
+		ts := httptest.NewServer(srv.Handler())
+		t.Cleanup(ts.Close)
+		e := &ontoEnv{t: t, url: ts.URL + "/api/v1/ontology", ids: ids}
+
+		e.expect(201, "", "admin", "POST", "/types", `{"name":"Emp","properties":[{"name":"salary","type":"integer"}]}`)
+		obj := func(marking, org string) string {
+			return e.expect(201, "", "admin", "POST", "/types/Emp/objects", fmt.Sprintf(`{"properties":{"salary":1},"marking":%q,"organization":%q}`, marking, org)).str("id")
+		}
+		pub, pii, globex := obj("public", "acme"), obj("pii", "acme"), obj("public", "globex")
+		gone := "0badc0de-0000-4000-8000-00000000dead"
+
+		at := "00000000-0000-4000-8000-0000000000a7"
+		n := 0
+		row := func(kind, actor, target string, edits []models.Edit, batch *string) string {
+			n++
+			ex := models.Execution{ID: uuid.NewString(), Kind: kind, WorkflowID: "wf", ActionTypeID: at, ActionTypeName: "raise",
+				ActorID: ids[actor], ActorName: actor, TargetObjectID: target, BatchID: batch,
+				Parameters: models.NewNumJSON(map[string]any{"salary": 987654}), Justification: "secret-justification",
+				Edits: models.NewJSON(edits), Status: models.StatusSucceeded, CreatedAt: time.Now().Add(time.Duration(n) * time.Second)}
+			if err := db.Create(&ex).Error; err != nil {
+				t.Fatal(err)
+			}
+			return ex.ID
+		}
+		upd := func(id string) []models.Edit {
+			return []models.Edit{{Op: "update_object", ObjectID: id, Before: map[string]any{"salary": 1}, After: map[string]any{"salary": 987654}}}
+		}
+		hiddenBatch, openBatch := uuid.NewString(), uuid.NewString()
+		full := map[string]bool{ // for the auditor (public, acme)
+			row(models.KindExecute, "writer", pub, upd(pub), nil):                                                                                    true,
+			row(models.KindExecute, "writer", pii, upd(pii), nil):                                                                                    false,
+			row(models.KindExecute, "outsider", globex, upd(globex), nil):                                                                            false,
+			row(models.KindExecute, "writer", "", []models.Edit{{Op: "create_object", ObjectID: pii, After: map[string]any{"salary": 987654}}}, nil): false,
+			row(models.KindExecute, "writer", "", []models.Edit{{Op: "create_link", SourceID: pub, TargetID: pii}}, nil):                             false,
+			row(models.KindExecute, "writer", gone, nil, nil):                                                                                        false,
+			row(models.KindExecute, "auditor", gone, nil, nil):                                                                                       true,
+			row(models.KindBatchItem, "writer", pub, upd(pub), &hiddenBatch):                                                                         true,
+			row(models.KindBatchItem, "writer", pii, upd(pii), &hiddenBatch):                                                                         false,
+			row(models.KindBatchItem, "writer", pub, upd(pub), &openBatch):                                                                           true,
+		}
+		for id, hidden := range map[string]bool{hiddenBatch: true, openBatch: false} {
+			ex := models.Execution{ID: id, Kind: models.KindBatch, WorkflowID: "wf", ActionTypeID: at, ActionTypeName: "raise",
+				ActorID: ids["writer"], ActorName: "writer", Parameters: models.NewNumJSON(map[string]any{"salary": 987654}),
+				Justification: "secret-justification", Status: models.StatusSucceeded, TotalItems: 2, CreatedAt: time.Now()}
+			if err := db.Create(&ex).Error; err != nil {
+				t.Fatal(err)
+			}
+			full[id] = !hidden
+		}
+
+		check := func(who string, x map[string]any, wantFull bool) {
+			t.Helper()
+			b, _ := json.Marshal(x)
+			leaked := strings.Contains(string(b), "987654") || strings.Contains(string(b), "secret-justification")
+			red, _ := x["redacted"].(bool)
+			if wantFull && (red || !strings.Contains(string(b), "987654")) {
+				t.Errorf("%s: execution %s redacted, want it whole: %s", who, x["id"], b)
+			}
+			if !wantFull && (leaked || !red || x["target_object_id"] != nil) {
+				t.Errorf("%s: execution %s shows object data it may not read: %s", who, x["id"], b)
+			}
+		}
+		// The list, page by page: every row exactly once, each as it should be.
+		seen := map[string]bool{}
+		token := ""
+		for page := 0; page < 20; page++ {
+			r := e.expect(200, "", "auditor", "GET", "/executions?page_size=3&page_token="+url.QueryEscape(token), "")
+			for _, d := range r.data() {
+				x := d.(map[string]any)
+				id := x["id"].(string)
+				if seen[id] {
+					t.Errorf("execution %s on two pages", id)
+				}
+				seen[id] = true
+				check("auditor list", x, full[id])
+			}
+			if token = r.str("next_page_token"); token == "" {
+				break
+			}
+		}
+		if len(seen) != len(full) {
+			t.Errorf("auditor paged through %d executions, want all %d", len(seen), len(full))
+		}
+		for id, want := range full {
+			check("auditor get", e.expect(200, "", "auditor", "GET", "/executions/"+id, "").body, want)
+			check("admin get", e.expect(200, "", "admin", "GET", "/executions/"+id, "").body, true)
+		}
+		// Another organization's auditor, whatever its clearance, sees only
+		// its own organization's objects.
+		for _, d := range e.expect(200, "", "outsider", "GET", "/executions?page_size=100", "").data() {
+			x := d.(map[string]any)
+			check("outsider list", x, x["id"] != nil && x["target_object_id"] == globex)
+		}
+		// A writer without executions:read reads its own, whole where it
+		// may read the objects.
+		for _, d := range e.expect(200, "", "writer", "GET", "/executions?page_size=100&target="+pii, "").data() {
+			check("writer own", d.(map[string]any), true)
+		}
 	})
 }

@@ -85,6 +85,14 @@ func TestUsersAdminCreateAndEditPrivileges(t *testing.T) {
 				t.Errorf("refused user %s exists: %d %s", name, r.status, r.body)
 			}
 		}
+		// Editing (a password change is a takeover) reaches only accounts
+		// holding no more than the manager.
+		for _, target := range []string{"secret-keeper", "wildcard", "regional", "foreigner", "admin", "manager"} {
+			r := f.json(t, "manager", "PATCH", "/api/v1/users/"+target, `{"password":"taken-over-1"}`)
+			if r.status != 403 || r.code() != "PermissionDenied" {
+				t.Errorf("users:admin setting the password of %s: %d %s, want 403", target, r.status, r.body)
+			}
+		}
 		// Defaults are what it may grant: the lowest clearance and its own
 		// organization.
 		r := f.json(t, "manager", "POST", "/api/v1/users", `{"username":"junior","password":"junior-password","roles":[],"permissions":[],"clearance":"public","organization":"acme"}`)
@@ -100,14 +108,6 @@ func TestUsersAdminCreateAndEditPrivileges(t *testing.T) {
 			t.Fatalf("users:admin creating an account without organization: %d %s (want its own organization)", r.status, r.body)
 		}
 
-		// Editing (a password change is a takeover) reaches only accounts
-		// holding no more than the manager.
-		for _, target := range []string{"secret-keeper", "wildcard", "regional", "foreigner", "admin", "manager"} {
-			r := f.json(t, "manager", "PATCH", "/api/v1/users/"+target, `{"password":"taken-over-1"}`)
-			if r.status != 403 || r.code() != "PermissionDenied" {
-				t.Errorf("users:admin setting the password of %s: %d %s, want 403", target, r.status, r.body)
-			}
-		}
 		for _, body := range []string{`{"organization":"globex"}`, `{"attributes":{"region":"eu"}}`, `{"roles":[]}`} {
 			if r := f.json(t, "manager", "PATCH", "/api/v1/users/junior", body); r.status != 403 {
 				t.Errorf("users:admin PATCH junior %s: %d %s, want 403", body, r.status, r.body)

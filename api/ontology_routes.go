@@ -59,11 +59,11 @@ func OntologyRoutes(store *ontology.Store) func(g *gin.RouterGroup) {
 		o.DELETE("/links/:id", h.write, h.deleteLink)
 
 		o.GET("/actions", h.listActionTypes)
-		o.POST("/actions", h.write, h.createActionType)
+		o.POST("/actions", h.write, h.fullSession, h.createActionType)
 		o.GET("/actions/:id", h.getActionType)
-		o.PUT("/actions/:id", h.write, h.updateActionType)
-		o.PATCH("/actions/:id", h.write, h.patchActionType)
-		o.DELETE("/actions/:id", h.write, h.deleteActionType)
+		o.PUT("/actions/:id", h.write, h.fullSession, h.updateActionType)
+		o.PATCH("/actions/:id", h.write, h.fullSession, h.patchActionType)
+		o.DELETE("/actions/:id", h.write, h.fullSession, h.deleteActionType)
 	}
 }
 
@@ -72,6 +72,17 @@ type ontologyAPI struct{ store *ontology.Store }
 // write is the middleware of every mutating route.
 func (h *ontologyAPI) write(c *gin.Context) {
 	if !requirePermission(c, ontology.PermWrite) {
+		return
+	}
+	c.Next()
+}
+
+// fullSession guards the action type writes: a definition holds secrets
+// (webhook header values), and a guest session manages no secrets
+// (auth.RequireFullSession); changing a webhook's URL alone would send
+// them elsewhere.
+func (h *ontologyAPI) fullSession(c *gin.Context) {
+	if !requireFullSession(c, "create, change or delete action types (they hold webhook credentials)") {
 		return
 	}
 	c.Next()
@@ -389,10 +400,12 @@ func (h *ontologyAPI) listActionTypes(c *gin.Context) {
 	ontoList(c, pr, items, err)
 }
 
-// canWriteOntology reports whether the caller holds ontology:write; action
-// types are shown to others with their webhook header values redacted.
+// canWriteOntology reports whether the caller may change action types:
+// ontology:write, from a full session. Others, guest sessions included,
+// see them with their webhook header values redacted.
 func canWriteOntology(c *gin.Context) bool {
-	return auth.HasPermission(ontoUser(c), ontology.PermWrite)
+	p := principal(c)
+	return !p.Guest && auth.HasPermission(p.User, ontology.PermWrite)
 }
 
 func (h *ontologyAPI) createActionType(c *gin.Context) {

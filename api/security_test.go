@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net/http"
 	"net/http/httptest"
 	"net/url"
 	"strings"
@@ -462,6 +463,63 @@ func TestActionLogAppliesReadRule(t *testing.T) {
 		// may read the objects.
 		for _, d := range e.expect(200, "", "writer", "GET", "/executions?page_size=100&target="+pii, "").data() {
 			check("writer own", d.(map[string]any), true)
+		}
+	})
+}
+
+// Webhook header values are secrets: a guest session sees them redacted,
+// whatever its user's permissions, and may not create, change or delete
+// an action type (a new URL would carry the stored credentials away).
+func TestGuestSessionManagesNoSecrets(t *testing.T) {
+	testdb.Each(t, func(t *testing.T, db *gorm.DB) {
+		e := newOntoEnv(t, db)
+		base := strings.TrimSuffix(e.url, "/ontology")
+		const secret = "Bearer s3cr3t-hook-token"
+		id := e.expect(201, "", "writer", "POST", "/actions", `{"name":"notify_crm","operation_kind":"invoke_webhook",
+			"config":{"operation":{"method":"POST","url":"https://hooks.example.com/crm","headers":{"Authorization":"`+secret+`"}}}}`).str("id")
+		for _, user := range []string{"writer", "admin"} {
+			req, _ := http.NewRequest("POST", base+"/auth/tokens", strings.NewReader(`{"guest":true}`))
+			req.SetBasicAuth(user, ontoPassword)
+			req.Header.Set("Content-Type", "application/json")
+			r := send(t, req)
+			var issued tokenInfo
+			if err := json.Unmarshal(r.body, &issued); err != nil || r.status != 201 {
+				t.Fatalf("issue a guest token for %s: %d %s", user, r.status, r.body)
+			}
+			tok := issued.Token
+			call := func(method, path, body string) (int, string) {
+				req, _ := http.NewRequest(method, base+path, strings.NewReader(body))
+				req.Header.Set("Authorization", "Bearer "+tok)
+				if body != "" {
+					req.Header.Set("Content-Type", "application/json")
+				}
+				res, err := http.DefaultClient.Do(req)
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer res.Body.Close()
+				b, _ := io.ReadAll(res.Body)
+				return res.StatusCode, string(b)
+			}
+			for _, path := range []string{"/ontology/actions/" + id, "/ontology/actions"} {
+				if st, b := call("GET", path, ""); st != 200 || strings.Contains(b, "s3cr3t") || !strings.Contains(b, ontology.RedactedValue) {
+					t.Errorf("%s's guest session GET %s: %d %s, want the header value redacted", user, path, st, b)
+				}
+			}
+			for _, c := range []struct{ method, path, body string }{
+				{"PATCH", "/ontology/actions/" + id, `{"config":{"operation":{"method":"POST","url":"https://attacker.example.com/"}}}`},
+				{"PUT", "/ontology/actions/" + id, `{"name":"notify_crm","operation_kind":"invoke_webhook","config":{"operation":{"method":"POST","url":"https://attacker.example.com/"}}}`},
+				{"POST", "/ontology/actions", `{"name":"other","operation_kind":"invoke_webhook","config":{"operation":{"method":"POST","url":"https://x.example.com/","headers":{"A":"b"}}}}`},
+				{"DELETE", "/ontology/actions/" + id, ""},
+			} {
+				if st, b := call(c.method, c.path, c.body); st != 403 || !strings.Contains(b, "guest_session") {
+					t.Errorf("%s's guest session %s %s: %d %s, want 403 guest_session", user, c.method, c.path, st, b)
+				}
+			}
+		}
+		r := e.expect(200, "", "writer", "GET", "/actions/"+id, "")
+		if !strings.Contains(r.raw, secret) || !strings.Contains(r.raw, "hooks.example.com") {
+			t.Fatalf("the action type changed: %s", r.raw)
 		}
 	})
 }

@@ -291,6 +291,7 @@ func (h *actionRoutes) getExecution(c *gin.Context) {
 		fail(c, err)
 		return
 	}
+	h.Store.RedactExecution(c.Request.Context(), principal(c), ex)
 	// Large batches list their items through /executions?batch=<id>.
 	v, err := h.view(c.Request.Context(), ex, ex.TotalItems <= maxInlineItems)
 	if err != nil {
@@ -341,6 +342,7 @@ func (h *actionRoutes) listExecutions(c *gin.Context) {
 		fail(c, err)
 		return
 	}
+	h.Store.RedactExecutions(ctx, principal(c), rows)
 	c.JSON(http.StatusOK, NewPage(pr, rows))
 }
 

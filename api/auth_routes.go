@@ -31,8 +31,9 @@ func (s *Server) registerAuthRoutes(g *gin.RouterGroup) {
 	})
 }
 
-// issueToken issues a bearer token for the caller. A guest session may only
-// issue further guest tokens, so a guest can never escalate.
+// issueToken issues a bearer token for the caller. A token issued through
+// a token is its child (auth.IssueTokenFor): a guest session issues only
+// guest tokens, none outliving it, so a guest can never escalate.
 func (s *Server) issueToken(c *gin.Context) {
 	var req tokenRequest
 	if c.Request.ContentLength != 0 {
@@ -64,7 +65,7 @@ func (s *Server) issueToken(c *gin.Context) {
 		return
 	}
 	p := principal(c)
-	secret, tok, err := s.deps.Auth.IssueToken(c.Request.Context(), p.User, req.Name, ttl, req.Guest || p.Guest)
+	secret, tok, err := s.deps.Auth.IssueTokenFor(c.Request.Context(), p, req.Name, ttl, req.Guest)
 	if err != nil {
 		fail(c, err)
 		return

@@ -62,6 +62,16 @@ func requirePermission(c *gin.Context, key string) bool {
 	return true
 }
 
+// requireFullSession answers 403 to a guest session (auth.RequireFullSession):
+// routes that create or change credentials or privileges call it.
+func requireFullSession(c *gin.Context, what string) bool {
+	if err := auth.RequireFullSession(principal(c), what); err != nil {
+		fail(c, err)
+		return false
+	}
+	return true
+}
+
 // RequirePermission is requirePermission for other packages' routes.
 func RequirePermission(c *gin.Context, key string) bool { return requirePermission(c, key) }
 
@@ -84,6 +94,22 @@ func saneInput(c *gin.Context) {
 			}
 		}
 	}
+	c.Next()
+}
+
+// securityHeaders marks every response of the router nosniff: a body is
+// never to be read as anything but its declared type (a JSON error echoing
+// user input must not be sniffed into HTML or script).
+func securityHeaders(c *gin.Context) {
+	c.Header("X-Content-Type-Options", "nosniff")
+	c.Next()
+}
+
+// noStore keeps /api/v1 answers out of every cache: they carry account
+// data, execution parameters and, from POST /auth/tokens, a bearer
+// token's secret, none of which a browser or proxy may keep on disk.
+func noStore(c *gin.Context) {
+	c.Header("Cache-Control", "no-store")
 	c.Next()
 }
 

@@ -59,11 +59,11 @@ func OntologyRoutes(store *ontology.Store) func(g *gin.RouterGroup) {
 		o.DELETE("/links/:id", h.write, h.deleteLink)
 
 		o.GET("/actions", h.listActionTypes)
-		o.POST("/actions", h.write, h.createActionType)
+		o.POST("/actions", h.write, h.fullSession, h.createActionType)
 		o.GET("/actions/:id", h.getActionType)
-		o.PUT("/actions/:id", h.write, h.updateActionType)
-		o.PATCH("/actions/:id", h.write, h.patchActionType)
-		o.DELETE("/actions/:id", h.write, h.deleteActionType)
+		o.PUT("/actions/:id", h.write, h.fullSession, h.updateActionType)
+		o.PATCH("/actions/:id", h.write, h.fullSession, h.patchActionType)
+		o.DELETE("/actions/:id", h.write, h.fullSession, h.deleteActionType)
 	}
 }
 
@@ -72,6 +72,17 @@ type ontologyAPI struct{ store *ontology.Store }
 // write is the middleware of every mutating route.
 func (h *ontologyAPI) write(c *gin.Context) {
 	if !requirePermission(c, ontology.PermWrite) {
+		return
+	}
+	c.Next()
+}
+
+// fullSession guards the action type writes: a definition holds secrets
+// (webhook header values), and a guest session manages no secrets
+// (auth.RequireFullSession); changing a webhook's URL alone would send
+// them elsewhere.
+func (h *ontologyAPI) fullSession(c *gin.Context) {
+	if !requireFullSession(c, "create, change or delete action types (they hold webhook credentials)") {
 		return
 	}
 	c.Next()
@@ -131,7 +142,7 @@ func (h *ontologyAPI) createObjectType(c *gin.Context) {
 		fail(c, err)
 		return
 	}
-	v, err := h.store.CreateObjectType(c.Request.Context(), ontoUser(c).ID, sp)
+	v, err := h.store.As(ontoUser(c)).CreateObjectType(c.Request.Context(), ontoUser(c).ID, sp)
 	ontoReply(c, http.StatusCreated, v, err)
 }
 
@@ -146,7 +157,7 @@ func (h *ontologyAPI) updateObjectType(c *gin.Context) {
 		fail(c, err)
 		return
 	}
-	v, err := h.store.UpdateObjectType(c.Request.Context(), c.Param("type_id"), sp)
+	v, err := h.store.As(ontoUser(c)).UpdateObjectType(c.Request.Context(), c.Param("type_id"), sp)
 	ontoReply(c, http.StatusOK, v, err)
 }
 
@@ -156,7 +167,7 @@ func (h *ontologyAPI) patchObjectType(c *gin.Context) {
 		fail(c, err)
 		return
 	}
-	v, err := h.store.PatchObjectType(c.Request.Context(), c.Param("type_id"), p)
+	v, err := h.store.As(ontoUser(c)).PatchObjectType(c.Request.Context(), c.Param("type_id"), p)
 	ontoReply(c, http.StatusOK, v, err)
 }
 
@@ -178,7 +189,7 @@ func (h *ontologyAPI) createProperty(c *gin.Context) {
 		fail(c, err)
 		return
 	}
-	v, err := h.store.CreateProperty(c.Request.Context(), c.Param("type_id"), sp)
+	v, err := h.store.As(ontoUser(c)).CreateProperty(c.Request.Context(), c.Param("type_id"), sp)
 	ontoReply(c, http.StatusCreated, v, err)
 }
 
@@ -193,7 +204,7 @@ func (h *ontologyAPI) updateProperty(c *gin.Context) {
 		fail(c, err)
 		return
 	}
-	v, err := h.store.UpdateProperty(c.Request.Context(), c.Param("type_id"), c.Param("property"), sp)
+	v, err := h.store.As(ontoUser(c)).UpdateProperty(c.Request.Context(), c.Param("type_id"), c.Param("property"), sp)
 	ontoReply(c, http.StatusOK, v, err)
 }
 
@@ -203,7 +214,7 @@ func (h *ontologyAPI) patchProperty(c *gin.Context) {
 		fail(c, err)
 		return
 	}
-	v, err := h.store.PatchProperty(c.Request.Context(), c.Param("type_id"), c.Param("property"), p)
+	v, err := h.store.As(ontoUser(c)).PatchProperty(c.Request.Context(), c.Param("type_id"), c.Param("property"), p)
 	ontoReply(c, http.StatusOK, v, err)
 }
 
@@ -389,10 +400,12 @@ func (h *ontologyAPI) listActionTypes(c *gin.Context) {
 	ontoList(c, pr, items, err)
 }
 
-// canWriteOntology reports whether the caller holds ontology:write; action
-// types are shown to others with their webhook header values redacted.
+// canWriteOntology reports whether the caller may change action types:
+// ontology:write, from a full session. Others, guest sessions included,
+// see them with their webhook header values redacted.
 func canWriteOntology(c *gin.Context) bool {
-	return auth.HasPermission(ontoUser(c), ontology.PermWrite)
+	p := principal(c)
+	return !p.Guest && auth.HasPermission(p.User, ontology.PermWrite)
 }
 
 func (h *ontologyAPI) createActionType(c *gin.Context) {
@@ -401,7 +414,7 @@ func (h *ontologyAPI) createActionType(c *gin.Context) {
 		fail(c, err)
 		return
 	}
-	v, err := h.store.CreateActionType(c.Request.Context(), ontoUser(c).ID, d)
+	v, err := h.store.As(ontoUser(c)).CreateActionType(c.Request.Context(), ontoUser(c).ID, d)
 	ontoReply(c, http.StatusCreated, v, err)
 }
 
@@ -419,7 +432,7 @@ func (h *ontologyAPI) updateActionType(c *gin.Context) {
 		fail(c, err)
 		return
 	}
-	v, err := h.store.UpdateActionType(c.Request.Context(), c.Param("id"), d)
+	v, err := h.store.As(ontoUser(c)).UpdateActionType(c.Request.Context(), c.Param("id"), d)
 	ontoReply(c, http.StatusOK, v, err)
 }
 
@@ -429,7 +442,7 @@ func (h *ontologyAPI) patchActionType(c *gin.Context) {
 		fail(c, err)
 		return
 	}
-	v, err := h.store.PatchActionType(c.Request.Context(), c.Param("id"), p)
+	v, err := h.store.As(ontoUser(c)).PatchActionType(c.Request.Context(), c.Param("id"), p)
 	ontoReply(c, http.StatusOK, v, err)
 }
 

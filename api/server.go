@@ -83,7 +83,7 @@ func New(deps Deps) *Server {
 	r := gin.New()
 	r.HandleMethodNotAllowed = true
 	r.ContextWithFallback = true
-	r.Use(s.recoverer, s.accessLog, s.limitBody)
+	r.Use(securityHeaders, s.recoverer, s.accessLog, s.limitBody)
 	r.NoRoute(func(c *gin.Context) {
 		fail(c, apperr.New(apperr.NotFound, "no route for %s %s", c.Request.Method, c.Request.URL.Path))
 	})
@@ -98,7 +98,7 @@ func New(deps Deps) *Server {
 	r.GET("/openapi.yaml", serveOpenAPI)
 	r.GET("/api/v1/openapi.yaml", serveOpenAPI)
 
-	v1 := r.Group("/api/v1", s.authenticate, saneInput)
+	v1 := r.Group("/api/v1", noStore, s.authenticate, saneInput)
 	s.registerAuthRoutes(v1)
 	s.registerUserRoutes(v1)
 	for _, reg := range deps.Routes {

@@ -414,6 +414,9 @@ func (s *Service) Bearer(ctx context.Context, token, remote string) (*Principal,
 	if u.Disabled || u.PasswordEpoch != t.PasswordEpoch {
 		return nil, ErrUnauthorized
 	}
+	if err := s.ancestorsLive(ctx, &t, now); err != nil {
+		return nil, err
+	}
 	s.touchToken(ctx, &t, now)
 	return &Principal{User: &u, Guest: t.Guest, TokenID: t.ID, Method: "bearer"}, nil
 }
@@ -444,6 +447,10 @@ func (s *Service) touchToken(ctx context.Context, t *models.APIToken, now time.T
 // IssueToken creates a bearer token for u. The secret is returned once and
 // never stored.
 func (s *Service) IssueToken(ctx context.Context, u *models.User, name string, ttl time.Duration, guest bool) (string, *models.APIToken, error) {
+	return s.issue(ctx, u, name, s.now().UTC().Add(ttl), guest, nil)
+}
+
+func (s *Service) issue(ctx context.Context, u *models.User, name string, expires time.Time, guest bool, ancestors []string) (string, *models.APIToken, error) {
 	secret := TokenPrefix + RandomSecret(32)
 	t := &models.APIToken{
 		ID:            uuid.NewString(),
@@ -451,8 +458,9 @@ func (s *Service) IssueToken(ctx context.Context, u *models.User, name string, t
 		Name:          name,
 		SecretHash:    hashToken(secret),
 		Guest:         guest,
-		ExpiresAt:     s.now().UTC().Add(ttl),
+		ExpiresAt:     expires,
 		PasswordEpoch: u.PasswordEpoch,
+		Ancestors:     models.NewJSON(ancestors),
 	}
 	if err := s.db.WithContext(ctx).Create(t).Error; err != nil {
 		return "", nil, fmt.Errorf("store token: %w", err)
@@ -491,7 +499,7 @@ func (s *Service) RevokeToken(ctx context.Context, p *Principal, id string) erro
 	if res.RowsAffected == 0 {
 		return apperr.New(apperr.TokenNotFound, "token %q not found", id)
 	}
-	return nil
+	return s.revokeDescendants(ctx, id, now)
 }
 
 // ParseBasic decodes a Basic credentials string (for callers that are not

@@ -61,6 +61,10 @@ type Execution struct {
 	CreatedAt      time.Time  `gorm:"index" json:"created_at"`
 	StartedAt      *time.Time `json:"started_at,omitempty"`
 	FinishedAt     *time.Time `json:"finished_at,omitempty"`
+	// Redacted is set (never stored) when the reader may not read the
+	// execution's objects and its object data were blanked
+	// (ontology.RedactExecutions).
+	Redacted bool `gorm:"-" json:"redacted,omitempty"`
 }
 
 // Edit is one change an operation made (or, in a preview, would make).

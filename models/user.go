@@ -53,7 +53,11 @@ type APIToken struct {
 	RevokedAt  *time.Time `json:"revoked_at,omitempty"`
 	// PasswordEpoch of the user when the token was issued: a password
 	// change revokes every older token.
-	PasswordEpoch int64      `gorm:"not null;default:0" json:"-"`
-	CreatedAt     time.Time  `json:"created_at"`
-	LastUsedAt    *time.Time `json:"last_used_at,omitempty"`
+	PasswordEpoch int64 `gorm:"not null;default:0" json:"-"`
+	// Ancestors are the ids of the tokens this one was issued through,
+	// its parent last (empty for a token issued with a password): it
+	// expires no later than its parent and dies with any of them.
+	Ancestors  JSON[[]string] `json:"-"`
+	CreatedAt  time.Time      `json:"created_at"`
+	LastUsedAt *time.Time     `json:"last_used_at,omitempty"`
 }

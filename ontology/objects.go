@@ -103,7 +103,14 @@ func (s *Store) prepareProps(ctx context.Context, tx *gorm.DB, ts *typeState, ba
 			delete(out, k)
 			continue
 		}
-		if err := p.Type.V.Check(f, v, env); err != nil {
+		penv := env
+		if old, ok := base[k]; ok && domain.ValuesEqual(old, v) {
+			// Not written, kept (a replace resending it): a reference
+			// someone else set stays even if this writer may not read
+			// its object.
+			penv.ResolveReference = nil
+		}
+		if err := p.Type.V.Check(f, v, penv); err != nil {
 			if _, ok := apperr.As(err); !ok {
 				return nil, fmt.Errorf("check %s: %w", f, err)
 			}
@@ -505,7 +512,7 @@ func (s *Store) CreateObjectAs(ctx context.Context, u *models.User, typeRef stri
 	var out *models.Object
 	err := s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
 		var err error
-		out, err = s.createObject(ctx, tx, typeRef, sp.Properties, sp.Marking, u.ID, org)
+		out, err = s.As(u).createObject(ctx, tx, typeRef, sp.Properties, sp.Marking, u.ID, org)
 		return err
 	})
 	return out, err
@@ -538,7 +545,7 @@ func (s *Store) PatchObjectAs(ctx context.Context, u *models.User, typeRef, id s
 		if err := s.mayLower(u, o.Marking, p.Marking); err != nil {
 			return err
 		}
-		out, err = s.writeObject(ctx, tx, o, p.Properties, p.Marking, merge)
+		out, err = s.As(u).writeObject(ctx, tx, o, p.Properties, p.Marking, merge)
 		return err
 	})
 	return out, err
@@ -567,21 +574,15 @@ func (s *Store) DeleteObjectAs(ctx context.Context, u *models.User, typeRef, id 
 	})
 }
 
-// visible restricts q to objects u may read: markings up to u's clearance
-// and u's organization (admins see everything).
+// visible restricts q to objects u may read: the SQL form of the read
+// rule (auth.ReadScope), the same definition CanRead checks in Go.
 func (s *Store) visible(q *gorm.DB, u *models.User, table string) *gorm.DB {
-	if u.IsAdmin() {
+	sc := s.levels.ReadScope(u)
+	if sc.All {
 		return q
 	}
-	rank := s.levels.Rank(u.Clearance)
-	allowed := []string{}
-	for i := 0; i <= rank; i++ {
-		allowed = append(allowed, s.levels[i])
-	}
-	if len(allowed) == 0 {
-		return q.Where("1 = 0")
-	}
-	return q.Where(table+".marking IN ? AND "+table+".organization = ?", allowed, u.Organization)
+	cond, args := sc.SQL(table)
+	return q.Where(cond, args...)
 }
 
 // RawFilter is one property filter as it arrives in a query string:

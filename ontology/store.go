@@ -45,6 +45,20 @@ type Store struct {
 	db     *gorm.DB
 	levels auth.Levels
 	log    *slog.Logger
+	// reader, when set (As), is the user a write is made for: a reference
+	// it writes must name an object it may read.
+	reader *models.User
+}
+
+// As is the store writing on behalf of u: every reference value written
+// through it (object properties, property defaults, action definitions)
+// must name an object u may read, and one u may not read is answered
+// exactly as a missing one. The REST routes write through it; the engine,
+// which checks its actor's references itself, does not.
+func (s *Store) As(u *models.User) *Store {
+	c := *s
+	c.reader = u
+	return &c
 }
 
 // NewStore returns a Store over db; markings are the configured marking
@@ -105,28 +119,29 @@ func dependents(what string, deps []apperr.Detail) *apperr.Error {
 }
 
 // checkEnv is the value-check environment; tx resolves references inside
-// the caller's transaction so objects created earlier in it count.
+// the caller's transaction so objects created earlier in it count. With a
+// reader (As) a reference to an object it may not read resolves as absent.
 func (s *Store) checkEnv(ctx context.Context, tx *gorm.DB) domain.CheckEnv {
 	return domain.CheckEnv{
 		Markings: s.levels,
 		ResolveReference: func(objectTypeID, id string) (bool, error) {
-			return s.objectExists(ctx, tx, objectTypeID, id)
+			if s.reader == nil {
+				return s.objectExists(ctx, tx, objectTypeID, id)
+			}
+			o, err := s.loadObject(ctx, s.conn(ctx, tx), id)
+			if err != nil || o == nil {
+				return false, err
+			}
+			return (objectTypeID == "" || o.ObjectTypeID == objectTypeID) && s.CanRead(s.reader, o.Marking, o.Organization), nil
 		},
 	}
 }
 
 // CanRead reports whether u may read an object of marking and
-// organization: clearance at least the marking and the same organization,
-// admins excepted. It is the one read rule of the REST routes; the engine
-// may use it to judge targets the same way.
+// organization: auth's read rule (Levels.ReadScope) under the store's
+// levels. The REST routes, the engine and the action log all use it.
 func (s *Store) CanRead(u *models.User, marking, organization string) bool {
-	if u == nil {
-		return false
-	}
-	if u.IsAdmin() {
-		return true
-	}
-	return s.levels.Dominates(u.Clearance, marking) && u.Organization == organization
+	return s.levels.CanRead(u, marking, organization)
 }
 
 // dbLookup is a domain.Lookup over the database.

@@ -782,6 +782,70 @@ func actionSuite(t *testing.T, admin client) {
 		}
 	})
 
+	t.Run("the action log applies the read rule", func(t *testing.T) {
+		auditor := mkUser("auditor", map[string]any{"permissions": []string{"executions:read"}, "clearance": "public", "organization": "acme"})
+		outsider := mkUser("auditor-globex", map[string]any{"permissions": []string{"executions:read"}, "clearance": "pii", "organization": "globex"})
+		execID := func(r response) string {
+			var v struct {
+				ID    string `json:"id"`
+				Error struct {
+					Data struct {
+						ID string `json:"id"`
+					} `json:"data"`
+				} `json:"error"`
+			}
+			r.json(t, &v)
+			if v.ID == "" {
+				v.ID = v.Error.Data.ID
+			}
+			if v.ID == "" {
+				t.Fatalf("no execution in %d %s", r.Status, r.Body)
+			}
+			return v.ID
+		}
+		open := execID(execute(alice, setStatus, order1, map[string]any{"status": "audited-open"}))
+		hidden := execID(execute(alice, setStatus, secret, map[string]any{"status": "secret-status-xyz"}))
+		var created struct {
+			Result map[string]any `json:"operation_result"`
+		}
+		alice.must(http.StatusOK, "POST", "/api/v1/ontology/actions/"+openOrder+"/execute",
+			map[string]any{"parameters": map[string]any{"title": "o-audit"}}).json(t, &created)
+		victim, _ := created.Result["object_id"].(string)
+		deleted := execID(alice.must(http.StatusOK, "POST", "/api/v1/ontology/actions/"+cancel+"/execute",
+			map[string]any{"target_object_id": victim, "justification": "audit-justification"}))
+		read := func(c client, id string) (string, bool) {
+			r := c.must(http.StatusOK, "GET", "/api/v1/ontology/executions/"+id, nil)
+			var v struct {
+				Redacted bool `json:"redacted"`
+			}
+			r.json(t, &v)
+			return string(r.Body), v.Redacted
+		}
+		for _, c := range []struct {
+			who    client
+			id     string
+			secret string
+			whole  bool
+		}{
+			{auditor, open, "audited-open", true},
+			{auditor, hidden, "secret-status-xyz", false},
+			{auditor, deleted, "audit-justification", false},
+			{alice, deleted, "audit-justification", true},
+			{outsider, open, "audited-open", false},
+			{admin, hidden, "secret-status-xyz", true},
+			{admin, deleted, "audit-justification", true},
+		} {
+			body, redacted := read(c.who, c.id)
+			if c.whole == redacted || c.whole != strings.Contains(body, c.secret) {
+				t.Errorf("%s reading execution %s: redacted=%v, want whole=%v: %s", c.who.user, c.id, redacted, c.whole, body)
+			}
+		}
+		list := string(auditor.must(http.StatusOK, "GET", "/api/v1/ontology/executions?page_size=500", nil).Body)
+		if strings.Contains(list, "secret-status-xyz") || strings.Contains(list, "audit-justification") || !strings.Contains(list, hidden) {
+			t.Errorf("the auditor's action log shows what it may not read, or hides the row: %s", list)
+		}
+	})
+
 	t.Run("notifications can be marked read", func(t *testing.T) {
 		var notes struct {
 			Data []struct {

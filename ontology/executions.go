@@ -1,0 +1,168 @@
+package ontology
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+
+	"github.com/ontoflow/ontoflow/auth"
+	"github.com/ontoflow/ontoflow/models"
+)
+
+// The action log and the read rule.
+//
+// An execution row carries object data: its parameters and justification,
+// and the before/after values of its edits. A caller sees those only for
+// an execution whose objects it may read now, by the same rule as the
+// objects themselves (auth.ReadScope): the target, every object an edit
+// names (updated, created, deleted, a link's two ends) and, for a batch,
+// the targets of all its items. An object that no longer exists (deleted,
+// or an id that never named one) has no marking left to judge by: it counts
+// as readable to the execution's actor, who was allowed to read it when
+// it ran (the engine checks that before anything else), and to nobody else
+// but admins.
+//
+// Rows are redacted, not filtered: the row stays (id, kind, action type,
+// actor, status, error code, timestamps: the audit trail of who ran what
+// when), and everything that came from or went into an object the caller
+// may not read is blanked and the row marked "redacted". Filtering would
+// make pages short or empty, break offset page tokens, and tell by the gap
+// that something was hidden; redaction keeps paging exactly as it was.
+
+// RedactExecutions blanks, in place, the object data of every row of a
+// page that p may not read in full (see above). It fails closed: when the
+// objects cannot be looked up, every row is redacted (and the error
+// logged), so callers need not handle an error.
+func (s *Store) RedactExecutions(ctx context.Context, p *auth.Principal, rows []models.Execution) {
+	ptrs := make([]*models.Execution, len(rows))
+	for i := range rows {
+		ptrs[i] = &rows[i]
+	}
+	s.redact(ctx, p, ptrs)
+}
+
+// RedactExecution is RedactExecutions for one row.
+func (s *Store) RedactExecution(ctx context.Context, p *auth.Principal, ex *models.Execution) {
+	s.redact(ctx, p, []*models.Execution{ex})
+}
+
+func (s *Store) redact(ctx context.Context, p *auth.Principal, rows []*models.Execution) {
+	if len(rows) == 0 {
+		return
+	}
+	var u *models.User
+	if p != nil {
+		u = p.User
+	}
+	sc := s.levels.ReadScope(u)
+	if sc.All {
+		return
+	}
+	ok, err := s.executionsReadable(ctx, u, sc, rows)
+	if err != nil {
+		slog.ErrorContext(ctx, "judge executions against the read rule; redacting the page", "err", err)
+	}
+	for _, ex := range rows {
+		if err != nil || !ok[ex.ID] {
+			redactExecution(ex)
+		}
+	}
+}
+
+// executionsReadable reports, by execution id, whether u may read every
+// object each row names.
+func (s *Store) executionsReadable(ctx context.Context, u *models.User, sc auth.ReadScope, rows []*models.Execution) (map[string]bool, error) {
+	ids := map[string]bool{}
+	var batches []string
+	for _, ex := range rows {
+		for _, id := range namedObjects(ex) {
+			ids[id] = true
+		}
+		if ex.Kind == models.KindBatch {
+			batches = append(batches, ex.ID)
+		}
+	}
+	var objs []models.Object
+	if len(ids) > 0 {
+		if err := s.db.WithContext(ctx).Select("id", "marking", "organization").Where("id IN ?", sortedKeys(ids)).Find(&objs).Error; err != nil {
+			return nil, fmt.Errorf("load the objects of executions: %w", err)
+		}
+	}
+	readable := map[string]bool{} // object id -> readable; absent: gone
+	for _, o := range objs {
+		readable[o.ID] = sc.Allows(o.Marking, o.Organization)
+	}
+	hiddenBatch, err := s.batchesWithHiddenItems(ctx, u, sc, batches)
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]bool{}
+	for _, ex := range rows {
+		ok := !hiddenBatch[ex.ID]
+		for _, id := range namedObjects(ex) {
+			r, exists := readable[id]
+			ok = ok && (r || !exists && u != nil && ex.ActorID == u.ID)
+		}
+		out[ex.ID] = ok
+	}
+	return out, nil
+}
+
+// batchesWithHiddenItems returns the batches among ids that have an item
+// whose target u may not read (or that is gone and u did not run it):
+// one query with the read rule's SQL form, however many items.
+func (s *Store) batchesWithHiddenItems(ctx context.Context, u *models.User, sc auth.ReadScope, ids []string) (map[string]bool, error) {
+	out := map[string]bool{}
+	if len(ids) == 0 {
+		return out, nil
+	}
+	cond, args := sc.SQL("o")
+	actor := ""
+	if u != nil {
+		actor = u.ID
+	}
+	var hidden []string
+	err := s.db.WithContext(ctx).Table("executions AS e").
+		Joins("LEFT JOIN objects o ON o.id = e.target_object_id").
+		Where("e.batch_id IN ? AND e.target_object_id <> ''", ids).
+		Where("(o.id IS NULL AND e.actor_id <> ?) OR (o.id IS NOT NULL AND NOT "+cond+")", append([]any{actor}, args...)...).
+		Distinct("e.batch_id").Pluck("e.batch_id", &hidden).Error
+	if err != nil {
+		return nil, fmt.Errorf("judge batch items: %w", err)
+	}
+	for _, id := range hidden {
+		out[id] = true
+	}
+	return out, nil
+}
+
+// namedObjects are the object ids an execution row names.
+func namedObjects(ex *models.Execution) []string {
+	var ids []string
+	if ex.TargetObjectID != "" {
+		ids = append(ids, ex.TargetObjectID)
+	}
+	for _, e := range ex.Edits.V {
+		for _, id := range []string{e.ObjectID, e.SourceID, e.TargetID} {
+			if id != "" {
+				ids = append(ids, id)
+			}
+		}
+	}
+	return ids
+}
+
+// redactExecution blanks what of ex came from or went into objects: the
+// target's id, parameters, justification, edits, the operation's result
+// and the error's message and details (they may quote values). The code
+// of an error stays: it is the outcome, not the data.
+func redactExecution(ex *models.Execution) {
+	ex.TargetObjectID = ""
+	ex.Parameters = models.NumJSON[map[string]any]{}
+	ex.Justification = ""
+	ex.Edits = models.JSON[[]models.Edit]{}
+	ex.Result = models.JSON[map[string]any]{}
+	ex.ErrorMessage = ""
+	ex.ErrorDetails = models.JSON[any]{}
+	ex.Redacted = true
+}

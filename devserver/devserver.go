@@ -12,6 +12,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"net"
 	"os"
 	"path/filepath"
@@ -57,6 +58,12 @@ type Config struct {
 	LogLevel string
 	// Ephemeral uses an in-memory SQLite database; DataDir is ignored.
 	Ephemeral bool
+	// HistoryCacheBytes bounds the history service's host-level cache of
+	// workflow mutable states (history.hostLevelCacheMaxSizeBytes with
+	// history.cacheSizeBasedLimit), in bytes as Temporal estimates them:
+	// the states' serialized size, which a state takes several times over
+	// in the heap. 0 means DefaultHistoryCacheBytes.
+	HistoryCacheBytes int64
 	// DynamicConfig holds extra dynamic config values (key -> value), merged
 	// over this package's defaults. A value may be a plain value or a
 	// []dynamicconfig.ConstrainedValue.
@@ -71,8 +78,10 @@ type Server struct {
 	uiAddr       string
 
 	temporal temporal.Server
-	ui       *uiServer
-	unlock   func()
+	// dynamicConfig is the dynamic config the server was built with.
+	dynamicConfig dynamicconfig.Client
+	ui            *uiServer
+	unlock        func()
 
 	stopOnce sync.Once
 	stopErr  error
@@ -89,9 +98,13 @@ const (
 	uiShutdownDeadline = 5 * time.Second
 )
 
+// DefaultHistoryCacheBytes is the default of Config.HistoryCacheBytes.
+const DefaultHistoryCacheBytes = 16 << 20
+
 // defaultDynamicConfig are the settings that make the SQLite-backed server fast
-// and silent. See /work/shared/notes/temporal-embedding.md for the measurements.
-func defaultDynamicConfig() map[string]any {
+// and silent, and size its caches for a process that shares a laptop with an
+// API (docs/memory.md has the measurements behind them).
+func defaultDynamicConfig(historyCacheBytes int64) map[string]any {
 	return map[string]any{
 		// Default 20/s per shard adds 40-50 ms to every hand-off under load.
 		"history.transferProcessorMaxPollRPS": 1000,
@@ -109,6 +122,19 @@ func defaultDynamicConfig() map[string]any {
 		"history.shardIOConcurrency":            4,
 		// No outbound call to the version-check service.
 		"frontend.enableServerVersionCheck": false,
+		// The host-level cache of workflow mutable states defaults to
+		// 128,000 workflows for an hour: sized for a dedicated history
+		// host, it grew an embedded process by ~50 KB per execution into
+		// gigabytes. Bounded by bytes instead, so a few large workflows
+		// (batch parents) cannot hold more than many small ones. An
+		// action execution is done in milliseconds, so the recent states
+		// are all its hand-offs need.
+		dynamicconfig.HistoryCacheSizeBasedLimit.Key().String():        true,
+		dynamicconfig.HistoryCacheHostLevelMaxSizeBytes.Key().String(): int(historyCacheBytes),
+		// The per-shard events cache is 512 KiB by Temporal's default
+		// (4 shards: 2 MiB); said here so an upgrade cannot raise it.
+		dynamicconfig.EventsCacheMaxSizeBytes.Key().String():    512 << 10,
+		dynamicconfig.EnableHostLevelEventsCache.Key().String(): false,
 	}
 }
 
@@ -202,9 +228,10 @@ func start(ctx context.Context, cfg Config) (_ *Server, retErr error) {
 
 	srvCfg := buildServerConfig(cfg, sqlCfg, visCfg, advertise, frontendPort, ports[1], ports[2:9])
 	dc := dynamicconfig.StaticClient{}
-	for k, v := range mergedDynamicConfig(cfg.DynamicConfig) {
+	for k, v := range mergedDynamicConfig(cfg.HistoryCacheBytes, cfg.DynamicConfig) {
 		dc[dynamicconfig.MakeKey(k)] = v
 	}
+	s.dynamicConfig = dc
 
 	var srv temporal.Server
 	err = catchFatal(func() error {
@@ -298,6 +325,12 @@ func (cfg *Config) normalize() error {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
+	if cfg.HistoryCacheBytes == 0 {
+		cfg.HistoryCacheBytes = DefaultHistoryCacheBytes
+	}
+	if cfg.HistoryCacheBytes < 0 || cfg.HistoryCacheBytes > math.MaxInt32 {
+		return fmt.Errorf("devserver: invalid HistoryCacheBytes %d (1 byte to 2 GiB)", cfg.HistoryCacheBytes)
+	}
 	if cfg.FrontendPort < 0 || cfg.FrontendPort > 65535 {
 		return fmt.Errorf("devserver: invalid FrontendPort %d", cfg.FrontendPort)
 	}
@@ -319,8 +352,8 @@ func advertiseHost(host string) string {
 	return host
 }
 
-func mergedDynamicConfig(extra map[string]any) map[string]any {
-	m := defaultDynamicConfig()
+func mergedDynamicConfig(historyCacheBytes int64, extra map[string]any) map[string]any {
+	m := defaultDynamicConfig(historyCacheBytes)
 	for k, v := range extra {
 		m[k] = v
 	}

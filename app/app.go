@@ -89,13 +89,13 @@ func Start(ctx context.Context, mode Mode, cfg *config.Config, log *slog.Logger)
 			return nil, fmt.Errorf("create data directory: %w", err)
 		}
 		a.Dev, err = devserver.Start(ctx, devserver.Config{
-			DataDir:           filepath.Join(cfg.DataDir, "temporal"),
-			FrontendPort:      cfg.TemporalPort,
-			UIPort:            cfg.UIPort,
-			HistoryCacheBytes: cfg.TemporalCacheBytes,
-			Namespace:         cfg.TemporalNamespace,
-			SearchAttributes:  workflows.SearchAttributes(),
-			Logger:            log,
+			DataDir:          filepath.Join(cfg.DataDir, "temporal"),
+			FrontendPort:     cfg.TemporalPort,
+			UIPort:           cfg.UIPort,
+			HistoryCacheSize: cfg.TemporalCacheSize,
+			Namespace:        cfg.TemporalNamespace,
+			SearchAttributes: workflows.SearchAttributes(),
+			Logger:           log,
 		})
 		if err != nil {
 			return nil, fmt.Errorf("start embedded temporal: %w", err)

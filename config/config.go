@@ -34,8 +34,9 @@ type Config struct {
 	TemporalPort int
 	UIPort       int
 	UIURL        string
-	// TemporalCacheBytes bounds the embedded server's history cache.
-	TemporalCacheBytes int64
+	// TemporalCacheSize bounds the embedded server's history cache
+	// (workflows).
+	TemporalCacheSize int
 
 	AdminUser     string
 	AdminPassword string
@@ -184,8 +185,8 @@ func Bind(fs *flag.FlagSet, mode Mode) (*Config, func() error) {
 	}
 	if mode == ModeDev {
 		b.int(&c.TemporalPort, "temporal-port", "ONTOFLOW_TEMPORAL_PORT", 7233, "embedded Temporal frontend port (0 = any free port)")
-		b.bytes(&c.TemporalCacheBytes, "temporal-cache-size", "ONTOFLOW_TEMPORAL_CACHE_SIZE", devserver.DefaultHistoryCacheBytes,
-			"workflow state the embedded Temporal server keeps cached, as Temporal counts it (serialized size; the heap holds several times that); raise it for a dev process given more memory")
+		b.int(&c.TemporalCacheSize, "temporal-cache-size", "ONTOFLOW_TEMPORAL_CACHE_SIZE", devserver.DefaultHistoryCacheSize,
+			"workflows whose state the embedded Temporal server keeps cached (about 50 KB each); raise it for a dev process given more memory")
 		b.int(&c.UIPort, "ui-port", "ONTOFLOW_UI_PORT", 8233, "embedded Temporal Web UI port (0 = any free port, -1 = off)")
 		b.str(&c.AdminUser, "admin-user", "ONTOFLOW_ADMIN_USER", "admin", "admin user created on first start")
 		b.str(&c.AdminPassword, "admin-password", "ONTOFLOW_ADMIN_PASSWORD", "", "password of that admin user (generated and printed once if empty)")
@@ -217,8 +218,8 @@ func Bind(fs *flag.FlagSet, mode Mode) (*Config, func() error) {
 		if (mode == ModeDev || mode == ModeServe) && c.WebDAVChecksums != "auto" && c.WebDAVChecksums != "db" {
 			return fmt.Errorf("--webdav-checksums: %q is neither auto nor db", c.WebDAVChecksums)
 		}
-		if mode == ModeDev && (c.TemporalCacheBytes < 1<<20 || c.TemporalCacheBytes > 1<<30) {
-			return fmt.Errorf("--temporal-cache-size: %s is outside 1MiB..1GiB", FormatBytes(c.TemporalCacheBytes))
+		if mode == ModeDev && c.TemporalCacheSize < 1 {
+			return fmt.Errorf("--temporal-cache-size must be positive")
 		}
 		if mode != ModeAdmin && (c.BatchChildItems < 1 || c.BatchConcurrency < 1) {
 			return fmt.Errorf("--batch-child-items and --batch-concurrency must be positive")

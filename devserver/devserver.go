@@ -12,7 +12,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"math"
 	"net"
 	"os"
 	"path/filepath"
@@ -58,12 +57,10 @@ type Config struct {
 	LogLevel string
 	// Ephemeral uses an in-memory SQLite database; DataDir is ignored.
 	Ephemeral bool
-	// HistoryCacheBytes bounds the history service's host-level cache of
-	// workflow mutable states (history.hostLevelCacheMaxSizeBytes with
-	// history.cacheSizeBasedLimit), in bytes as Temporal estimates them:
-	// the states' serialized size, which a state takes several times over
-	// in the heap. 0 means DefaultHistoryCacheBytes.
-	HistoryCacheBytes int64
+	// HistoryCacheSize bounds the history service's host-level cache of
+	// workflow mutable states (history.hostLevelCacheMaxSize), in
+	// workflows. 0 means DefaultHistoryCacheSize.
+	HistoryCacheSize int
 	// DynamicConfig holds extra dynamic config values (key -> value), merged
 	// over this package's defaults. A value may be a plain value or a
 	// []dynamicconfig.ConstrainedValue.
@@ -98,13 +95,14 @@ const (
 	uiShutdownDeadline = 5 * time.Second
 )
 
-// DefaultHistoryCacheBytes is the default of Config.HistoryCacheBytes.
-const DefaultHistoryCacheBytes = 16 << 20
+// DefaultHistoryCacheSize is the default of Config.HistoryCacheSize: about
+// 100 MiB of heap at the ~50 KB a cached action execution takes.
+const DefaultHistoryCacheSize = 2000
 
 // defaultDynamicConfig are the settings that make the SQLite-backed server fast
 // and silent, and size its caches for a process that shares a laptop with an
 // API (docs/memory.md has the measurements behind them).
-func defaultDynamicConfig(historyCacheBytes int64) map[string]any {
+func defaultDynamicConfig(historyCacheSize int) map[string]any {
 	return map[string]any{
 		// Default 20/s per shard adds 40-50 ms to every hand-off under load.
 		"history.transferProcessorMaxPollRPS": 1000,
@@ -125,12 +123,14 @@ func defaultDynamicConfig(historyCacheBytes int64) map[string]any {
 		// The host-level cache of workflow mutable states defaults to
 		// 128,000 workflows for an hour: sized for a dedicated history
 		// host, it grew an embedded process by ~50 KB per execution into
-		// gigabytes. Bounded by bytes instead, so a few large workflows
-		// (batch parents) cannot hold more than many small ones. An
-		// action execution is done in milliseconds, so the recent states
-		// are all its hand-offs need.
-		dynamicconfig.HistoryCacheSizeBasedLimit.Key().String():        true,
-		dynamicconfig.HistoryCacheHostLevelMaxSizeBytes.Key().String(): int(historyCacheBytes),
+		// gigabytes. Bounded by count: Temporal's byte-based limit
+		// (history.cacheSizeBasedLimit) counts a state's serialized size,
+		// which measured 10-20 times below what the state holds in the
+		// heap, so a count gives the steadier bound here. An action
+		// execution is done in milliseconds, so the recent states are all
+		// its hand-offs need.
+		dynamicconfig.HistoryCacheSizeBasedLimit.Key().String():   false,
+		dynamicconfig.HistoryCacheHostLevelMaxSize.Key().String(): historyCacheSize,
 		// The per-shard events cache is 512 KiB by Temporal's default
 		// (4 shards: 2 MiB); said here so an upgrade cannot raise it.
 		dynamicconfig.EventsCacheMaxSizeBytes.Key().String():    512 << 10,
@@ -228,7 +228,7 @@ func start(ctx context.Context, cfg Config) (_ *Server, retErr error) {
 
 	srvCfg := buildServerConfig(cfg, sqlCfg, visCfg, advertise, frontendPort, ports[1], ports[2:9])
 	dc := dynamicconfig.StaticClient{}
-	for k, v := range mergedDynamicConfig(cfg.HistoryCacheBytes, cfg.DynamicConfig) {
+	for k, v := range mergedDynamicConfig(cfg.HistoryCacheSize, cfg.DynamicConfig) {
 		dc[dynamicconfig.MakeKey(k)] = v
 	}
 	s.dynamicConfig = dc
@@ -325,11 +325,11 @@ func (cfg *Config) normalize() error {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
-	if cfg.HistoryCacheBytes == 0 {
-		cfg.HistoryCacheBytes = DefaultHistoryCacheBytes
+	if cfg.HistoryCacheSize == 0 {
+		cfg.HistoryCacheSize = DefaultHistoryCacheSize
 	}
-	if cfg.HistoryCacheBytes < 0 || cfg.HistoryCacheBytes > math.MaxInt32 {
-		return fmt.Errorf("devserver: invalid HistoryCacheBytes %d (1 byte to 2 GiB)", cfg.HistoryCacheBytes)
+	if cfg.HistoryCacheSize < 0 {
+		return fmt.Errorf("devserver: invalid HistoryCacheSize %d", cfg.HistoryCacheSize)
 	}
 	if cfg.FrontendPort < 0 || cfg.FrontendPort > 65535 {
 		return fmt.Errorf("devserver: invalid FrontendPort %d", cfg.FrontendPort)
@@ -352,8 +352,8 @@ func advertiseHost(host string) string {
 	return host
 }
 
-func mergedDynamicConfig(historyCacheBytes int64, extra map[string]any) map[string]any {
-	m := defaultDynamicConfig(historyCacheBytes)
+func mergedDynamicConfig(historyCacheSize int, extra map[string]any) map[string]any {
+	m := defaultDynamicConfig(historyCacheSize)
 	for k, v := range extra {
 		m[k] = v
 	}

@@ -65,6 +65,10 @@ type Config struct {
 	// over this package's defaults. A value may be a plain value or a
 	// []dynamicconfig.ConstrainedValue.
 	DynamicConfig map[string]any
+
+	// metricsHandler receives the server's metrics (tests read the cache
+	// sizes the running server set up); default none.
+	metricsHandler metrics.Handler
 }
 
 // Server is a running embedded Temporal server (and optionally its Web UI).
@@ -132,9 +136,15 @@ func defaultDynamicConfig(historyCacheSize int) map[string]any {
 		dynamicconfig.HistoryCacheSizeBasedLimit.Key().String():   false,
 		dynamicconfig.HistoryCacheHostLevelMaxSize.Key().String(): historyCacheSize,
 		// The per-shard events cache is 512 KiB by Temporal's default
-		// (4 shards: 2 MiB); said here so an upgrade cannot raise it.
-		dynamicconfig.EventsCacheMaxSizeBytes.Key().String():    512 << 10,
-		dynamicconfig.EnableHostLevelEventsCache.Key().String(): false,
+		// (4 shards: 2 MiB); said here so an upgrade cannot raise it. The
+		// host-level events cache is off, but created all the same with a
+		// 256 MiB bound: bounded to the shards' total should it be used.
+		dynamicconfig.EventsCacheMaxSizeBytes.Key().String():          512 << 10,
+		dynamicconfig.EnableHostLevelEventsCache.Key().String():       false,
+		dynamicconfig.EventsHostLevelCacheMaxSizeBytes.Key().String(): 2 << 20,
+		// Replication progress (128,000 entries by default) only fills
+		// with several clusters; bounded all the same.
+		dynamicconfig.ReplicationProgressCacheMaxSize.Key().String(): 1000,
 	}
 }
 
@@ -241,7 +251,7 @@ func start(ctx context.Context, cfg Config) (_ *Server, retErr error) {
 			temporal.WithConfig(srvCfg),
 			temporal.WithLogger(logger),
 			temporal.WithDynamicConfigClient(dc),
-			temporal.WithCustomMetricsHandler(metrics.NoopMetricsHandler),
+			temporal.WithCustomMetricsHandler(cfg.metricsHandler),
 		)
 		return err
 	})
@@ -324,6 +334,9 @@ func (cfg *Config) normalize() error {
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
+	}
+	if cfg.metricsHandler == nil {
+		cfg.metricsHandler = metrics.NoopMetricsHandler
 	}
 	if cfg.HistoryCacheSize == 0 {
 		cfg.HistoryCacheSize = DefaultHistoryCacheSize

@@ -142,19 +142,46 @@ func (s *Server) accessLog(c *gin.Context) {
 	start := time.Now()
 	c.Next()
 	d := time.Since(start)
-	route := c.FullPath()
-	if route == "" {
-		route = "unmatched"
-	}
 	status := c.Writer.Status()
-	s.metrics.requests.WithLabelValues(c.Request.Method, route, strconv.Itoa(status)).Inc()
-	s.metrics.duration.WithLabelValues(c.Request.Method, route).Observe(d.Seconds())
+	method, route := metricLabels(c)
+	s.metrics.requests.WithLabelValues(method, route, statusClass(status)).Inc()
+	s.metrics.duration.WithLabelValues(method, route).Observe(d.Seconds())
 	user := ""
 	if p := principal(c); p != nil {
 		user = p.User.Username
 	}
 	s.deps.Logger.LogAttrs(c.Request.Context(), levelFor(status), "http",
 		slogAttrs(c.Request.Method, c.Request.URL.Path, status, c.Writer.Size(), d, user)...)
+}
+
+// metricLabels are a request's method and route as metric labels. Anyone
+// can send a request, authenticated or not, so every label comes from a
+// bounded set: a method the API serves or OTHER, the route's template
+// (never the raw path) or "unmatched". The series are then at most
+// methods x (routes + 1) x status classes, whatever clients send.
+func metricLabels(c *gin.Context) (method, route string) {
+	method = c.Request.Method
+	if !apiMethods[method] {
+		method = "OTHER"
+	}
+	route = c.FullPath()
+	if route == "" {
+		route = "unmatched"
+	}
+	return method, route
+}
+
+var apiMethods = map[string]bool{
+	http.MethodGet: true, http.MethodHead: true, http.MethodPost: true, http.MethodPut: true,
+	http.MethodPatch: true, http.MethodDelete: true, http.MethodOptions: true,
+}
+
+// statusClass is "2xx", "4xx"... ("other" outside 100-599).
+func statusClass(code int) string {
+	if code < 100 || code > 599 {
+		return "other"
+	}
+	return strconv.Itoa(code/100) + "xx"
 }
 
 type httpMetrics struct {
@@ -165,10 +192,10 @@ type httpMetrics struct {
 func newHTTPMetrics(reg prometheus.Registerer) *httpMetrics {
 	m := &httpMetrics{
 		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "ontoflow_api_requests_total", Help: "API requests by method, route and status.",
+			Name: "ontoflow_api_requests_total", Help: "API requests by method (OTHER for methods the API does not serve), route template (unmatched for no route) and status class (2xx...).",
 		}, []string{"method", "route", "status"}),
 		duration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
-			Name: "ontoflow_api_request_duration_seconds", Help: "API request latency by method and route.",
+			Name: "ontoflow_api_request_duration_seconds", Help: "API request latency by method (OTHER for methods the API does not serve) and route template.",
 			Buckets: prometheus.ExponentialBuckets(0.001, 2, 14),
 		}, []string{"method", "route"}),
 	}

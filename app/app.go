@@ -97,6 +97,7 @@ func Start(ctx context.Context, mode Mode, cfg *config.Config, log *slog.Logger)
 			DataDir:          filepath.Join(cfg.DataDir, "temporal"),
 			FrontendPort:     cfg.TemporalPort,
 			UIPort:           cfg.UIPort,
+			HistoryCacheSize: cfg.TemporalCacheSize,
 			Namespace:        cfg.TemporalNamespace,
 			SearchAttributes: workflows.SearchAttributes(),
 			Logger:           log,

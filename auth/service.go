@@ -50,6 +50,12 @@ var ErrUnauthorized = apperr.New(apperr.Unauthorized, "missing or invalid creden
 // Service authenticates callers. It is safe for concurrent use; its only
 // in-memory state (short verification and user-row caches and failure
 // counters) is an optimisation that each replica may hold independently.
+//
+// Every part of that state is bounded: verified passwords at most
+// verifyCacheMax keys (a 32-byte MAC and an expiry each, ~2 MB), user rows
+// at most Options.UserCacheSize (10,000 by default, LRU), failure counters
+// at most throttleSize usernames and addresses (LRU, ~20 MB), and the
+// verifications in flight by the requests in flight.
 type Service struct {
 	db       *gorm.DB
 	cacheKey []byte
@@ -350,6 +356,10 @@ func (s *Service) cached(u *models.User, password string) bool {
 	return false
 }
 
+// verifyCacheMax bounds the remembered verifications; when that many are
+// held the expired ones are dropped, and all of them if none had expired.
+const verifyCacheMax = 10000
+
 func (s *Service) remember(u *models.User, password string) {
 	if s.cacheTTL < 0 {
 		return
@@ -358,13 +368,13 @@ func (s *Service) remember(u *models.User, password string) {
 	now := s.now()
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if len(s.cache) > 10000 {
+	if len(s.cache) >= verifyCacheMax {
 		for key, exp := range s.cache {
 			if now.After(exp) {
 				delete(s.cache, key)
 			}
 		}
-		if len(s.cache) > 10000 {
+		if len(s.cache) >= verifyCacheMax {
 			s.cache = map[string]time.Time{}
 		}
 	}

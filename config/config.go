@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/ontoflow/ontoflow/auth"
+	"github.com/ontoflow/ontoflow/devserver"
 )
 
 // Config is the configuration of every subcommand; each uses the part it
@@ -33,6 +34,9 @@ type Config struct {
 	TemporalPort int
 	UIPort       int
 	UIURL        string
+	// TemporalCacheSize bounds the embedded server's history cache
+	// (workflows).
+	TemporalCacheSize int
 
 	AdminUser     string
 	AdminPassword string
@@ -181,6 +185,8 @@ func Bind(fs *flag.FlagSet, mode Mode) (*Config, func() error) {
 	}
 	if mode == ModeDev {
 		b.int(&c.TemporalPort, "temporal-port", "ONTOFLOW_TEMPORAL_PORT", 7233, "embedded Temporal frontend port (0 = any free port)")
+		b.int(&c.TemporalCacheSize, "temporal-cache-size", "ONTOFLOW_TEMPORAL_CACHE_SIZE", devserver.DefaultHistoryCacheSize,
+			"workflows whose state the embedded Temporal server keeps cached (about 50 KB each); raise it for a dev process given more memory")
 		b.int(&c.UIPort, "ui-port", "ONTOFLOW_UI_PORT", 8233, "embedded Temporal Web UI port (0 = any free port, -1 = off)")
 		b.str(&c.AdminUser, "admin-user", "ONTOFLOW_ADMIN_USER", "admin", "admin user created on first start")
 		b.str(&c.AdminPassword, "admin-password", "ONTOFLOW_ADMIN_PASSWORD", "", "password of that admin user (generated and printed once if empty)")
@@ -211,6 +217,9 @@ func Bind(fs *flag.FlagSet, mode Mode) (*Config, func() error) {
 		}
 		if (mode == ModeDev || mode == ModeServe) && c.WebDAVChecksums != "auto" && c.WebDAVChecksums != "db" {
 			return fmt.Errorf("--webdav-checksums: %q is neither auto nor db", c.WebDAVChecksums)
+		}
+		if mode == ModeDev && c.TemporalCacheSize < 1 {
+			return fmt.Errorf("--temporal-cache-size must be positive")
 		}
 		if mode != ModeAdmin && (c.BatchChildItems < 1 || c.BatchConcurrency < 1) {
 			return fmt.Errorf("--batch-child-items and --batch-concurrency must be positive")

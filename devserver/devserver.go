@@ -57,10 +57,18 @@ type Config struct {
 	LogLevel string
 	// Ephemeral uses an in-memory SQLite database; DataDir is ignored.
 	Ephemeral bool
+	// HistoryCacheSize bounds the history service's host-level cache of
+	// workflow mutable states (history.hostLevelCacheMaxSize), in
+	// workflows. 0 means DefaultHistoryCacheSize.
+	HistoryCacheSize int
 	// DynamicConfig holds extra dynamic config values (key -> value), merged
 	// over this package's defaults. A value may be a plain value or a
 	// []dynamicconfig.ConstrainedValue.
 	DynamicConfig map[string]any
+
+	// metricsHandler receives the server's metrics (tests read the cache
+	// sizes the running server set up); default none.
+	metricsHandler metrics.Handler
 }
 
 // Server is a running embedded Temporal server (and optionally its Web UI).
@@ -71,8 +79,10 @@ type Server struct {
 	uiAddr       string
 
 	temporal temporal.Server
-	ui       *uiServer
-	unlock   func()
+	// dynamicConfig is the dynamic config the server was built with.
+	dynamicConfig dynamicconfig.Client
+	ui            *uiServer
+	unlock        func()
 
 	stopOnce sync.Once
 	stopErr  error
@@ -89,9 +99,14 @@ const (
 	uiShutdownDeadline = 5 * time.Second
 )
 
+// DefaultHistoryCacheSize is the default of Config.HistoryCacheSize: about
+// 100 MiB of heap at the ~50 KB a cached action execution takes.
+const DefaultHistoryCacheSize = 2000
+
 // defaultDynamicConfig are the settings that make the SQLite-backed server fast
-// and silent. See /work/shared/notes/temporal-embedding.md for the measurements.
-func defaultDynamicConfig() map[string]any {
+// and silent, and size its caches for a process that shares a laptop with an
+// API (docs/memory.md has the measurements behind them).
+func defaultDynamicConfig(historyCacheSize int) map[string]any {
 	return map[string]any{
 		// Default 20/s per shard adds 40-50 ms to every hand-off under load.
 		"history.transferProcessorMaxPollRPS": 1000,
@@ -109,6 +124,28 @@ func defaultDynamicConfig() map[string]any {
 		"history.shardIOConcurrency":            4,
 		// No outbound call to the version-check service.
 		"frontend.enableServerVersionCheck": false,
+		// The host-level cache of workflow mutable states defaults to
+		// 128,000 workflows for an hour: sized for a dedicated history
+		// host, it grew an embedded process by ~50 KB per execution into
+		// gigabytes. Bounded by count: Temporal's byte-based limit
+		// (history.cacheSizeBasedLimit) counts a state's serialized size,
+		// a small fraction of the ~50 KB it holds in the heap: 16 MiB by
+		// that count still grew the process to 849 MiB in 150 s of load
+		// and on, 2,000 workflows held it flat at ~430 MiB. An action
+		// execution is done in milliseconds, so the recent states are all
+		// its hand-offs need.
+		dynamicconfig.HistoryCacheSizeBasedLimit.Key().String():   false,
+		dynamicconfig.HistoryCacheHostLevelMaxSize.Key().String(): historyCacheSize,
+		// The per-shard events cache is 512 KiB by Temporal's default
+		// (4 shards: 2 MiB); said here so an upgrade cannot raise it. The
+		// host-level events cache is off, but created all the same with a
+		// 256 MiB bound: bounded to the shards' total should it be used.
+		dynamicconfig.EventsCacheMaxSizeBytes.Key().String():          512 << 10,
+		dynamicconfig.EnableHostLevelEventsCache.Key().String():       false,
+		dynamicconfig.EventsHostLevelCacheMaxSizeBytes.Key().String(): 2 << 20,
+		// Replication progress (128,000 entries by default) only fills
+		// with several clusters; bounded all the same.
+		dynamicconfig.ReplicationProgressCacheMaxSize.Key().String(): 1000,
 	}
 }
 
@@ -202,9 +239,10 @@ func start(ctx context.Context, cfg Config) (_ *Server, retErr error) {
 
 	srvCfg := buildServerConfig(cfg, sqlCfg, visCfg, advertise, frontendPort, ports[1], ports[2:9])
 	dc := dynamicconfig.StaticClient{}
-	for k, v := range mergedDynamicConfig(cfg.DynamicConfig) {
+	for k, v := range mergedDynamicConfig(cfg.HistoryCacheSize, cfg.DynamicConfig) {
 		dc[dynamicconfig.MakeKey(k)] = v
 	}
+	s.dynamicConfig = dc
 
 	var srv temporal.Server
 	err = catchFatal(func() error {
@@ -214,7 +252,7 @@ func start(ctx context.Context, cfg Config) (_ *Server, retErr error) {
 			temporal.WithConfig(srvCfg),
 			temporal.WithLogger(logger),
 			temporal.WithDynamicConfigClient(dc),
-			temporal.WithCustomMetricsHandler(metrics.NoopMetricsHandler),
+			temporal.WithCustomMetricsHandler(cfg.metricsHandler),
 		)
 		return err
 	})
@@ -298,6 +336,15 @@ func (cfg *Config) normalize() error {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
+	if cfg.metricsHandler == nil {
+		cfg.metricsHandler = metrics.NoopMetricsHandler
+	}
+	if cfg.HistoryCacheSize == 0 {
+		cfg.HistoryCacheSize = DefaultHistoryCacheSize
+	}
+	if cfg.HistoryCacheSize < 0 {
+		return fmt.Errorf("devserver: invalid HistoryCacheSize %d", cfg.HistoryCacheSize)
+	}
 	if cfg.FrontendPort < 0 || cfg.FrontendPort > 65535 {
 		return fmt.Errorf("devserver: invalid FrontendPort %d", cfg.FrontendPort)
 	}
@@ -319,8 +366,8 @@ func advertiseHost(host string) string {
 	return host
 }
 
-func mergedDynamicConfig(extra map[string]any) map[string]any {
-	m := defaultDynamicConfig()
+func mergedDynamicConfig(historyCacheSize int, extra map[string]any) map[string]any {
+	m := defaultDynamicConfig(historyCacheSize)
 	for k, v := range extra {
 		m[k] = v
 	}

@@ -20,9 +20,17 @@ import (
 // target inside its transaction. A step that finds no entry — retried in
 // another worker, or after memoTTL — loads everything again, so the memo is
 // never needed for correctness.
+//
+// Bounds: at most memoMax entries, each the execution row and the loaded
+// action type, actor and target (a request is at most --max-body). Notify,
+// or the step that ends an execution, drops its entry, so in steady state
+// the memo holds only the executions in flight; entries left behind (a
+// worker that lost its workflow task) are swept once they are older than
+// memoTTL, at most every memoTTL, and never outnumber memoMax.
 type memo struct {
-	mu      sync.Mutex
-	entries map[string]memoEntry
+	mu        sync.Mutex
+	entries   map[string]memoEntry
+	lastSweep time.Time
 }
 
 type memoEntry struct {
@@ -33,8 +41,8 @@ type memoEntry struct {
 
 const (
 	memoTTL = 30 * time.Second
-	// memoMax bounds memory: an execution whose workflow never reaches
-	// its last step (a crash) leaves an entry behind until a sweep.
+	// memoMax bounds the entries: an execution whose workflow never
+	// reaches its last step (a crash) leaves one behind until a sweep.
 	memoMax = 10000
 )
 
@@ -45,7 +53,8 @@ func (m *memo) put(ex *models.Execution, in *input) {
 	if m.entries == nil {
 		m.entries = map[string]memoEntry{}
 	}
-	if len(m.entries) >= memoMax {
+	if len(m.entries) >= memoMax || now.Sub(m.lastSweep) > memoTTL {
+		m.lastSweep = now
 		for id, e := range m.entries {
 			if now.Sub(e.when) > memoTTL {
 				delete(m.entries, id)

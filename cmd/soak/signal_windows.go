@@ -1,0 +1,6 @@
+package main
+
+import "os"
+
+// terminate asks a process to stop; Windows has no SIGTERM.
+var terminate = os.Interrupt

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/ontoflow/ontoflow/auth"
+	"github.com/ontoflow/ontoflow/delivery"
 	"github.com/ontoflow/ontoflow/outbound"
 	"github.com/ontoflow/ontoflow/secrets"
 )
@@ -65,9 +66,11 @@ type Config struct {
 	SecretKeyPreviousFile string
 	// OutboundAllow opens internal targets to outbound calls.
 	OutboundAllow *outbound.Allowlist
-	// SMTPURL and SMTPFrom configure e-mail delivery ("" = no e-mail).
+	// SMTPURL and SMTPFrom configure e-mail delivery ("" = no e-mail);
+	// SMTP is them parsed (nil = no e-mail).
 	SMTPURL  string
 	SMTPFrom string
+	SMTP     *delivery.SMTPConfig
 }
 
 func env(key, def string) string {
@@ -240,6 +243,13 @@ func Bind(fs *flag.FlagSet, mode Mode) (*Config, func() error) {
 		}
 		if (c.SMTPURL == "") != (c.SMTPFrom == "") {
 			return fmt.Errorf("--smtp-url and --smtp-from go together")
+		}
+		if c.SMTPURL != "" {
+			smtp, err := delivery.ParseSMTPURL(c.SMTPURL, c.SMTPFrom)
+			if err != nil {
+				return err
+			}
+			c.SMTP = &smtp
 		}
 		c.Secrets = c.secretKeys(mode)
 		return nil

@@ -145,8 +145,11 @@ func TestSecretsAndOutbound(t *testing.T) {
 	if s.Key != "k1" || strings.Join(s.Previous, "|") != "k2|k3" || s.PreviousFile != "/run/prev" || s.DevDir != "" {
 		t.Errorf("worker secrets: %+v", s)
 	}
-	if cfg.OutboundAllow.String() != "127.0.0.1/32,hooks.internal:8443" || cfg.SMTPURL != "smtp://mail:587" {
-		t.Errorf("worker outbound: %q %q", cfg.OutboundAllow, cfg.SMTPURL)
+	if cfg.OutboundAllow.String() != "127.0.0.1/32,hooks.internal:8443" || cfg.SMTP == nil || cfg.SMTP.Host != "mail" || cfg.SMTP.Port != 587 || cfg.SMTP.From != "a@b.c" {
+		t.Errorf("worker outbound: %q %+v", cfg.OutboundAllow, cfg.SMTP)
+	}
+	if _, err := bind(t, ModeWorker, "--smtp-url", "http://mail", "--smtp-from", "a@b.c"); err == nil {
+		t.Error("an http:// SMTP URL accepted")
 	}
 	if _, err := bind(t, ModeWorker, "--outbound-allow", "not-a-cidr"); err == nil || !strings.Contains(err.Error(), "outbound-allow") {
 		t.Errorf("bad allowlist: %v", err)

@@ -1,6 +1,7 @@
 package secrets
 
 import (
+	"context"
 	"crypto/aes"
 	"crypto/cipher"
 	"crypto/rand"
@@ -13,6 +14,8 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+
+	"gorm.io/gorm"
 
 	"github.com/ontoflow/ontoflow/apperr"
 )
@@ -273,4 +276,57 @@ func writeKeyFile(path, b64 string) error {
 		return fmt.Errorf("flush secret key file: %w", err)
 	}
 	return f.Close()
+}
+
+// Rotate re-encrypts every secret under a new key and returns how many it
+// re-encrypted.
+//
+// With a configured key (cfg.Key or cfg.KeyFile: the new key, the old
+// one among cfg.Previous or cfg.PreviousFile) it re-encrypts under the
+// configured key. Without one it rotates the development key file of
+// cfg.DevDir: a new key is written to DevNextKeyFile first (so an
+// interruption loses nothing: the next start reads both), the values are
+// re-encrypted under it, and then it replaces DevKeyFile. Stop the
+// processes that use the key file first; they keep the old key in memory.
+func Rotate(ctx context.Context, db *gorm.DB, cfg KeyConfig) (int, error) {
+	if cfg.Key != "" || cfg.KeyFile != "" || cfg.DevDir == "" {
+		keys, err := LoadKeyring(cfg)
+		if err != nil {
+			return 0, err
+		}
+		return NewStore(db, keys).RotateKey(ctx)
+	}
+	old, err := devKey(cfg.DevDir, false)
+	if err != nil {
+		return 0, err
+	}
+	if old == nil {
+		return 0, fmt.Errorf("no secret key configured and no %s in %s: nothing to rotate", DevKeyFile, cfg.DevDir)
+	}
+	nextPath := filepath.Join(cfg.DevDir, DevNextKeyFile)
+	next, err := readKeyFile(nextPath)
+	if errors.Is(err, fs.ErrNotExist) { // else a rotation cut short: finish it with its key
+		if err = writeKeyFile(nextPath, GenerateKey()); err == nil {
+			next, err = readKeyFile(nextPath)
+		}
+	}
+	if err != nil {
+		return 0, err
+	}
+	prev, err := previousKeys(cfg)
+	if err != nil {
+		return 0, err
+	}
+	keys, err := NewKeyring(next, append(prev, old)...)
+	if err != nil {
+		return 0, err
+	}
+	n, err := NewStore(db, keys).RotateKey(ctx)
+	if err != nil {
+		return n, err
+	}
+	if err := os.Rename(nextPath, filepath.Join(cfg.DevDir, DevKeyFile)); err != nil {
+		return n, fmt.Errorf("install the new key file: %w", err)
+	}
+	return n, nil
 }

@@ -224,3 +224,75 @@ func TestLoadKeyring(t *testing.T) {
 		}
 	}
 }
+
+func TestRotateDevKeyFile(t *testing.T) {
+	testdb.Each(t, func(t *testing.T, db *gorm.DB) {
+		ctx := context.Background()
+		dir := t.TempDir()
+		dev := secrets.KeyConfig{DevDir: dir, CreateDevKey: true}
+		k1, err := secrets.LoadKeyring(dev)
+		if err != nil {
+			t.Fatal(err)
+		}
+		st := secrets.NewStore(db, k1)
+		for _, n := range []string{"A", "B"} {
+			if _, err := st.Create(ctx, n, secrets.Spec{Value: ptr("value-of-" + n)}, ""); err != nil {
+				t.Fatal(err)
+			}
+		}
+		admin := secrets.KeyConfig{DevDir: dir} // as 'ontoflow secrets rotate-key' sees it
+		n, err := secrets.Rotate(ctx, db, admin)
+		if err != nil || n != 2 {
+			t.Fatalf("rotate: %d %v", n, err)
+		}
+		if _, err := os.Stat(filepath.Join(dir, secrets.DevNextKeyFile)); !os.IsNotExist(err) {
+			t.Fatalf("the next key file is left behind: %v", err)
+		}
+		k2, err := secrets.LoadKeyring(dev)
+		if err != nil || k2.PrimaryID() == k1.PrimaryID() {
+			t.Fatalf("key file not replaced: %v", err)
+		}
+		fresh := secrets.NewStore(db, k2)
+		for _, n := range []string{"A", "B"} {
+			if v, err := fresh.Resolve(ctx, n); err != nil || v != "value-of-"+n {
+				t.Fatalf("%s after rotation: %q %v", n, v, err)
+			}
+		}
+		if _, err := st.Resolve(ctx, "A"); err == nil {
+			t.Fatal("the old key still reads")
+		}
+
+		// A rotation cut short after writing the next key and
+		// re-encrypting: the next start reads both keys, and running the
+		// command again finishes it with the same next key.
+		next := secrets.GenerateKey()
+		os.WriteFile(filepath.Join(dir, secrets.DevNextKeyFile), []byte(next+"\n"), 0o600)
+		nextRaw, _ := secrets.ParseKey(next)
+		cur, _ := os.ReadFile(filepath.Join(dir, secrets.DevKeyFile))
+		curRaw, _ := secrets.ParseKey(string(cur))
+		half, _ := secrets.NewKeyring(nextRaw, curRaw)
+		if _, err := secrets.NewStore(db, half).Update(ctx, "A", secrets.Spec{Value: ptr("value-of-A")}, ""); err != nil {
+			t.Fatal(err) // A now sealed under the next key, B under the current one
+		}
+		k3, err := secrets.LoadKeyring(dev)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, n := range []string{"A", "B"} {
+			if v, err := secrets.NewStore(db, k3).Resolve(ctx, n); err != nil || v != "value-of-"+n {
+				t.Fatalf("%s mid-rotation: %q %v", n, v, err)
+			}
+		}
+		if n, err := secrets.Rotate(ctx, db, admin); err != nil || n != 1 {
+			t.Fatalf("finishing rotate: %d %v", n, err)
+		}
+		k4, _ := secrets.LoadKeyring(dev)
+		if k4.PrimaryID() != secrets.KeyID(nextRaw) {
+			t.Fatal("the interrupted rotation's key was not installed")
+		}
+
+		if _, err := secrets.Rotate(ctx, db, secrets.KeyConfig{DevDir: t.TempDir()}); err == nil {
+			t.Fatal("rotating without any key succeeded")
+		}
+	})
+}

@@ -187,3 +187,14 @@ func truncateRunes(s string, max int) string {
 func errorf(channel string, format string, args ...any) *Error {
 	return &Error{Channel: channel, Message: fmt.Sprintf(format, args...)}
 }
+
+// Sender delivers a message to one destination: Slack and Teams take a
+// webhook URL (the resolved value of a secret reference).
+type Sender interface {
+	Send(ctx context.Context, dest string, m Message) error
+}
+
+var (
+	_ Sender = (*Slack)(nil)
+	_ Sender = (*Teams)(nil)
+)

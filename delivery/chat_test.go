@@ -325,20 +325,3 @@ func TestChatErrors(t *testing.T) {
 		}
 	}
 }
-
-func TestParseRetryAfter(t *testing.T) {
-	now := time.Date(2026, 11, 23, 12, 0, 0, 0, time.UTC)
-	for in, want := range map[string]time.Duration{
-		"":                              0,
-		"5":                             5 * time.Second,
-		"-1":                            0,
-		"soon":                          0,
-		"999999999":                     24 * time.Hour,
-		"Mon, 23 Nov 2026 12:01:00 GMT": time.Minute,
-		"Mon, 23 Nov 2026 11:00:00 GMT": 0,
-	} {
-		if got := delivery.ParseRetryAfter(in, now); got != want {
-			t.Errorf("%q: %v, want %v", in, got, want)
-		}
-	}
-}

@@ -70,34 +70,6 @@ func Retryable(err error) bool {
 	return ok && e.Retryable
 }
 
-// RetryableStatus reports whether an HTTP status is worth retrying:
-// 408, 429 and 5xx.
-func RetryableStatus(code int) bool {
-	return code == http.StatusRequestTimeout || code == http.StatusTooManyRequests || code >= 500
-}
-
-// ParseRetryAfter reads a Retry-After header: delay-seconds or an
-// HTTP-date (relative to now); 0 when absent or unreadable.
-func ParseRetryAfter(h string, now time.Time) time.Duration {
-	h = strings.TrimSpace(h)
-	if h == "" {
-		return 0
-	}
-	if n, err := strconv.ParseInt(h, 10, 64); err == nil {
-		if n < 0 {
-			return 0
-		}
-		if n > int64(24*time.Hour/time.Second) {
-			n = int64(24 * time.Hour / time.Second)
-		}
-		return time.Duration(n) * time.Second
-	}
-	if t, err := http.ParseTime(h); err == nil && t.After(now) {
-		return t.Sub(now)
-	}
-	return 0
-}
-
 // postJSON POSTs body to dest with client and classifies the outcome. The
 // error text never holds dest.
 func postJSON(ctx context.Context, client *http.Client, channel, dest string, body []byte) error {
@@ -122,12 +94,12 @@ func postJSON(ctx context.Context, client *http.Client, channel, dest string, bo
 	e := &Error{
 		Channel:    channel,
 		StatusCode: res.StatusCode,
-		Retryable:  RetryableStatus(res.StatusCode),
+		Retryable:  outbound.RetryableStatus(res.StatusCode),
 		Message:    "the webhook answered " + res.Status,
 		Excerpt:    strings.ToValidUTF8(string(excerpt), "?"),
 	}
 	if res.StatusCode == http.StatusTooManyRequests || res.StatusCode == http.StatusServiceUnavailable {
-		e.RetryAfter = ParseRetryAfter(res.Header.Get("Retry-After"), time.Now())
+		e.RetryAfter = outbound.ParseRetryAfter(res.Header.Get("Retry-After"), time.Now())
 	}
 	return e
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/ontoflow/ontoflow/api"
 	"github.com/ontoflow/ontoflow/auth"
 	"github.com/ontoflow/ontoflow/ontology"
+	"github.com/ontoflow/ontoflow/secrets"
 )
 
 // allRouteGroups are every route group the processes register on
@@ -24,6 +25,7 @@ func allRouteGroups() []func(*gin.RouterGroup) {
 	return []func(*gin.RouterGroup){
 		api.OntologyRoutes(ontology.NewStore(nil, auth.DefaultLevels)),
 		api.ActionRoutes(api.ActionDeps{}),
+		api.SecretRoutes(secrets.NewStore(nil, nil)),
 	}
 }
 

@@ -28,11 +28,14 @@ import (
 	"github.com/ontoflow/ontoflow/api"
 	"github.com/ontoflow/ontoflow/auth"
 	"github.com/ontoflow/ontoflow/config"
+	"github.com/ontoflow/ontoflow/delivery"
 	"github.com/ontoflow/ontoflow/devserver"
 	"github.com/ontoflow/ontoflow/engine"
 	"github.com/ontoflow/ontoflow/executions"
 	"github.com/ontoflow/ontoflow/models"
 	"github.com/ontoflow/ontoflow/ontology"
+	"github.com/ontoflow/ontoflow/outbound"
+	"github.com/ontoflow/ontoflow/secrets"
 	"github.com/ontoflow/ontoflow/users"
 	"github.com/ontoflow/ontoflow/webdav"
 	"github.com/ontoflow/ontoflow/worker"
@@ -66,6 +69,13 @@ type App struct {
 	// process assembled (benchmarks call the engine's steps directly).
 	Store  *ontology.Store
 	Engine *engine.Engine
+	// Secrets holds the encrypted secrets (without a configured key it
+	// serves metadata only); Outbound is the SSRF-guarded client every
+	// call to a user-chosen address goes through; Mailer is nil without
+	// --smtp-url.
+	Secrets  *secrets.Store
+	Outbound *http.Client
+	Mailer   *delivery.Mailer
 
 	// APIURL is the base URL the HTTP server listens on ("" without one).
 	APIURL string
@@ -119,6 +129,9 @@ func Start(ctx context.Context, mode Mode, cfg *config.Config, log *slog.Logger)
 		return nil, err
 	}
 	a.Auth = auth.NewService(a.DB, auth.Options{UserCacheTTL: cfg.UserCacheTTL})
+	if err := a.setUpOutbound(); err != nil {
+		return nil, err
+	}
 
 	if mode == Dev {
 		if err := a.ensureAdmin(ctx); err != nil {
@@ -201,6 +214,7 @@ func (a *App) startHTTP(ctx context.Context, store *ontology.Store, eng *engine.
 		Ready:        a.ready,
 		Routes: []func(g *gin.RouterGroup){
 			api.OntologyRoutes(store),
+			api.SecretRoutes(a.Secrets),
 			api.ActionRoutes(api.ActionDeps{Store: store, Executions: execs, DB: a.DB, BatchSyncMax: cfg.BatchSyncMax}),
 		},
 	})
@@ -229,6 +243,27 @@ func (a *App) startHTTP(ctx context.Context, store *ontology.Store, eng *engine.
 	a.APIURL = scheme + "://" + ln.Addr().String()
 	a.httpDone = make(chan error, 1)
 	go func() { a.httpDone <- a.http.Serve(ln) }()
+	return nil
+}
+
+// setUpOutbound loads the secret keys and builds the outbound client and
+// the mailer. Without a key the process still starts (secrets answer 503)
+// so that deployments that use none need no key.
+func (a *App) setUpOutbound() error {
+	keys, err := secrets.LoadKeyring(a.Cfg.Secrets)
+	switch {
+	case errors.Is(err, secrets.ErrNoKey):
+		a.Log.Warn("no secret key configured (ONTOFLOW_SECRET_KEY or --secret-key-file): secrets cannot be stored or used")
+	case err != nil:
+		return fmt.Errorf("load secret keys: %w", err)
+	}
+	a.Secrets = secrets.NewStore(a.DB, keys)
+	a.Outbound = outbound.NewClient(outbound.Options{Allow: a.Cfg.OutboundAllow})
+	if a.Cfg.SMTP != nil {
+		if a.Mailer, err = delivery.NewMailer(*a.Cfg.SMTP); err != nil {
+			return err
+		}
+	}
 	return nil
 }
 

@@ -36,6 +36,7 @@ const (
 	ActionTypeNotFound     Code = "ActionTypeNotFound"
 	ExecutionNotFound      Code = "ExecutionNotFound"
 	NotificationNotFound   Code = "NotificationNotFound"
+	SecretNotFound         Code = "SecretNotFound"
 	InvalidDefinition      Code = "InvalidActionTypeDefinition"
 	InvalidProperty        Code = "InvalidPropertyValue"
 	ActionValidationFailed Code = "ActionValidationFailed"
@@ -76,6 +77,7 @@ var statusByCode = map[Code]int{
 	ActionTypeNotFound:     http.StatusNotFound,
 	ExecutionNotFound:      http.StatusNotFound,
 	NotificationNotFound:   http.StatusNotFound,
+	SecretNotFound:         http.StatusNotFound,
 	InvalidDefinition:      http.StatusBadRequest,
 	InvalidProperty:        http.StatusBadRequest,
 	ActionValidationFailed: http.StatusBadRequest,

@@ -13,7 +13,10 @@ import (
 	"time"
 
 	"github.com/ontoflow/ontoflow/auth"
+	"github.com/ontoflow/ontoflow/delivery"
 	"github.com/ontoflow/ontoflow/devserver"
+	"github.com/ontoflow/ontoflow/outbound"
+	"github.com/ontoflow/ontoflow/secrets"
 )
 
 // Config is the configuration of every subcommand; each uses the part it
@@ -58,6 +61,20 @@ type Config struct {
 	BatchConcurrency int
 	ShutdownTimeout  time.Duration
 	ExecuteTimeout   time.Duration
+
+	// Secrets says where the secret keys come from (ONTOFLOW_SECRET_KEY,
+	// --secret-key-file, previous keys, and in dev the data directory's
+	// key file); filled by the check Bind returns.
+	Secrets               secrets.KeyConfig
+	SecretKeyFile         string
+	SecretKeyPreviousFile string
+	// OutboundAllow opens internal targets to outbound calls.
+	OutboundAllow *outbound.Allowlist
+	// SMTPURL and SMTPFrom configure e-mail delivery ("" = no e-mail);
+	// SMTP is them parsed (nil = no e-mail).
+	SMTPURL  string
+	SMTPFrom string
+	SMTP     *delivery.SMTPConfig
 }
 
 func env(key, def string) string {
@@ -145,11 +162,13 @@ const (
 func Bind(fs *flag.FlagSet, mode Mode) (*Config, func() error) {
 	c := &Config{}
 	b := &bindings{fs: fs}
-	var markings string
+	var markings, outboundAllow string
 	b.str(&c.DataDir, "data-dir", "ONTOFLOW_DATA_DIR", "./data", "directory for the embedded database, Temporal's state and WebDAV files")
 	b.str(&c.LogLevel, "log-level", "ONTOFLOW_LOG_LEVEL", "info", "log level: debug, info, warn, error")
 	b.str(&c.LogFormat, "log-format", "ONTOFLOW_LOG_FORMAT", "text", "log format: text or json")
 	b.str(&markings, "markings", "ONTOFLOW_MARKINGS", "public,confidential,pii", "ordered classification levels, lowest first (object markings and user clearances)")
+	b.str(&c.SecretKeyFile, "secret-key-file", "ONTOFLOW_SECRET_KEY_FILE", "", "file holding the base64 32-byte key secrets are encrypted with; or set the key itself in ONTOFLOW_SECRET_KEY (dev default: <data-dir>/"+secrets.DevKeyFile+", generated once)")
+	b.str(&c.SecretKeyPreviousFile, "secret-key-previous-file", "ONTOFLOW_SECRET_KEY_PREVIOUS_FILE", "", "file holding earlier secret keys, one a line, still read during a key rotation; or set them comma-separated in ONTOFLOW_SECRET_KEY_PREVIOUS")
 	dbDefault := ""
 	if mode == ModeDev {
 		dbDefault = "" // derived from data-dir below
@@ -161,6 +180,9 @@ func Bind(fs *flag.FlagSet, mode Mode) (*Config, func() error) {
 		b.dur(&c.ShutdownTimeout, "shutdown-timeout", "ONTOFLOW_SHUTDOWN_TIMEOUT", 30*time.Second, "how long in-flight requests and activities get to finish on SIGTERM")
 		b.int(&c.BatchChildItems, "batch-child-items", "ONTOFLOW_BATCH_CHILD_ITEMS", 100, "batch items carried by one child workflow")
 		b.int(&c.BatchConcurrency, "batch-concurrency", "ONTOFLOW_BATCH_CONCURRENCY", 8, "child workflows a batch runs at once")
+		b.str(&outboundAllow, "outbound-allow", "ONTOFLOW_OUTBOUND_ALLOW", "", "internal targets outbound calls (webhooks, Slack, Teams) may reach, comma-separated CIDRs, IP:port and host:port; loopback, private, link-local and other special addresses are refused otherwise")
+		b.str(&c.SMTPURL, "smtp-url", "ONTOFLOW_SMTP_URL", "", "SMTP server for e-mail notifications: smtp://user:pass@host:587 (STARTTLS required), smtps://host:465 (TLS), ?tls=opportunistic or ?tls=none to relax it; empty = no e-mail")
+		b.str(&c.SMTPFrom, "smtp-from", "ONTOFLOW_SMTP_FROM", "", "sender address of e-mail notifications, e.g. \"Ontoflow <ontoflow@example.com>\"; required with --smtp-url")
 	}
 	if mode == ModeServe || mode == ModeWorker {
 		b.str(&c.TemporalAddress, "temporal-address", "TEMPORAL_ADDRESS", "127.0.0.1:7233", "Temporal frontend host:port")
@@ -224,9 +246,44 @@ func Bind(fs *flag.FlagSet, mode Mode) (*Config, func() error) {
 		if mode != ModeAdmin && (c.BatchChildItems < 1 || c.BatchConcurrency < 1) {
 			return fmt.Errorf("--batch-child-items and --batch-concurrency must be positive")
 		}
+		var err error
+		if c.OutboundAllow, err = outbound.ParseAllowlist(outboundAllow); err != nil {
+			return err
+		}
+		if (c.SMTPURL == "") != (c.SMTPFrom == "") {
+			return fmt.Errorf("--smtp-url and --smtp-from go together")
+		}
+		if c.SMTPURL != "" {
+			smtp, err := delivery.ParseSMTPURL(c.SMTPURL, c.SMTPFrom)
+			if err != nil {
+				return err
+			}
+			c.SMTP = &smtp
+		}
+		c.Secrets = c.secretKeys(mode)
 		return nil
 	}
 	return c, check
+}
+
+// secretKeys says where the secret keys come from: the environment and
+// the key files, and otherwise, in dev, the data directory's key file
+// (made on first start); admin commands read that file but never make it.
+func (c *Config) secretKeys(mode Mode) secrets.KeyConfig {
+	k := secrets.KeyConfig{
+		Key:          os.Getenv("ONTOFLOW_SECRET_KEY"),
+		KeyFile:      c.SecretKeyFile,
+		PreviousFile: c.SecretKeyPreviousFile,
+	}
+	for _, p := range strings.Split(os.Getenv("ONTOFLOW_SECRET_KEY_PREVIOUS"), ",") {
+		if p = strings.TrimSpace(p); p != "" {
+			k.Previous = append(k.Previous, p)
+		}
+	}
+	if mode == ModeDev || mode == ModeAdmin {
+		k.DevDir, k.CreateDevKey = c.DataDir, mode == ModeDev
+	}
+	return k
 }
 
 // ParseBytes reads "1024", "4KiB", "512MiB", "10GiB" (also KB/MB/GB as

@@ -116,3 +116,45 @@ func TestParseBytes(t *testing.T) {
 		}
 	}
 }
+
+func TestSecretsAndOutbound(t *testing.T) {
+	t.Setenv("DATABASE_URL", "")
+	t.Setenv("ONTOFLOW_SECRET_KEY", "")
+	t.Setenv("ONTOFLOW_SECRET_KEY_PREVIOUS", "")
+	dev, err := bind(t, ModeDev, "--data-dir", "/tmp/d")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if dev.Secrets.DevDir != "/tmp/d" || !dev.Secrets.CreateDevKey || dev.OutboundAllow.String() != "" || dev.SMTPURL != "" {
+		t.Errorf("dev defaults: %+v allow %q smtp %q", dev.Secrets, dev.OutboundAllow, dev.SMTPURL)
+	}
+	admin, err := bind(t, ModeAdmin, "--data-dir", "/tmp/d")
+	if err != nil || admin.Secrets.DevDir != "/tmp/d" || admin.Secrets.CreateDevKey {
+		t.Errorf("admin commands must read the dev key file but never make it: %+v %v", admin.Secrets, err)
+	}
+
+	t.Setenv("DATABASE_URL", "postgres://x@db/ontoflow")
+	t.Setenv("ONTOFLOW_SECRET_KEY", "k1")
+	t.Setenv("ONTOFLOW_SECRET_KEY_PREVIOUS", "k2, k3")
+	t.Setenv("ONTOFLOW_OUTBOUND_ALLOW", "127.0.0.1/32,hooks.internal:8443")
+	cfg, err := bind(t, ModeWorker, "--secret-key-previous-file", "/run/prev", "--smtp-url", "smtp://mail:587", "--smtp-from", "a@b.c")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := cfg.Secrets
+	if s.Key != "k1" || strings.Join(s.Previous, "|") != "k2|k3" || s.PreviousFile != "/run/prev" || s.DevDir != "" {
+		t.Errorf("worker secrets: %+v", s)
+	}
+	if cfg.OutboundAllow.String() != "127.0.0.1/32,hooks.internal:8443" || cfg.SMTP == nil || cfg.SMTP.Host != "mail" || cfg.SMTP.Port != 587 || cfg.SMTP.From != "a@b.c" {
+		t.Errorf("worker outbound: %q %+v", cfg.OutboundAllow, cfg.SMTP)
+	}
+	if _, err := bind(t, ModeWorker, "--smtp-url", "http://mail", "--smtp-from", "a@b.c"); err == nil {
+		t.Error("an http:// SMTP URL accepted")
+	}
+	if _, err := bind(t, ModeWorker, "--outbound-allow", "not-a-cidr"); err == nil || !strings.Contains(err.Error(), "outbound-allow") {
+		t.Errorf("bad allowlist: %v", err)
+	}
+	if _, err := bind(t, ModeWorker, "--smtp-url", "smtp://mail:587"); err == nil {
+		t.Error("--smtp-url without --smtp-from accepted")
+	}
+}

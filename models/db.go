@@ -134,7 +134,7 @@ func Ping(ctx context.Context, db *gorm.DB) error { return ping(ctx, db) }
 // in its own file.
 func all() []any {
 	var out []any
-	for _, group := range [][]any{userModels, davModels, ontologyModels, actionModels} {
+	for _, group := range [][]any{userModels, davModels, ontologyModels, actionModels, secretModels} {
 		out = append(out, group...)
 	}
 	return out

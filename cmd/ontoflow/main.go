@@ -5,6 +5,7 @@
 //	ontoflow worker   the action engine's Temporal worker
 //	ontoflow migrate  bring the database schema up to date
 //	ontoflow users    add, list and update service users
+//	ontoflow secrets  generate and rotate the key secrets are encrypted with
 package main
 
 import (
@@ -38,6 +39,7 @@ Commands:
   migrate   bring the database schema up to date (idempotent); with
             --temporal-address also registers Ontoflow's search attributes
   users     manage service users: add, list, show, update, passwd
+  secrets   secret keys: gen-key, rotate-key
   probe     GET a URL and exit 0 on 200 (container health checks; the
             image has no curl)
 
@@ -63,6 +65,8 @@ func main() {
 		err = migrate(args)
 	case "users":
 		err = usersCmd(args, os.Stdout)
+	case "secrets":
+		err = secretsCmd(args, os.Stdout)
 	case "probe":
 		err = probe(args)
 	case "-h", "--help", "help":

@@ -13,7 +13,6 @@ import (
 
 	"github.com/ontoflow/ontoflow/apperr"
 	"github.com/ontoflow/ontoflow/models"
-	"github.com/ontoflow/ontoflow/ontology/domain"
 )
 
 // Prepared is what Validate hands to the later steps: the execution's
@@ -186,24 +185,6 @@ func (e *Engine) Authorize(ctx context.Context, p *Prepared) error {
 	return e.authorize(in, true)
 }
 
-// Operation applies one kind of operation inside the engine's transaction.
-// invoke_function and invoke_webhook plug in here in a later release.
-type Operation func(ctx context.Context, tx *gorm.DB, in *input, params map[string]any) (*Outcome, error)
-
-func (e *Engine) operation(kind string) (Operation, bool) {
-	switch kind {
-	case domain.KindUpdateObject:
-		return e.updateObject, true
-	case domain.KindCreateObject:
-		return e.createObject, true
-	case domain.KindDeleteObject:
-		return e.deleteObject, true
-	case domain.KindCreateLink:
-		return e.createLink, true
-	}
-	return nil, false
-}
-
 // Run is the run-operation step. The operation's edits and the execution's
 // move to succeeded commit in one transaction that first locks the row:
 // an activity retried after a crash finds the row succeeded and returns the
@@ -266,10 +247,9 @@ func (e *Engine) Run(ctx context.Context, p *Prepared) (_ *Outcome, err error) {
 		case models.StatusFailed:
 			return apperr.New(apperr.Code(ex.ErrorCode), "%s", ex.ErrorMessage)
 		}
-		var err error
-		op, ok := e.operation(in.Action.OperationKind)
-		if !ok {
-			return apperr.New(apperr.OperationNotSupported, "operation %s is not available in this release", in.Action.OperationKind)
+		kind, op, err := e.op(in.Action, in.Actor, nil, in.Params)
+		if err != nil {
+			return err
 		}
 		// The target is re-read inside the transaction so the edit's
 		// "before" is what the edit replaced. On Postgres the read locks
@@ -289,13 +269,14 @@ func (e *Engine) Run(ctx context.Context, p *Prepared) (_ *Outcome, err error) {
 				return apperr.New(apperr.ObjectNotFound, "object %q not found", ex.TargetObjectID)
 			}
 		}
-		out, err = op(ctx, tx, &in, in.Params)
+		op.Target, op.ExecutionID, op.Tx = in.Target, ex.ID, tx
+		out, err = kind.Apply(ctx, op)
 		if err != nil {
 			return err
 		}
 		now := e.now()
 		ex.Status, ex.FinishedAt, ex.ActionVersion = models.StatusSucceeded, &now, in.Action.Version
-		ex.Edits, ex.Result = models.NewJSON(out.Edits), models.NewJSON(out.Result)
+		ex.Edits, ex.Result = models.NewNumJSON(out.Edits), models.NewJSON(out.Result)
 		ex.Parameters = models.NewNumJSON(in.Params)
 		cols := []any{"finished_at", "action_version", "edits", "result", "parameters"}
 		if run := runIDFor(ctx, &ex); run != "" {
@@ -319,65 +300,6 @@ func (e *Engine) Run(ctx context.Context, p *Prepared) (_ *Outcome, err error) {
 		}
 	}
 	return out, nil
-}
-
-func (e *Engine) updateObject(ctx context.Context, tx *gorm.DB, in *input, params map[string]any) (*Outcome, error) {
-	patch := mappedProperties(in.Action.Config.Operation, params)
-	after, err := e.onto.UpdateObject(ctx, tx, in.Target.ID, patch)
-	if err != nil {
-		return nil, err
-	}
-	return &Outcome{
-		Edits: []models.Edit{{Op: domain.KindUpdateObject, ObjectTypeID: after.ObjectTypeID, ObjectID: after.ID,
-			Before: pick(in.Target.Properties, patch), After: pick(after.Properties, patch)}},
-		Result: map[string]any{"object_id": after.ID},
-	}, nil
-}
-
-func (e *Engine) createObject(ctx context.Context, tx *gorm.DB, in *input, params map[string]any) (*Outcome, error) {
-	props := mappedProperties(in.Action.Config.Operation, params)
-	obj, err := e.onto.CreateObject(ctx, tx, in.Action.ObjectTypeID, props, "", in.Actor.ID, in.Actor.Organization)
-	if err != nil {
-		return nil, err
-	}
-	return &Outcome{
-		Edits:  []models.Edit{{Op: domain.KindCreateObject, ObjectTypeID: obj.ObjectTypeID, ObjectID: obj.ID, After: obj.Properties}},
-		Result: map[string]any{"object_id": obj.ID},
-	}, nil
-}
-
-func (e *Engine) deleteObject(ctx context.Context, tx *gorm.DB, in *input, _ map[string]any) (*Outcome, error) {
-	if err := e.onto.DeleteObject(ctx, tx, in.Target.ID); err != nil {
-		return nil, err
-	}
-	return &Outcome{
-		Edits:  []models.Edit{{Op: domain.KindDeleteObject, ObjectTypeID: in.Target.ObjectTypeID, ObjectID: in.Target.ID, Before: in.Target.Properties}},
-		Result: map[string]any{"object_id": in.Target.ID},
-	}, nil
-}
-
-func (e *Engine) createLink(ctx context.Context, tx *gorm.DB, in *input, params map[string]any) (*Outcome, error) {
-	op := in.Action.Config.Operation
-	// The other end comes from a parameter: the actor must be able to read
-	// it, as the REST link route requires of both ends. One it may not read
-	// is answered as absent, so the action cannot probe for it either.
-	otherID, _ := params[op.OtherObjectInput].(string)
-	other, err := e.onto.Object(ctx, tx, otherID)
-	if err != nil {
-		return nil, fmt.Errorf("load the link's other end %s: %w", otherID, err)
-	}
-	if other == nil || !e.onto.CanRead(in.Actor, other.Marking, other.Organization) {
-		return nil, apperr.New(apperr.ObjectNotFound, "object %q not found", otherID)
-	}
-	src, dst := linkEnds(op, in.Target.ID, params)
-	id, err := e.onto.CreateLink(ctx, tx, op.LinkTypeID, src, dst)
-	if err != nil {
-		return nil, err
-	}
-	return &Outcome{
-		Edits:  []models.Edit{{Op: domain.KindCreateLink, LinkTypeID: op.LinkTypeID, LinkID: id, SourceID: src, TargetID: dst}},
-		Result: map[string]any{"link_id": id},
-	}, nil
 }
 
 // RecordFailure marks an execution failed unless it already finished.

@@ -498,7 +498,7 @@ func (h *actionRoutes) inlineEdit(c *gin.Context) {
 		return
 	}
 	params := map[string]any{input: req.Value}
-	for _, m := range at.Config.Operation.PropertyMappings {
+	for _, m := range at.PropertyMappings() {
 		if m.Input == "" || m.Input == input {
 			continue
 		}

@@ -20,7 +20,7 @@ import (
 func everything(t *testing.T, db *gorm.DB) (*ontology.Store, string) {
 	t.Helper()
 	ctx := context.Background()
-	s := ontology.NewStore(db, nil)
+	s := ontology.NewStore(db, nil, builtinKinds)
 	project := ok(s.CreateObjectType(ctx, admin.ID, ontology.ObjectTypeSpec{Name: "Project",
 		Properties: []ontology.PropertySpec{{Name: "title", Type: domain.T(domain.TypeString)}}}))(t)
 	var sp ontology.ObjectTypeSpec
@@ -292,7 +292,7 @@ func TestConcurrentWritersKeepConstraints(t *testing.T) {
 func TestReferenceUUIDCaseIsNormalized(t *testing.T) {
 	testdb.Each(t, func(t *testing.T, db *gorm.DB) {
 		ctx := context.Background()
-		s := ontology.NewStore(db, nil)
+		s := ontology.NewStore(db, nil, builtinKinds)
 		ok(s.CreateObjectType(ctx, admin.ID, ontology.ObjectTypeSpec{Name: "Project",
 			Properties: []ontology.PropertySpec{{Name: "title", Type: domain.T(domain.TypeString)}}}))(t)
 		p := ok(s.CreateObject(ctx, nil, "Project", map[string]any{"title": "P"}, "", admin.ID, ""))(t)

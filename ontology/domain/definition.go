@@ -201,6 +201,17 @@ type ActionDefinition struct {
 	Policy        Policy       `json:"policy"`
 }
 
+// PropertyMappings are the property mappings of an action whose config is
+// a MappingConfig (update_object, create_object; inline edits use them),
+// nil for another kind's config.
+func (d ActionDefinition) PropertyMappings() []PropertyMapping {
+	var cfg MappingConfig
+	if DecodeConfig("config.operation", d.Config.Operation, &cfg) != nil {
+		return nil
+	}
+	return cfg.PropertyMappings
+}
+
 // Input returns the input called name.
 func (d ActionDefinition) Input(name string) (InputField, bool) {
 	for _, in := range d.Inputs {
@@ -361,11 +372,13 @@ func (v *defValidator) scope() ConditionScope {
 }
 
 // Scope is the condition scope of d (for validating conditions outside a
-// full definition check). ot may be nil.
-func Scope(d ActionDefinition, kinds *Kinds, ot *ObjectTypeInfo, markings []string) ConditionScope {
+// full definition check); hasTarget is its kind's answer for d, ot may be
+// nil.
+func Scope(d ActionDefinition, hasTarget bool, ot *ObjectTypeInfo, markings []string) ConditionScope {
 	v := &defValidator{d: d, ot: ot, env: CheckEnv{Markings: markings}}
-	v.kind, _ = kinds.Get(d.OperationKind)
-	return v.scope()
+	sc := v.scope()
+	sc.HasTarget = hasTarget && ot != nil
+	return sc
 }
 
 func (v *defValidator) checkTypeRefs(field string, t PropertyType) error {
@@ -816,11 +829,7 @@ func ValidateInlineEdit(objectTypeID string, prop PropertyInfo, cfg InlineEditCo
 		return "", defErr(f+".action_type_id", "wrong_kind", "action %s is a %s action; inline edits need an update_object action", action.Name, action.OperationKind)
 	}
 	var candidates []string
-	var mapping MappingConfig
-	if err := DecodeConfig("config.operation", action.Config.Operation, &mapping); err != nil {
-		return "", err
-	}
-	for _, m := range mapping.PropertyMappings {
+	for _, m := range action.PropertyMappings() {
 		if m.Property == prop.Name && m.Input != "" {
 			candidates = append(candidates, m.Input)
 		}

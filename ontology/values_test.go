@@ -227,7 +227,9 @@ func TestPropertyChangesMigrateObjects(t *testing.T) {
 			t.Fatal(err)
 		}
 		for _, o := range ok(s.ListObjects(ctx, admin, "Employee", ontology.ObjectQuery{Limit: 10}))(t) {
-			ok(0, s.DeleteObject(ctx, nil, o.ID))(t)
+			if _, _, err := s.DeleteObject(ctx, nil, o.ID); err != nil {
+				t.Fatal(err)
+			}
 		}
 		err = s.DeleteObjectType(ctx, "Employee")
 		mustCode(t, err, apperr.DependentsExist, "property lead of object type Team")

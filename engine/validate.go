@@ -74,7 +74,12 @@ type input struct {
 func (e *Engine) load(ctx context.Context, r Request) (*input, error) {
 	in := &input{Request: r}
 	at := r.Action
-	if !e.kinds.Domain().HasTarget(at.ActionDefinition) {
+	kind, ok := e.kinds.Get(at.OperationKind)
+	if !ok {
+		// Stored by a build that registered the kind.
+		return nil, notSupported(at.OperationKind)
+	}
+	if !kind.HasTarget(at.ObjectTypeID) {
 		if r.TargetID != "" {
 			return nil, apperr.New(apperr.InvalidArgument, "action %s (%s) takes no target object, got target_object_id %q", at.Name, at.OperationKind, r.TargetID)
 		}

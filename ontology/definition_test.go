@@ -2,6 +2,7 @@ package ontology_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"strings"
 	"testing"
@@ -438,5 +439,49 @@ func TestInlineEditConstraints(t *testing.T) {
 		mustCode(t, err, apperr.InvalidDefinition)
 		err = f.s.DeleteActionType(ctx, update)
 		mustCode(t, err, apperr.DependentsExist, "property status of object type Ticket")
+	})
+}
+
+// The operation config is decoded by its kind strictly: an unknown
+// member is not_allowed, a wrong-typed one names the member, a config
+// that is not an object names config.operation; what is stored (and
+// shown) is the kind's canonical form, numbers exact.
+func TestOperationConfigDecoding(t *testing.T) {
+	testdb.Each(t, func(t *testing.T, db *gorm.DB) {
+		ctx := context.Background()
+		f := newDefFixture(t, db)
+		cases := []struct {
+			name, kind, op, field, reason string
+		}{
+			{"unknown member", domain.KindUpdateObject, `{"property_mappings":[{"property":"status","input":"status"}],"bogus":1}`, "config.operation.bogus", "not_allowed"},
+			{"member of another kind", domain.KindCreateLink, `{"link_type_id":"IN_PROJECT","other_object_input":"project","target_side":"source","static_patch":{"status":"x"}}`, "config.operation.static_patch", "not_allowed"},
+			{"delete takes none", domain.KindDeleteObject, `{"url":"https://x"}`, "config.operation.url", "not_allowed"},
+			{"wrong type", domain.KindCreateLink, `{"link_type_id":5,"other_object_input":"project","target_side":"source"}`, "config.operation.link_type_id", "type"},
+			{"not an object", domain.KindDeleteObject, `[]`, "config.operation", "type"},
+		}
+		for i, c := range cases {
+			t.Run(c.name, func(t *testing.T) {
+				d := f.base(t, c.kind, fmt.Sprintf("dec_%d", i))
+				d.Config.Operation = json.RawMessage(strings.ReplaceAll(c.op, "IN_PROJECT", f.inProject))
+				_, err := f.s.CreateActionType(ctx, admin.ID, d)
+				ae, ok := apperr.As(err)
+				if !ok || ae.Code != apperr.InvalidDefinition || len(ae.Details) == 0 || ae.Details[0].Field != c.field || ae.Details[0].Reason != c.reason {
+					t.Fatalf("got %v (%+v), want InvalidDefinition %s %s", err, ae, c.field, c.reason)
+				}
+			})
+		}
+		d := f.base(t, domain.KindUpdateObject, "canonical")
+		d.Config.Operation = json.RawMessage(`{ "static_patch" : {"assignee":"triage"}, "property_mappings":[{"property":"status","input":"status"},
+			{"property":"priority","value":9007199254740993}] }`)
+		v := ok(f.s.CreateActionType(ctx, admin.ID, d))(t)
+		want := `{"property_mappings":[{"property":"status","input":"status"},{"property":"priority","value":9007199254740993}],"static_patch":{"assignee":"triage"}}`
+		if got := string(ok(f.s.GetActionType(ctx, v.ID))(t).Config.Operation); got != want {
+			t.Fatalf("stored config %s, want %s", got, want)
+		}
+		// delete_object's empty config is shown as an empty object.
+		del := ok(f.s.CreateActionType(ctx, admin.ID, f.base(t, domain.KindDeleteObject, "del")))(t)
+		if got := string(ok(f.s.GetActionType(ctx, del.ID))(t).Config.Operation); got != `{}` {
+			t.Fatalf("delete_object config shown as %s, want {}", got)
+		}
 	})
 }

@@ -124,17 +124,21 @@ func (r *Kinds) References(d ActionDefinition) References {
 }
 
 // RedactSecrets returns d's operation config with its secrets replaced by
-// redacted (unchanged when its kind carries none).
+// redacted (unchanged when its kind carries none). A config that cannot be
+// decoded (its kind is not registered) is withheld: null.
 func (r *Kinds) RedactSecrets(d ActionDefinition, redacted string) json.RawMessage {
 	k, cfg, err := r.Config(d)
+	if err != nil {
+		return nil
+	}
 	red, ok := k.(SecretRedactor)
-	if err != nil || !ok {
+	if !ok {
 		return d.Config.Operation
 	}
 	red.RedactSecrets(cfg, redacted)
 	b, err := json.Marshal(cfg)
 	if err != nil {
-		return d.Config.Operation
+		return nil
 	}
 	return b
 }

@@ -229,6 +229,12 @@ func (e *Engine) Run(ctx context.Context, p *Prepared) (_ *Outcome, err error) {
 		}
 		in.Params = params
 	}
+	// The kind and its decoded config, before the transaction: nothing
+	// that can wait runs while the row is locked.
+	kind, op, err := e.op(in.Action, in.Actor, nil, in.Params)
+	if err != nil {
+		return nil, err
+	}
 	var out *Outcome
 	var done *models.Execution
 	err = e.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
@@ -247,10 +253,7 @@ func (e *Engine) Run(ctx context.Context, p *Prepared) (_ *Outcome, err error) {
 		case models.StatusFailed:
 			return apperr.New(apperr.Code(ex.ErrorCode), "%s", ex.ErrorMessage)
 		}
-		kind, op, err := e.op(in.Action, in.Actor, nil, in.Params)
-		if err != nil {
-			return err
-		}
+		var err error
 		// The target is re-read inside the transaction so the edit's
 		// "before" is what the edit replaced. On Postgres the read locks
 		// the row: two executions on one object would otherwise both merge

@@ -8,6 +8,7 @@ package activities
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 
 	"go.temporal.io/sdk/activity"
@@ -58,6 +59,14 @@ func (a *Activities) Apply(ctx context.Context, p *engine.Prepared, last bool) (
 		return nil, typed(err)
 	}
 	return &engine.Outcome{Result: o.Result}, nil
+}
+
+// Effect runs the effect step of a kind whose work leaves the process (a
+// regular activity: its own timeout, retries and heartbeat, visible in the
+// Temporal UI); the execution id is the idempotency key of every attempt.
+func (a *Activities) Effect(ctx context.Context, executionID string) (json.RawMessage, error) {
+	r, err := a.eng.Effect(run(ctx), executionID)
+	return r, typed(err)
 }
 
 // Notify is the single notify step of workflows recorded before one

@@ -23,7 +23,7 @@ import (
 // below holds it to the document.
 func allRouteGroups() []func(*gin.RouterGroup) {
 	return []func(*gin.RouterGroup){
-		api.OntologyRoutes(ontology.NewStore(nil, auth.DefaultLevels)),
+		api.OntologyRoutes(ontology.NewStore(nil, auth.DefaultLevels, nil)),
 		api.ActionRoutes(api.ActionDeps{}),
 		api.SecretRoutes(secrets.NewStore(nil, nil)),
 	}

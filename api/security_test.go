@@ -362,7 +362,7 @@ func TestActionLogAppliesReadRule(t *testing.T) {
 			}
 			ids[name] = created.ID
 		}
-		store := ontology.NewStore(db, levels)
+		store := ontology.NewStore(db, levels, engine.NewKinds(engine.BuiltinKinds()...).Domain())
 		eng := engine.New(engine.Deps{DB: db, Ontology: store, Levels: levels})
 		srv := api.New(api.Deps{DB: db, Auth: auth.NewService(db, auth.Options{}), Levels: levels,
 			Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
@@ -386,7 +386,7 @@ func TestActionLogAppliesReadRule(t *testing.T) {
 			ex := models.Execution{ID: uuid.NewString(), Kind: kind, WorkflowID: "wf", ActionTypeID: at, ActionTypeName: "raise",
 				ActorID: ids[actor], ActorName: actor, TargetObjectID: target, BatchID: batch,
 				Parameters: models.NewNumJSON(map[string]any{"salary": 987654}), Justification: "secret-justification",
-				Edits: models.NewJSON(edits), Status: models.StatusSucceeded, CreatedAt: time.Now().Add(time.Duration(n) * time.Second)}
+				Edits: models.NewNumJSON(edits), Status: models.StatusSucceeded, CreatedAt: time.Now().Add(time.Duration(n) * time.Second)}
 			if err := db.Create(&ex).Error; err != nil {
 				t.Fatal(err)
 			}

@@ -149,8 +149,11 @@ func Start(ctx context.Context, mode Mode, cfg *config.Config, log *slog.Logger)
 		}
 	}
 
-	store := ontology.NewStore(a.DB, cfg.Markings)
-	eng := engine.New(engine.Deps{DB: a.DB, Ontology: store, Levels: cfg.Markings, Log: log, Registerer: a.Registry,
+	// The operation kinds action types may use: the ontology store checks
+	// definitions and the engine runs actions with the same registry.
+	kinds := engine.NewKinds(engine.BuiltinKinds()...)
+	store := ontology.NewStore(a.DB, cfg.Markings, kinds.Domain())
+	eng := engine.New(engine.Deps{DB: a.DB, Ontology: store, Kinds: kinds, Levels: cfg.Markings, Log: log, Registerer: a.Registry,
 		Channels: []engine.Channel{engine.InApp()}})
 
 	a.Store, a.Engine = store, eng

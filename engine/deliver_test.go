@@ -50,7 +50,7 @@ type fixture struct {
 func newFixture(t *testing.T, db *gorm.DB) *fixture {
 	ctx := context.Background()
 	levels := auth.Levels{"public", "confidential"}
-	store := ontology.NewStore(db, levels)
+	store := ontology.NewStore(db, levels, engine.NewKinds(engine.BuiltinKinds()...).Domain())
 	alice := models.User{ID: "00000000-0000-4000-8000-00000000a11c", Username: "alice", Clearance: "public", Organization: "acme"}
 	if err := db.Create(&alice).Error; err != nil {
 		t.Fatal(err)

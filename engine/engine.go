@@ -34,8 +34,9 @@ type Ontology interface {
 	UpdateObject(ctx context.Context, tx *gorm.DB, id string, patch map[string]any) (*Object, error)
 	// CreateObject creates an object of objectTypeID.
 	CreateObject(ctx context.Context, tx *gorm.DB, objectTypeID string, props map[string]any, marking, createdBy, organization string) (*Object, error)
-	// DeleteObject deletes an object (and what the store cascades).
-	DeleteObject(ctx context.Context, tx *gorm.DB, id string) error
+	// DeleteObject deletes an object and its links, and returns the
+	// object and the links as they were (what recreating them needs).
+	DeleteObject(ctx context.Context, tx *gorm.DB, id string) (*Object, []domain.Link, error)
 	// CreateLink links source to target with linkTypeID, enforcing
 	// cardinality, and returns the link id.
 	CreateLink(ctx context.Context, tx *gorm.DB, linkTypeID, sourceID, targetID string) (string, error)
@@ -50,8 +51,11 @@ type (
 
 // Deps are the engine's dependencies.
 type Deps struct {
-	DB         *gorm.DB
-	Ontology   Ontology
+	DB       *gorm.DB
+	Ontology Ontology
+	// Kinds are the operation kinds the engine runs (nil: BuiltinKinds);
+	// the ontology store must check definitions with the same registry.
+	Kinds      *Kinds
 	Levels     auth.Levels
 	Log        *slog.Logger
 	Registerer prometheus.Registerer
@@ -63,6 +67,7 @@ type Deps struct {
 type Engine struct {
 	db       *gorm.DB
 	onto     Ontology
+	kinds    *Kinds
 	levels   auth.Levels
 	log      *slog.Logger
 	metrics  *metrics
@@ -80,10 +85,13 @@ func New(d Deps) *Engine {
 	if d.Registerer == nil {
 		d.Registerer = prometheus.NewRegistry()
 	}
+	if d.Kinds == nil {
+		d.Kinds = NewKinds(BuiltinKinds()...)
+	}
 	if d.Channels == nil {
 		d.Channels = []Channel{InApp()}
 	}
-	e := &Engine{db: d.DB, onto: d.Ontology, levels: d.Levels, log: d.Log,
+	e := &Engine{db: d.DB, onto: d.Ontology, kinds: d.Kinds, levels: d.Levels, log: d.Log,
 		metrics: newMetrics(d.Registerer), now: func() time.Time { return time.Now().UTC() },
 		channels: map[string]Channel{}}
 	for _, ch := range d.Channels {

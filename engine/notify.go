@@ -235,24 +235,35 @@ func (e *Engine) lockExecution(tx *gorm.DB, id string) (*models.Execution, error
 }
 
 // beforeAfter reconstructs the target as the operation found it and the
-// object as it left it, for templates and recipient resolution.
+// object as it left it, for templates and recipient resolution. It reads
+// the first recorded edit, whatever its kind: the object it names as it
+// is now (nil once deleted), and the target with the edit's before values
+// laid over it — or, when the edit removed the target, as the edit
+// recorded it.
 func (e *Engine) beforeAfter(ctx context.Context, targetID string, out *Outcome) (before, after *Object) {
 	var ed models.Edit
 	if len(out.Edits) > 0 {
 		ed = out.Edits[0]
 	}
-	if ed.ObjectID != "" && ed.Op != domain.KindDeleteObject {
+	if ed.ObjectID != "" {
 		after, _ = e.onto.Object(ctx, nil, ed.ObjectID)
 	}
 	if targetID == "" {
 		return nil, after
 	}
-	if ed.Op == domain.KindDeleteObject {
-		return &Object{ID: targetID, ObjectTypeID: ed.ObjectTypeID, Properties: ed.Before}, nil
+	var cur *Object
+	if ed.ObjectID == targetID {
+		cur = after
+	} else {
+		cur, _ = e.onto.Object(ctx, nil, targetID)
 	}
-	cur, _ := e.onto.Object(ctx, nil, targetID)
-	if cur == nil || ed.Op != domain.KindUpdateObject {
+	if ed.ObjectID != targetID {
 		return cur, after
+	}
+	if cur == nil {
+		// The edit removed the target: as it recorded it.
+		return &Object{ID: targetID, ObjectTypeID: ed.ObjectTypeID, Properties: ed.Before, Marking: ed.Marking,
+			Organization: ed.Organization, CreatedBy: ed.CreatedBy}, nil
 	}
 	b := *cur
 	b.Properties = map[string]any{}

@@ -24,7 +24,7 @@ func TestStepsOnAFinishedExecutionAnswerFromTheRecord(t *testing.T) {
 		edits := []models.Edit{{Op: "delete_object", ObjectTypeID: "gone-type", ObjectID: "gone-object", Before: map[string]any{"title": "o1"}}}
 		done := models.Execution{ID: "done", Kind: models.KindExecute, ActionTypeID: "gone-action", ActionTypeName: "cancel",
 			ActorID: "u", TargetObjectID: "gone-object", Status: models.StatusSucceeded, FinishedAt: &now, NotifiedAt: &now,
-			Parameters: models.NewNumJSON(map[string]any{"reason": "dup"}), Edits: models.NewJSON(edits),
+			Parameters: models.NewNumJSON(map[string]any{"reason": "dup"}), Edits: models.NewNumJSON(edits),
 			Result: models.NewJSON(map[string]any{"object_id": "gone-object"})}
 		failed := models.Execution{ID: "failed", Kind: models.KindExecute, ActionTypeID: "gone-action", ActionTypeName: "cancel",
 			ActorID: "u", Status: models.StatusFailed, FinishedAt: &now, ErrorCode: string(apperr.PermissionDenied), ErrorMessage: "no"}

@@ -13,7 +13,6 @@ import (
 
 	"github.com/ontoflow/ontoflow/apperr"
 	"github.com/ontoflow/ontoflow/models"
-	"github.com/ontoflow/ontoflow/ontology/domain"
 )
 
 // Prepared is what Validate hands to the later steps: the execution's
@@ -35,6 +34,12 @@ type Prepared struct {
 	// Deliveries are the delivery steps after a success, one per channel,
 	// in order (decided here, so the workflow replays them as recorded).
 	Deliveries []Delivery `json:"deliveries,omitempty"`
+	// Effect, for a kind whose work leaves the process (EffectKind), are
+	// the options of its effect step, which the workflow runs as a regular
+	// activity between authorize and run; EffectResult is that step's
+	// result, which the workflow hands to the run step.
+	Effect       *EffectOptions  `json:"effect,omitempty"`
+	EffectResult json.RawMessage `json:"effect_result,omitempty"`
 }
 
 // Delivery is one delivery step: a channel, and whether its delivery
@@ -171,8 +176,48 @@ func (e *Engine) Prepare(ctx context.Context, executionID string) (*Prepared, er
 	}
 	in.Params = params
 	e.memo.put(ex, in)
-	return &Prepared{ExecutionID: ex.ID, ActionTypeID: in.Action.ID, ActorID: ex.ActorID, TargetID: ex.TargetObjectID,
-		HasNotifications: len(in.Action.Config.NotificationSideEffects) > 0, Deliveries: e.deliveries(in.Action)}, nil
+	p := &Prepared{ExecutionID: ex.ID, ActionTypeID: in.Action.ID, ActorID: ex.ActorID, TargetID: ex.TargetObjectID,
+		HasNotifications: len(in.Action.Config.NotificationSideEffects) > 0, Deliveries: e.deliveries(in.Action)}
+	if k, ok := e.kinds.Get(in.Action.OperationKind); ok {
+		if ek, ok := k.(EffectKind); ok {
+			o := ek.EffectOptions()
+			p.Effect = &o
+		}
+	}
+	return p, nil
+}
+
+// Effect is the effect step of a kind whose work leaves the process: it
+// runs the kind's Effect outside any transaction, with the execution id as
+// the key every attempt carries, and returns its result for the run step
+// to record. A finished execution answers from its record without calling
+// out again.
+func (e *Engine) Effect(ctx context.Context, executionID string) (json.RawMessage, error) {
+	defer e.observe("effect", time.Now())
+	ex, in, err := e.step(ctx, executionID)
+	if err != nil {
+		return nil, err
+	}
+	if in == nil {
+		return nil, recorded(ex)
+	}
+	if in.Params == nil {
+		params, v := e.materialize(ctx, in)
+		if err := v.refusal(); err != nil {
+			return nil, err
+		}
+		in.Params = params
+	}
+	k, op, err := e.op(in.Action, in.Actor, in.Target, in.Params)
+	if err != nil {
+		return nil, err
+	}
+	ek, ok := k.(EffectKind)
+	if !ok {
+		return nil, nil
+	}
+	op.ExecutionID = ex.ID
+	return ek.Effect(ctx, op, ex.ID)
 }
 
 // prepared is Prepare's answer for a finished execution: the parameters it
@@ -207,24 +252,6 @@ func (e *Engine) Authorize(ctx context.Context, p *Prepared) error {
 		return recorded(ex)
 	}
 	return e.authorize(in, true)
-}
-
-// Operation applies one kind of operation inside the engine's transaction.
-// invoke_function and invoke_webhook plug in here in a later release.
-type Operation func(ctx context.Context, tx *gorm.DB, in *input, params map[string]any) (*Outcome, error)
-
-func (e *Engine) operation(kind string) (Operation, bool) {
-	switch kind {
-	case domain.KindUpdateObject:
-		return e.updateObject, true
-	case domain.KindCreateObject:
-		return e.createObject, true
-	case domain.KindDeleteObject:
-		return e.deleteObject, true
-	case domain.KindCreateLink:
-		return e.createLink, true
-	}
-	return nil, false
 }
 
 // Run is the run-operation step. The operation's edits and the execution's
@@ -271,6 +298,12 @@ func (e *Engine) Run(ctx context.Context, p *Prepared, last bool) (_ *Outcome, e
 		}
 		in.Params = params
 	}
+	// The kind and its decoded config, before the transaction: nothing
+	// that can wait runs while the row is locked.
+	kind, op, err := e.op(in.Action, in.Actor, nil, in.Params)
+	if err != nil {
+		return nil, err
+	}
 	var out *Outcome
 	var done *models.Execution
 	err = e.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
@@ -290,10 +323,6 @@ func (e *Engine) Run(ctx context.Context, p *Prepared, last bool) (_ *Outcome, e
 			return apperr.New(apperr.Code(ex.ErrorCode), "%s", ex.ErrorMessage)
 		}
 		var err error
-		op, ok := e.operation(in.Action.OperationKind)
-		if !ok {
-			return apperr.New(apperr.OperationNotSupported, "operation %s is not available in this release", in.Action.OperationKind)
-		}
 		// The target is re-read inside the transaction so the edit's
 		// "before" is what the edit replaced. On Postgres the read locks
 		// the row: two executions on one object would otherwise both merge
@@ -312,13 +341,14 @@ func (e *Engine) Run(ctx context.Context, p *Prepared, last bool) (_ *Outcome, e
 				return apperr.New(apperr.ObjectNotFound, "object %q not found", ex.TargetObjectID)
 			}
 		}
-		out, err = op(ctx, tx, &in, in.Params)
+		op.Target, op.ExecutionID, op.Tx, op.Effect = in.Target, ex.ID, tx, p.EffectResult
+		out, err = kind.Apply(ctx, op)
 		if err != nil {
 			return err
 		}
 		now := e.now()
 		ex.Status, ex.FinishedAt, ex.ActionVersion = models.StatusSucceeded, &now, in.Action.Version
-		ex.Edits, ex.Result = models.NewJSON(out.Edits), models.NewJSON(out.Result)
+		ex.Edits, ex.Result = models.NewNumJSON(out.Edits), models.NewJSON(out.Result)
 		ex.Parameters = models.NewNumJSON(in.Params)
 		cols := []any{"finished_at", "action_version", "edits", "result", "parameters"}
 		if run := runIDFor(ctx, &ex); run != "" {
@@ -342,65 +372,6 @@ func (e *Engine) Run(ctx context.Context, p *Prepared, last bool) (_ *Outcome, e
 		}
 	}
 	return out, nil
-}
-
-func (e *Engine) updateObject(ctx context.Context, tx *gorm.DB, in *input, params map[string]any) (*Outcome, error) {
-	patch := mappedProperties(in.Action.Config.Operation, params)
-	after, err := e.onto.UpdateObject(ctx, tx, in.Target.ID, patch)
-	if err != nil {
-		return nil, err
-	}
-	return &Outcome{
-		Edits: []models.Edit{{Op: domain.KindUpdateObject, ObjectTypeID: after.ObjectTypeID, ObjectID: after.ID,
-			Before: pick(in.Target.Properties, patch), After: pick(after.Properties, patch)}},
-		Result: map[string]any{"object_id": after.ID},
-	}, nil
-}
-
-func (e *Engine) createObject(ctx context.Context, tx *gorm.DB, in *input, params map[string]any) (*Outcome, error) {
-	props := mappedProperties(in.Action.Config.Operation, params)
-	obj, err := e.onto.CreateObject(ctx, tx, in.Action.ObjectTypeID, props, "", in.Actor.ID, in.Actor.Organization)
-	if err != nil {
-		return nil, err
-	}
-	return &Outcome{
-		Edits:  []models.Edit{{Op: domain.KindCreateObject, ObjectTypeID: obj.ObjectTypeID, ObjectID: obj.ID, After: obj.Properties}},
-		Result: map[string]any{"object_id": obj.ID},
-	}, nil
-}
-
-func (e *Engine) deleteObject(ctx context.Context, tx *gorm.DB, in *input, _ map[string]any) (*Outcome, error) {
-	if err := e.onto.DeleteObject(ctx, tx, in.Target.ID); err != nil {
-		return nil, err
-	}
-	return &Outcome{
-		Edits:  []models.Edit{{Op: domain.KindDeleteObject, ObjectTypeID: in.Target.ObjectTypeID, ObjectID: in.Target.ID, Before: in.Target.Properties}},
-		Result: map[string]any{"object_id": in.Target.ID},
-	}, nil
-}
-
-func (e *Engine) createLink(ctx context.Context, tx *gorm.DB, in *input, params map[string]any) (*Outcome, error) {
-	op := in.Action.Config.Operation
-	// The other end comes from a parameter: the actor must be able to read
-	// it, as the REST link route requires of both ends. One it may not read
-	// is answered as absent, so the action cannot probe for it either.
-	otherID, _ := params[op.OtherObjectInput].(string)
-	other, err := e.onto.Object(ctx, tx, otherID)
-	if err != nil {
-		return nil, fmt.Errorf("load the link's other end %s: %w", otherID, err)
-	}
-	if other == nil || !e.onto.CanRead(in.Actor, other.Marking, other.Organization) {
-		return nil, apperr.New(apperr.ObjectNotFound, "object %q not found", otherID)
-	}
-	src, dst := linkEnds(op, in.Target.ID, params)
-	id, err := e.onto.CreateLink(ctx, tx, op.LinkTypeID, src, dst)
-	if err != nil {
-		return nil, err
-	}
-	return &Outcome{
-		Edits:  []models.Edit{{Op: domain.KindCreateLink, LinkTypeID: op.LinkTypeID, LinkID: id, SourceID: src, TargetID: dst}},
-		Result: map[string]any{"link_id": id},
-	}, nil
 }
 
 // RecordFailure marks an execution failed unless it already finished.

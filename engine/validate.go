@@ -74,7 +74,12 @@ type input struct {
 func (e *Engine) load(ctx context.Context, r Request) (*input, error) {
 	in := &input{Request: r}
 	at := r.Action
-	if !domain.HasTarget(at.OperationKind, at.ObjectTypeID) {
+	kind, ok := e.kinds.Get(at.OperationKind)
+	if !ok {
+		// Stored by a build that registered the kind.
+		return nil, notSupported(at.OperationKind)
+	}
+	if !kind.HasTarget(at.ObjectTypeID) {
 		if r.TargetID != "" {
 			return nil, apperr.New(apperr.InvalidArgument, "action %s (%s) takes no target object, got target_object_id %q", at.Name, at.OperationKind, r.TargetID)
 		}
@@ -171,7 +176,7 @@ func (e *Engine) materialize(ctx context.Context, in *input) (map[string]any, *V
 		v.Parameters = append(v.Parameters, pr)
 	}
 	if v.Result == Valid {
-		v.Edits = previewEdits(at, in.Target, params)
+		v.Edits = e.preview(ctx, in, params)
 	}
 	return params, v
 }
@@ -216,62 +221,19 @@ func errMessage(err error) string {
 	return err.Error()
 }
 
-// previewEdits describes the edits the operation would make, without
-// writing.
-func previewEdits(at *ActionType, target *Object, params map[string]any) []models.Edit {
-	op := at.Config.Operation
-	switch at.OperationKind {
-	case domain.KindUpdateObject:
-		patch := mappedProperties(op, params)
-		return []models.Edit{{Op: at.OperationKind, ObjectTypeID: target.ObjectTypeID, ObjectID: target.ID,
-			Before: pick(target.Properties, patch), After: patch}}
-	case domain.KindCreateObject:
-		return []models.Edit{{Op: at.OperationKind, ObjectTypeID: at.ObjectTypeID, After: mappedProperties(op, params)}}
-	case domain.KindDeleteObject:
-		return []models.Edit{{Op: at.OperationKind, ObjectTypeID: target.ObjectTypeID, ObjectID: target.ID, Before: target.Properties}}
-	case domain.KindCreateLink:
-		src, dst := linkEnds(op, target.ID, params)
-		return []models.Edit{{Op: at.OperationKind, LinkTypeID: op.LinkTypeID, SourceID: src, TargetID: dst}}
+// preview describes the edits the operation would make, without writing
+// (none when the kind cannot tell).
+func (e *Engine) preview(ctx context.Context, in *input, params map[string]any) []models.Edit {
+	kind, op, err := e.op(in.Action, in.Actor, in.Target, params)
+	if err != nil {
+		return nil
 	}
-	return nil
-}
-
-// mappedProperties builds the property values of update_object and
-// create_object: the static patch, then each mapping (an input that has no
-// value sets nothing).
-func mappedProperties(op domain.OperationConfig, params map[string]any) map[string]any {
-	out := map[string]any{}
-	for k, v := range op.StaticPatch {
-		out[k] = v
+	edits, err := kind.Preview(ctx, op)
+	if err != nil {
+		e.log.WarnContext(ctx, "preview failed", "action", in.Action.Name, "kind", in.Action.OperationKind, "err", err)
+		return nil
 	}
-	for _, m := range op.PropertyMappings {
-		if m.Input == "" {
-			out[m.Property] = m.Value
-			continue
-		}
-		if v, ok := params[m.Input]; ok {
-			out[m.Property] = v
-		}
-	}
-	return out
-}
-
-// linkEnds orders the target and the other object as the link's source and
-// target.
-func linkEnds(op domain.OperationConfig, targetID string, params map[string]any) (src, dst string) {
-	other, _ := params[op.OtherObjectInput].(string)
-	if op.TargetSide == domain.SideTarget {
-		return other, targetID
-	}
-	return targetID, other
-}
-
-func pick(props, keys map[string]any) map[string]any {
-	out := map[string]any{}
-	for k := range keys {
-		out[k] = props[k]
-	}
-	return out
+	return edits
 }
 
 // Check is the side-effect-free validation of the validate route: the same

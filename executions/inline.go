@@ -46,7 +46,7 @@ func (s *Service) InlineEditRequest(ctx context.Context, e InlineEdit) (*Request
 		return nil, domain.Retag(err, apperr.InvalidDefinition, apperr.InlineEditNotAllowed)
 	}
 	params := map[string]any{input: e.Value}
-	for _, m := range at.Config.Operation.PropertyMappings {
+	for _, m := range at.PropertyMappings() {
 		if m.Input == "" || m.Input == input {
 			continue
 		}

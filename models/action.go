@@ -49,7 +49,7 @@ type Execution struct {
 	ErrorCode      string                      `gorm:"size:64" json:"error_code,omitempty"`
 	ErrorMessage   string                      `gorm:"type:text" json:"error_message,omitempty"`
 	ErrorDetails   JSON[any]                   `json:"error_details,omitempty"`
-	Edits          JSON[[]Edit]                `json:"edits"`
+	Edits          NumJSON[[]Edit]             `json:"edits"`
 	Result         JSON[map[string]any]        `json:"operation_result,omitempty"`
 	Notifications  JSON[[]NotificationOutcome] `json:"notifications"`
 	NotifiedAt     *time.Time                  `json:"notified_at,omitempty"`
@@ -67,9 +67,33 @@ type Execution struct {
 	Redacted bool `gorm:"-" json:"redacted,omitempty"`
 }
 
-// Edit is one change an operation made (or, in a preview, would make).
+// Ops of an edit: the built-in operation kinds name their edits after
+// themselves; delete_link appears only as the inverse of create_link.
+const (
+	EditUpdateObject = "update_object"
+	EditCreateObject = "create_object"
+	EditDeleteObject = "delete_object"
+	EditCreateLink   = "create_link"
+	EditDeleteLink   = "delete_link"
+)
+
+// Edit is one change an operation made (or, in a preview, would make). It
+// holds what undoing it needs (an operation kind's Invert turns it into
+// the inverse edits):
+//
+//   - update_object: Before and After of each touched property (a nil
+//     Before: the property was absent), and the object's updated_at the
+//     edit saw (UpdatedAtBefore) and left (UpdatedAtAfter);
+//   - create_object: ObjectID, After, Marking, Organization, CreatedBy and
+//     UpdatedAtAfter;
+//   - delete_object: Before (every property), Marking, Organization,
+//     CreatedBy, CreatedAt, UpdatedAtBefore and every link removed with it
+//     (Links);
+//   - create_link / delete_link: LinkID, LinkTypeID and the ends (and, for
+//     a link recreated by an inverse, After as its properties and
+//     CreatedBy/CreatedAt).
 type Edit struct {
-	Op           string         `json:"op"` // update_object, create_object, delete_object, create_link
+	Op           string         `json:"op"`
 	ObjectTypeID string         `json:"object_type_id,omitempty"`
 	ObjectID     string         `json:"object_id,omitempty"`
 	LinkTypeID   string         `json:"link_type_id,omitempty"`
@@ -78,6 +102,26 @@ type Edit struct {
 	TargetID     string         `json:"target_object_id,omitempty"`
 	Before       map[string]any `json:"before,omitempty"`
 	After        map[string]any `json:"after,omitempty"`
+
+	Marking         string     `json:"marking,omitempty"`
+	Organization    string     `json:"organization,omitempty"`
+	CreatedBy       string     `json:"created_by,omitempty"`
+	CreatedAt       *time.Time `json:"created_at,omitempty"`
+	UpdatedAtBefore *time.Time `json:"updated_at_before,omitempty"`
+	UpdatedAtAfter  *time.Time `json:"updated_at_after,omitempty"`
+	Links           []EditLink `json:"links,omitempty"`
+}
+
+// EditLink is a link removed with a deleted object, as recreating it
+// needs it.
+type EditLink struct {
+	ID         string         `json:"id"`
+	LinkTypeID string         `json:"link_type_id"`
+	SourceID   string         `json:"source_object_id"`
+	TargetID   string         `json:"target_object_id"`
+	Properties map[string]any `json:"properties,omitempty"`
+	CreatedBy  string         `json:"created_by,omitempty"`
+	CreatedAt  time.Time      `json:"created_at"`
 }
 
 // NotificationOutcome records one delivery attempt of a side effect.

@@ -42,7 +42,9 @@ func Open(ctx context.Context, dsn string) (*gorm.DB, error) {
 		DisableForeignKeyConstraintWhenMigrating: true,
 		TranslateError:                           true,
 		PrepareStmt:                              true,
-		NowFunc:                                  func() time.Time { return time.Now().UTC() },
+		// Microseconds: what Postgres keeps, so a time read back equals
+		// the one written (edits record objects' update times).
+		NowFunc: func() time.Time { return time.Now().UTC().Truncate(time.Microsecond) },
 	}
 	var (
 		db  *gorm.DB

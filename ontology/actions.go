@@ -23,6 +23,8 @@ type ActionTypeView struct {
 	Owner     string    `json:"owner"`
 	CreatedAt time.Time `json:"created_at"`
 	UpdatedAt time.Time `json:"updated_at"`
+	// kinds knows which members of the operation config are secrets.
+	kinds *domain.Kinds
 }
 
 // RedactedValue replaces a secret in an action type shown to a caller
@@ -33,15 +35,7 @@ const RedactedValue = "***"
 // carry credentials) with RedactedValue; the header names stay. The API
 // shows action types this way to callers without PermWrite.
 func (v *ActionTypeView) RedactSecrets() {
-	hs := v.Config.Operation.Headers
-	if len(hs) == 0 {
-		return
-	}
-	red := make(map[string]string, len(hs))
-	for k := range hs {
-		red[k] = RedactedValue
-	}
-	v.Config.Operation.Headers = red
+	v.Config.Operation = v.kinds.RedactSecrets(v.ActionDefinition, RedactedValue)
 }
 
 func definitionOf(at *models.ActionType) domain.ActionDefinition {
@@ -50,9 +44,19 @@ func definitionOf(at *models.ActionType) domain.ActionDefinition {
 		FormSchema: at.FormSchema.V, Config: at.Config.V, Policy: at.Policy.V}
 }
 
-func viewOf(at *models.ActionType) *ActionTypeView {
+func (s *Store) viewOf(at *models.ActionType) *ActionTypeView {
 	return &ActionTypeView{ID: at.ID, Version: at.Version, ActionDefinition: definitionOf(at), Owner: at.Owner,
-		CreatedAt: at.CreatedAt, UpdatedAt: at.UpdatedAt}
+		CreatedAt: at.CreatedAt, UpdatedAt: at.UpdatedAt, kinds: s.kinds}
+}
+
+// usesLinkType reports whether d's operation links through link type id.
+func (s *Store) usesLinkType(d domain.ActionDefinition, id string) bool {
+	for _, lt := range s.kinds.References(d).LinkTypeIDs {
+		if lt == id {
+			return true
+		}
+	}
+	return false
 }
 
 func findActionType(ctx context.Context, db *gorm.DB, ref string) (*models.ActionType, error) {
@@ -101,7 +105,7 @@ func (s *Store) GetActionType(ctx context.Context, ref string) (*ActionTypeView,
 	if err != nil {
 		return nil, err
 	}
-	return viewOf(at), nil
+	return s.viewOf(at), nil
 }
 
 // ListActionTypes lists action types, optionally of one object type (id
@@ -121,7 +125,7 @@ func (s *Store) ListActionTypes(ctx context.Context, objectType, search string, 
 	}
 	out := make([]ActionTypeView, 0, len(ats))
 	for i := range ats {
-		out = append(out, *viewOf(&ats[i]))
+		out = append(out, *s.viewOf(&ats[i]))
 	}
 	return out, nil
 }
@@ -144,7 +148,16 @@ func (s *Store) validateAction(ctx context.Context, tx *gorm.DB, d *domain.Actio
 		d.ObjectTypeID = ot.ID
 	}
 	d.ObjectTypeID = strings.ToLower(d.ObjectTypeID)
-	return domain.ValidateDefinition(*d, dbLookup{ctx: ctx, db: tx}, s.checkEnv(ctx, tx))
+	if err := domain.ValidateDefinition(*d, s.kinds, dbLookup{ctx: ctx, db: tx}, s.checkEnv(ctx, tx)); err != nil {
+		return err
+	}
+	// Stored in its kind's form: one spelling whatever the client sent.
+	op, err := s.kinds.Canonical(*d)
+	if err != nil {
+		return err
+	}
+	d.Config.Operation = op
+	return nil
 }
 
 func applyDefinition(at *models.ActionType, d domain.ActionDefinition) {
@@ -181,7 +194,7 @@ func (s *Store) CreateActionType(ctx context.Context, owner string, d domain.Act
 		return nil, err
 	}
 	s.log.InfoContext(ctx, "action type created", "id", out.ID, "name", out.Name, "kind", out.OperationKind, "owner", owner)
-	return viewOf(out), nil
+	return s.viewOf(out), nil
 }
 
 // UpdateActionType replaces an action type's definition and increments
@@ -242,7 +255,7 @@ func (s *Store) UpdateActionType(ctx context.Context, ref string, d domain.Actio
 	}
 	// Executions record the version they ran; the log ties versions to time.
 	s.log.InfoContext(ctx, "action type updated", "id", out.ID, "name", out.Name, "version", out.Version)
-	return viewOf(out), nil
+	return s.viewOf(out), nil
 }
 
 // PatchActionType changes the members of an action type named in p (each

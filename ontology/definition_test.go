@@ -2,6 +2,7 @@ package ontology_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"strings"
 	"testing"
@@ -29,7 +30,7 @@ type defFixture struct {
 func newDefFixture(t *testing.T, db *gorm.DB) *defFixture {
 	t.Helper()
 	ctx := context.Background()
-	s := ontology.NewStore(db, nil)
+	s := ontology.NewStore(db, nil, builtinKinds)
 	f := &defFixture{s: s}
 	f.project = ok(s.CreateObjectType(ctx, admin.ID, ontology.ObjectTypeSpec{Name: "Project",
 		Properties: []ontology.PropertySpec{{Name: "title", Type: domain.T(domain.TypeString), Required: true}}}))(t).ID
@@ -93,6 +94,25 @@ func (f *defFixture) base(t *testing.T, kind, name string) domain.ActionDefiniti
 
 func ptr[T any](v T) *T { return &v }
 
+// opConfig has the members of every built-in kind's operation config (as
+// the single OperationConfig had before kinds had their own types), so a
+// case can set a member its kind does not have.
+type opConfig struct {
+	PropertyMappings []domain.PropertyMapping `json:"property_mappings,omitempty"`
+	StaticPatch      map[string]any           `json:"static_patch,omitempty"`
+	LinkTypeID       string                   `json:"link_type_id,omitempty"`
+	OtherObjectInput string                   `json:"other_object_input,omitempty"`
+	TargetSide       string                   `json:"target_side,omitempty"`
+	Method           string                   `json:"method,omitempty"`
+	URL              string                   `json:"url,omitempty"`
+	Headers          map[string]string        `json:"headers,omitempty"`
+	Inline           *domain.InlineFunction   `json:"inline,omitempty"`
+	PackageID        string                   `json:"package_id,omitempty"`
+	PackageName      string                   `json:"package_name,omitempty"`
+	Version          string                   `json:"version,omitempty"`
+	AutoUpgrade      bool                     `json:"auto_upgrade,omitempty"`
+}
+
 // TestDefinitionErrors refuses every kind of definition-time error with
 // InvalidActionTypeDefinition naming the member.
 func TestDefinitionErrors(t *testing.T) {
@@ -100,11 +120,23 @@ func TestDefinitionErrors(t *testing.T) {
 		ctx := context.Background()
 		f := newDefFixture(t, db)
 		// Every base definition is valid.
-		for _, k := range domain.OperationKinds {
+		for _, k := range builtinKinds.Names() {
 			ok(f.s.CreateActionType(ctx, admin.ID, f.base(t, k, "valid_"+k)))(t)
 		}
 		type mut func(d *domain.ActionDefinition)
-		op := func(d *domain.ActionDefinition) *domain.OperationConfig { return &d.Config.Operation }
+		// op decodes a definition's operation config into opConfig, which
+		// has every kind's members; the case runner encodes it back after
+		// the mutation, so a member of another kind reaches the store.
+		ops := map[*domain.ActionDefinition]*opConfig{}
+		op := func(d *domain.ActionDefinition) *opConfig {
+			if o, ok := ops[d]; ok {
+				return o
+			}
+			o := &opConfig{}
+			decodeInto(t, string(d.Config.Operation), o)
+			ops[d] = o
+			return o
+		}
 		cases := []struct {
 			name  string
 			kind  string
@@ -299,6 +331,10 @@ func TestDefinitionErrors(t *testing.T) {
 			t.Run(c.name, func(t *testing.T) {
 				d := f.base(t, c.kind, fmt.Sprintf("case_%d", i))
 				c.mut(&d)
+				if o, ok := ops[&d]; ok {
+					d.Config.Operation = mustJSON(t, o)
+					delete(ops, &d)
+				}
 				_, err := f.s.CreateActionType(ctx, admin.ID, d)
 				mustCode(t, err, apperr.InvalidDefinition, c.field)
 				ae, _ := apperr.As(err)
@@ -339,13 +375,16 @@ func TestInlineEditConstraints(t *testing.T) {
 		update := create(domain.KindUpdateObject, "set_status", nil)
 		twoInputs := create(domain.KindUpdateObject, "set_priority", func(d *domain.ActionDefinition) {
 			d.Inputs = append(d.Inputs, domain.InputField{Name: "score_in", Type: domain.T(domain.TypeInteger)})
-			d.Config.Operation.PropertyMappings[2] = domain.PropertyMapping{Property: "score", Input: "score_in"}
+			var o opConfig
+			decodeInto(t, string(d.Config.Operation), &o)
+			o.PropertyMappings[2] = domain.PropertyMapping{Property: "score", Input: "score_in"}
+			d.Config.Operation = mustJSON(t, o)
 		})
 		createAct := create(domain.KindCreateObject, "new_ticket", nil)
 		projectAct := create(domain.KindUpdateObject, "rename_project", func(d *domain.ActionDefinition) {
 			d.ObjectTypeID = f.project
 			d.FormSchema = domain.FormSchema{}
-			d.Config = domain.ActionConfig{Operation: domain.OperationConfig{PropertyMappings: []domain.PropertyMapping{{Property: "title", Input: "status"}}}}
+			d.Config = domain.ActionConfig{Operation: mustJSON(t, opConfig{PropertyMappings: []domain.PropertyMapping{{Property: "title", Input: "status"}}})}
 		})
 		cases := []struct {
 			name     string
@@ -400,5 +439,49 @@ func TestInlineEditConstraints(t *testing.T) {
 		mustCode(t, err, apperr.InvalidDefinition)
 		err = f.s.DeleteActionType(ctx, update)
 		mustCode(t, err, apperr.DependentsExist, "property status of object type Ticket")
+	})
+}
+
+// The operation config is decoded by its kind strictly: an unknown
+// member is not_allowed, a wrong-typed one names the member, a config
+// that is not an object names config.operation; what is stored (and
+// shown) is the kind's canonical form, numbers exact.
+func TestOperationConfigDecoding(t *testing.T) {
+	testdb.Each(t, func(t *testing.T, db *gorm.DB) {
+		ctx := context.Background()
+		f := newDefFixture(t, db)
+		cases := []struct {
+			name, kind, op, field, reason string
+		}{
+			{"unknown member", domain.KindUpdateObject, `{"property_mappings":[{"property":"status","input":"status"}],"bogus":1}`, "config.operation.bogus", "not_allowed"},
+			{"member of another kind", domain.KindCreateLink, `{"link_type_id":"IN_PROJECT","other_object_input":"project","target_side":"source","static_patch":{"status":"x"}}`, "config.operation.static_patch", "not_allowed"},
+			{"delete takes none", domain.KindDeleteObject, `{"url":"https://x"}`, "config.operation.url", "not_allowed"},
+			{"wrong type", domain.KindCreateLink, `{"link_type_id":5,"other_object_input":"project","target_side":"source"}`, "config.operation.link_type_id", "type"},
+			{"not an object", domain.KindDeleteObject, `[]`, "config.operation", "type"},
+		}
+		for i, c := range cases {
+			t.Run(c.name, func(t *testing.T) {
+				d := f.base(t, c.kind, fmt.Sprintf("dec_%d", i))
+				d.Config.Operation = json.RawMessage(strings.ReplaceAll(c.op, "IN_PROJECT", f.inProject))
+				_, err := f.s.CreateActionType(ctx, admin.ID, d)
+				ae, ok := apperr.As(err)
+				if !ok || ae.Code != apperr.InvalidDefinition || len(ae.Details) == 0 || ae.Details[0].Field != c.field || ae.Details[0].Reason != c.reason {
+					t.Fatalf("got %v (%+v), want InvalidDefinition %s %s", err, ae, c.field, c.reason)
+				}
+			})
+		}
+		d := f.base(t, domain.KindUpdateObject, "canonical")
+		d.Config.Operation = json.RawMessage(`{ "static_patch" : {"assignee":"triage"}, "property_mappings":[{"property":"status","input":"status"},
+			{"property":"priority","value":9007199254740993}] }`)
+		v := ok(f.s.CreateActionType(ctx, admin.ID, d))(t)
+		want := `{"property_mappings":[{"property":"status","input":"status"},{"property":"priority","value":9007199254740993}],"static_patch":{"assignee":"triage"}}`
+		if got := string(ok(f.s.GetActionType(ctx, v.ID))(t).Config.Operation); got != want {
+			t.Fatalf("stored config %s, want %s", got, want)
+		}
+		// delete_object's empty config is shown as an empty object.
+		del := ok(f.s.CreateActionType(ctx, admin.ID, f.base(t, domain.KindDeleteObject, "del")))(t)
+		if got := string(ok(f.s.GetActionType(ctx, del.ID))(t).Config.Operation); got != `{}` {
+			t.Fatalf("delete_object config shown as %s, want {}", got)
+		}
 	})
 }

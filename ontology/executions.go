@@ -160,7 +160,7 @@ func redactExecution(ex *models.Execution) {
 	ex.TargetObjectID = ""
 	ex.Parameters = models.NumJSON[map[string]any]{}
 	ex.Justification = ""
-	ex.Edits = models.JSON[[]models.Edit]{}
+	ex.Edits = models.NumJSON[[]models.Edit]{}
 	ex.Result = models.JSON[map[string]any]{}
 	ex.ErrorMessage = ""
 	ex.ErrorDetails = models.JSON[any]{}

@@ -181,10 +181,10 @@ func (s *Store) UpdateLinkType(ctx context.Context, ref string, sp LinkTypeSpec)
 		}
 		lookup := dbLookup{ctx: ctx, db: tx}
 		for _, at := range ats {
-			if at.Config.V.Operation.LinkTypeID != lt.ID {
+			if !s.usesLinkType(definitionOf(&at), lt.ID) {
 				continue
 			}
-			err := domain.ValidateDefinition(definitionOf(&at), lookup, domain.CheckEnv{Markings: s.levels})
+			err := domain.ValidateDefinition(definitionOf(&at), s.kinds, lookup, domain.CheckEnv{Markings: s.levels})
 			if ae, ok := apperr.As(err); ok && ae.Code == apperr.InvalidDefinition {
 				return apperr.New(apperr.InvalidOntology, "changing link type %s would make action type %s invalid: %s", lt.Name, at.Name, ae.Message).
 					WithDetails(apperr.Detail{Field: "action_types", Reason: at.ID, Message: "action type " + at.Name})
@@ -226,7 +226,7 @@ func (s *Store) DeleteLinkType(ctx context.Context, ref string) error {
 		}
 		var deps []apperr.Detail
 		for _, at := range ats {
-			if at.Config.V.Operation.LinkTypeID == lt.ID {
+			if s.usesLinkType(definitionOf(&at), lt.ID) {
 				deps = append(deps, apperr.Detail{Field: "action_types", Reason: at.ID, Message: "action type " + at.Name})
 			}
 		}

@@ -244,7 +244,7 @@ func toDomain(o *models.Object) *domain.Object {
 		props = map[string]any{}
 	}
 	return &domain.Object{ID: o.ID, ObjectTypeID: o.ObjectTypeID, Properties: props, Marking: o.Marking,
-		CreatedBy: o.CreatedBy, Organization: o.Organization}
+		CreatedBy: o.CreatedBy, Organization: o.Organization, CreatedAt: o.CreatedAt, UpdatedAt: o.UpdatedAt}
 }
 
 func (s *Store) loadObject(ctx context.Context, db *gorm.DB, id string) (*models.Object, error) {
@@ -335,9 +335,13 @@ func (s *Store) CreateObject(ctx context.Context, tx *gorm.DB, objectTypeID stri
 	return toDomain(out), nil
 }
 
-// DeleteObject deletes an object, its links and its unique values.
-func (s *Store) DeleteObject(ctx context.Context, tx *gorm.DB, id string) error {
-	return s.inTx(ctx, tx, func(tx *gorm.DB) error {
+// DeleteObject deletes an object, its links and its unique values, and
+// returns the object and its links as they were (what recreating them
+// needs; see RestoreObject).
+func (s *Store) DeleteObject(ctx context.Context, tx *gorm.DB, id string) (*domain.Object, []domain.Link, error) {
+	var obj *domain.Object
+	var links []domain.Link
+	err := s.inTx(ctx, tx, func(tx *gorm.DB) error {
 		o, err := s.loadObject(ctx, tx, id)
 		if err != nil {
 			return err
@@ -345,8 +349,16 @@ func (s *Store) DeleteObject(ctx context.Context, tx *gorm.DB, id string) error 
 		if o == nil {
 			return objectNotFound(id)
 		}
+		if links, err = objectLinks(ctx, tx, o.ID); err != nil {
+			return err
+		}
+		obj = toDomain(o)
 		return s.deleteObject(ctx, tx, o)
 	})
+	if err != nil {
+		return nil, nil, err
+	}
+	return obj, links, nil
 }
 
 // CreateLink links sourceID to targetID with link type linkTypeID,
@@ -422,7 +434,9 @@ func (s *Store) writeObject(ctx context.Context, tx *gorm.DB, o *models.Object, 
 		return nil, err
 	}
 	o.Properties = models.NumJSON[map[string]any]{V: props}
-	o.UpdatedAt = time.Now().UTC()
+	// At the databases' common precision (Postgres keeps microseconds), so
+	// the time an edit records is the time stored.
+	o.UpdatedAt = time.Now().UTC().Truncate(time.Microsecond)
 	if err := tx.Model(o).Select("properties", "marking", "updated_at").Updates(o).Error; err != nil {
 		return nil, fmt.Errorf("update object %s: %w", o.ID, err)
 	}

@@ -606,7 +606,7 @@ func (s *Store) DeleteProperty(ctx context.Context, typeRef, name string) error 
 			return err
 		}
 		for _, at := range ats {
-			if at.ObjectTypeID == ot.ID && actionUsesProperty(definitionOf(&at), p.Name) {
+			if at.ObjectTypeID == ot.ID && s.actionUsesProperty(definitionOf(&at), p.Name) {
 				deps = append(deps, apperr.Detail{Field: "action_types", Reason: at.ID, Message: "action type " + at.Name})
 			}
 		}
@@ -625,15 +625,11 @@ func (s *Store) DeleteProperty(ctx context.Context, typeRef, name string) error 
 
 // actionUsesProperty reports whether d reads or writes property name of
 // its object type.
-func actionUsesProperty(d domain.ActionDefinition, name string) bool {
-	op := d.Config.Operation
-	for _, m := range op.PropertyMappings {
-		if m.Property == name {
+func (s *Store) actionUsesProperty(d domain.ActionDefinition, name string) bool {
+	for _, p := range s.kinds.References(d).Properties {
+		if p == name {
 			return true
 		}
-	}
-	if _, ok := op.StaticPatch[name]; ok {
-		return true
 	}
 	for _, n := range d.Config.NotificationSideEffects {
 		if n.TargetUserPropertyName == name {
@@ -674,7 +670,7 @@ func (s *Store) revalidateActions(ctx context.Context, tx *gorm.DB, objectTypeID
 	}
 	lookup := dbLookup{ctx: ctx, db: tx}
 	for _, at := range ats {
-		err := domain.ValidateDefinition(definitionOf(&at), lookup, domain.CheckEnv{Markings: s.levels})
+		err := domain.ValidateDefinition(definitionOf(&at), s.kinds, lookup, domain.CheckEnv{Markings: s.levels})
 		if ae, ok := apperr.As(err); ok && ae.Code == apperr.InvalidDefinition {
 			return apperr.New(apperr.InvalidOntology, "changing %s would make action type %s invalid: %s", what, at.Name, ae.Message).
 				WithDetails(apperr.Detail{Field: "action_types", Reason: at.ID, Message: "action type " + at.Name + ": " + ae.Message})

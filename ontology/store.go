@@ -44,6 +44,7 @@ const PermWrite = "ontology:write"
 type Store struct {
 	db     *gorm.DB
 	levels auth.Levels
+	kinds  *domain.Kinds
 	log    *slog.Logger
 	// reader, when set (As), is the user a write is made for: a reference
 	// it writes must name an object it may read.
@@ -63,12 +64,13 @@ func (s *Store) As(u *models.User) *Store {
 
 // NewStore returns a Store over db; markings are the configured marking
 // levels (also the clearance levels), lowest first. Empty means
-// auth.DefaultLevels.
-func NewStore(db *gorm.DB, markings auth.Levels) *Store {
+// auth.DefaultLevels. kinds are the operation kinds action types may use
+// (the engine's registry, engine.Kinds.Domain); nil accepts none.
+func NewStore(db *gorm.DB, markings auth.Levels, kinds *domain.Kinds) *Store {
 	if len(markings) == 0 {
 		markings = auth.DefaultLevels
 	}
-	return &Store{db: db, levels: markings, log: slog.Default().With("component", "ontology")}
+	return &Store{db: db, levels: markings, kinds: kinds, log: slog.Default().With("component", "ontology")}
 }
 
 // Levels are the configured marking levels.

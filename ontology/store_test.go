@@ -20,6 +20,9 @@ import (
 // The engine reads and writes the ontology through this interface.
 var _ engine.Ontology = (*ontology.Store)(nil)
 
+// builtinKinds are the operation kinds the application registers.
+var builtinKinds = engine.NewKinds(engine.BuiltinKinds()...).Domain()
+
 var (
 	admin = &models.User{ID: "00000000-0000-4000-8000-0000000000ad", Username: "admin",
 		Roles: models.NewJSON([]string{"admin"}), Clearance: "pii"}
@@ -101,7 +104,7 @@ type fixture struct {
 func newFixture(t *testing.T, db *gorm.DB) *fixture {
 	t.Helper()
 	ctx := context.Background()
-	s := ontology.NewStore(db, auth.DefaultLevels)
+	s := ontology.NewStore(db, auth.DefaultLevels, builtinKinds)
 	f := &fixture{s: s, db: db}
 	var sp ontology.ObjectTypeSpec
 	decodeInto(t, `{"name":"Employee","display_name":"Employee","primary_key":"name","properties":[
@@ -191,8 +194,12 @@ func TestEngineInterface(t *testing.T) {
 		_, err = s.CreateLink(ctx, nil, f.memberOf.ID, team.ID, o.ID)
 		mustCode(t, err, apperr.InvalidArgument, "object type")
 
-		if err := s.DeleteObject(ctx, nil, o.ID); err != nil {
+		gone, removed, err := s.DeleteObject(ctx, nil, o.ID)
+		if err != nil {
 			t.Fatal(err)
+		}
+		if gone.ID != o.ID || len(removed) != 1 || removed[0].ID != lid {
+			t.Fatalf("DeleteObject returned %+v and links %+v, want the object and link %s", gone, removed, lid)
 		}
 		if got := ok(s.Object(ctx, nil, o.ID))(t); got != nil {
 			t.Fatalf("object still there after delete: %+v", got)
@@ -202,7 +209,8 @@ func TestEngineInterface(t *testing.T) {
 		if links != 0 {
 			t.Fatal("deleting an object left its link")
 		}
-		mustCode(t, s.DeleteObject(ctx, nil, o.ID), apperr.ObjectNotFound)
+		_, _, err = s.DeleteObject(ctx, nil, o.ID)
+		mustCode(t, err, apperr.ObjectNotFound)
 
 		_, err = s.ActionType(ctx, "aaaaaaaa-0000-4000-8000-000000000001")
 		mustCode(t, err, apperr.ActionTypeNotFound)

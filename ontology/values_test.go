@@ -20,7 +20,7 @@ import (
 func everything(t *testing.T, db *gorm.DB) (*ontology.Store, string) {
 	t.Helper()
 	ctx := context.Background()
-	s := ontology.NewStore(db, nil)
+	s := ontology.NewStore(db, nil, builtinKinds)
 	project := ok(s.CreateObjectType(ctx, admin.ID, ontology.ObjectTypeSpec{Name: "Project",
 		Properties: []ontology.PropertySpec{{Name: "title", Type: domain.T(domain.TypeString)}}}))(t)
 	var sp ontology.ObjectTypeSpec
@@ -227,7 +227,9 @@ func TestPropertyChangesMigrateObjects(t *testing.T) {
 			t.Fatal(err)
 		}
 		for _, o := range ok(s.ListObjects(ctx, admin, "Employee", ontology.ObjectQuery{Limit: 10}))(t) {
-			ok(0, s.DeleteObject(ctx, nil, o.ID))(t)
+			if _, _, err := s.DeleteObject(ctx, nil, o.ID); err != nil {
+				t.Fatal(err)
+			}
 		}
 		err = s.DeleteObjectType(ctx, "Employee")
 		mustCode(t, err, apperr.DependentsExist, "property lead of object type Team")
@@ -292,7 +294,7 @@ func TestConcurrentWritersKeepConstraints(t *testing.T) {
 func TestReferenceUUIDCaseIsNormalized(t *testing.T) {
 	testdb.Each(t, func(t *testing.T, db *gorm.DB) {
 		ctx := context.Background()
-		s := ontology.NewStore(db, nil)
+		s := ontology.NewStore(db, nil, builtinKinds)
 		ok(s.CreateObjectType(ctx, admin.ID, ontology.ObjectTypeSpec{Name: "Project",
 			Properties: []ontology.PropertySpec{{Name: "title", Type: domain.T(domain.TypeString)}}}))(t)
 		p := ok(s.CreateObject(ctx, nil, "Project", map[string]any{"title": "P"}, "", admin.ID, ""))(t)

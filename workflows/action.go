@@ -119,6 +119,9 @@ func (w *Workflows) runItem(ctx workflow.Context, executionID string) ItemResult
 	if err == nil {
 		v = workflow.GetVersion(ctx, changeSteps, workflow.DefaultVersion, stepsVersion)
 	}
+	if err == nil && v != workflow.DefaultVersion && prep.Effect != nil {
+		err = workflow.ExecuteActivity(effectOptions(ctx, prep.Effect), w.steps.Effect, executionID).Get(ctx, &prep.EffectResult)
+	}
 	var out engine.Outcome
 	if err == nil {
 		if v == workflow.DefaultVersion {
@@ -166,4 +169,26 @@ func (w *Workflows) deliver(ctx workflow.Context, executionID string, d engine.D
 		},
 	})
 	return workflow.ExecuteActivity(ctx, w.steps.Deliver, executionID, d, last)
+}
+
+// effectOptions are the activity options of an effect step, from its
+// kind: a call that leaves the process gets a regular activity with a
+// bounded retry policy (Temporal's default retries without end).
+// Refusals (typed, non-retryable) are not retried.
+func effectOptions(ctx workflow.Context, o *engine.EffectOptions) workflow.Context {
+	opts := workflow.ActivityOptions{
+		StartToCloseTimeout: o.StartToClose,
+		HeartbeatTimeout:    o.Heartbeat,
+		RetryPolicy: &temporal.RetryPolicy{
+			InitialInterval: o.InitialInterval, BackoffCoefficient: 2, MaximumInterval: o.MaxInterval,
+			MaximumAttempts: o.MaxAttempts,
+		},
+	}
+	if opts.StartToCloseTimeout <= 0 {
+		opts.StartToCloseTimeout = time.Minute
+	}
+	if opts.RetryPolicy.MaximumAttempts <= 0 {
+		opts.RetryPolicy.MaximumAttempts = 5
+	}
+	return workflow.WithActivityOptions(ctx, opts)
 }

@@ -1,6 +1,7 @@
 package domain
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/url"
@@ -10,7 +11,8 @@ import (
 	"github.com/ontoflow/ontoflow/apperr"
 )
 
-// Operation kinds of an action type.
+// Names of the operation kinds Ontoflow ships (their implementations are
+// in package engine, registered at assembly; see Kinds).
 const (
 	KindUpdateObject   = "update_object"
 	KindCreateObject   = "create_object"
@@ -19,9 +21,6 @@ const (
 	KindInvokeFunction = "invoke_function"
 	KindInvokeWebhook  = "invoke_webhook"
 )
-
-// OperationKinds lists every operation kind.
-var OperationKinds = []string{KindUpdateObject, KindCreateObject, KindCreateLink, KindDeleteObject, KindInvokeFunction, KindInvokeWebhook}
 
 // Link cardinalities.
 const (
@@ -96,24 +95,36 @@ type InlineFunction struct {
 	Source  string `json:"source"`
 }
 
-// OperationConfig is the per-kind operation configuration. Members that do
-// not belong to the action's kind are refused.
-type OperationConfig struct {
-	// update_object, create_object
+// MappingConfig is the operation config of update_object and create_object:
+// property values from inputs or fixed values, and a static patch.
+type MappingConfig struct {
 	PropertyMappings []PropertyMapping `json:"property_mappings,omitempty"`
 	StaticPatch      map[string]any    `json:"static_patch,omitempty"`
-	// create_link: the link type, the input holding the other object's id
-	// (a reference input) and the side of the link the target object is on.
-	LinkTypeID       string `json:"link_type_id,omitempty"`
-	OtherObjectInput string `json:"other_object_input,omitempty"`
-	TargetSide       string `json:"target_side,omitempty"`
-	// invoke_webhook
-	Method  string            `json:"method,omitempty"`
-	URL     string            `json:"url,omitempty"`
-	Headers map[string]string `json:"headers,omitempty"`
-	// invoke_function: exactly one of Inline, PackageID, or PackageName +
-	// Version (AutoUpgrade: also accept newer compatible versions, same
-	// major).
+}
+
+// Properties builds the property values of cfg for params: the static
+// patch, then each mapping (an input that has no value sets nothing).
+func (cfg MappingConfig) Properties(params map[string]any) map[string]any {
+	out := map[string]any{}
+	for k, v := range cfg.StaticPatch {
+		out[k] = v
+	}
+	for _, m := range cfg.PropertyMappings {
+		if m.Input == "" {
+			out[m.Property] = m.Value
+			continue
+		}
+		if v, ok := params[m.Input]; ok {
+			out[m.Property] = v
+		}
+	}
+	return out
+}
+
+// FunctionRef names the function an invoke_function action runs: exactly
+// one of Inline, PackageID, or PackageName + Version (AutoUpgrade: also
+// accept newer compatible versions, same major).
+type FunctionRef struct {
 	Inline      *InlineFunction `json:"inline,omitempty"`
 	PackageID   string          `json:"package_id,omitempty"`
 	PackageName string          `json:"package_name,omitempty"`
@@ -156,7 +167,9 @@ func (n NotificationSideEffect) EffectiveSeverity() string {
 
 // ActionConfig is the config envelope of an action type.
 type ActionConfig struct {
-	Operation               OperationConfig          `json:"operation"`
+	// Operation is the config of the action's operation kind, decoded by
+	// the kind into its own type (see OperationKind.NewConfig).
+	Operation               json.RawMessage          `json:"operation"`
 	NotificationSideEffects []NotificationSideEffect `json:"notification_side_effects,omitempty"`
 }
 
@@ -188,6 +201,17 @@ type ActionDefinition struct {
 	Policy        Policy       `json:"policy"`
 }
 
+// PropertyMappings are the property mappings of an action whose config is
+// a MappingConfig (update_object, create_object; inline edits use them),
+// nil for another kind's config.
+func (d ActionDefinition) PropertyMappings() []PropertyMapping {
+	var cfg MappingConfig
+	if DecodeConfig("config.operation", d.Config.Operation, &cfg) != nil {
+		return nil
+	}
+	return cfg.PropertyMappings
+}
+
 // Input returns the input called name.
 func (d ActionDefinition) Input(name string) (InputField, bool) {
 	for _, in := range d.Inputs {
@@ -196,19 +220,6 @@ func (d ActionDefinition) Input(name string) (InputField, bool) {
 		}
 	}
 	return InputField{}, false
-}
-
-// HasTarget reports whether actions of kind run on a target object:
-// update_object, delete_object and create_link always; invoke_function and
-// invoke_webhook when they name an object type; create_object never.
-func HasTarget(kind, objectTypeID string) bool {
-	switch kind {
-	case KindUpdateObject, KindDeleteObject, KindCreateLink:
-		return true
-	case KindInvokeFunction, KindInvokeWebhook:
-		return objectTypeID != ""
-	}
-	return false
 }
 
 // PropertyInfo is what definition checks know of a property.
@@ -282,13 +293,15 @@ func (l StaticLookup) LinkType(id string) (*LinkTypeInfo, error) {
 // Errors of lookup are returned as they are. env gives the configured
 // markings (also the clearance levels) and, optionally, a reference
 // resolver for default and fixed values.
-func ValidateDefinition(d ActionDefinition, lookup Lookup, env CheckEnv) error {
-	v := &defValidator{d: d, lookup: lookup, env: env}
+func ValidateDefinition(d ActionDefinition, kinds *Kinds, lookup Lookup, env CheckEnv) error {
+	v := &defValidator{d: d, kinds: kinds, lookup: lookup, env: env}
 	return v.run()
 }
 
 type defValidator struct {
 	d      ActionDefinition
+	kinds  *Kinds
+	kind   OperationKind
 	lookup Lookup
 	env    CheckEnv
 	ot     *ObjectTypeInfo
@@ -306,11 +319,13 @@ func (v *defValidator) run() error {
 	if len(d.DisplayName) > 256 {
 		return defErr("display_name", "too_long", "display_name is at most 256 characters")
 	}
-	if indexOf(OperationKinds, d.OperationKind) < 0 {
-		return defErr("operation_kind", "unknown_kind", "unknown operation_kind %q (expected one of %s)", clip(d.OperationKind), strings.Join(OperationKinds, ", "))
+	kind, ok := v.kinds.Get(d.OperationKind)
+	if !ok {
+		return defErr("operation_kind", "unknown_kind", "unknown operation_kind %q (expected one of %s)", clip(d.OperationKind), kindNames(v.kinds))
 	}
+	v.kind = kind
 	if d.ObjectTypeID == "" {
-		if d.OperationKind != KindInvokeFunction && d.OperationKind != KindInvokeWebhook {
+		if kind.NeedsObjectType() {
 			return defErr("object_type_id", "required", "%s actions need an object_type_id", d.OperationKind)
 		}
 	} else {
@@ -343,7 +358,7 @@ func (v *defValidator) run() error {
 
 // scope is the condition scope of the action.
 func (v *defValidator) scope() ConditionScope {
-	sc := ConditionScope{Inputs: map[string]PropertyType{}, HasTarget: HasTarget(v.d.OperationKind, v.d.ObjectTypeID) && v.ot != nil, Markings: v.env.Markings}
+	sc := ConditionScope{Inputs: map[string]PropertyType{}, HasTarget: v.kind != nil && v.kind.HasTarget(v.d.ObjectTypeID) && v.ot != nil, Markings: v.env.Markings}
 	for _, in := range v.d.Inputs {
 		sc.Inputs[in.Name] = in.Type
 	}
@@ -357,10 +372,13 @@ func (v *defValidator) scope() ConditionScope {
 }
 
 // Scope is the condition scope of d (for validating conditions outside a
-// full definition check). ot may be nil.
-func Scope(d ActionDefinition, ot *ObjectTypeInfo, markings []string) ConditionScope {
+// full definition check); hasTarget is its kind's answer for d, ot may be
+// nil.
+func Scope(d ActionDefinition, hasTarget bool, ot *ObjectTypeInfo, markings []string) ConditionScope {
 	v := &defValidator{d: d, ot: ot, env: CheckEnv{Markings: markings}}
-	return v.scope()
+	sc := v.scope()
+	sc.HasTarget = hasTarget && ot != nil
+	return sc
 }
 
 func (v *defValidator) checkTypeRefs(field string, t PropertyType) error {
@@ -409,51 +427,26 @@ func (v *defValidator) checkInputs() error {
 }
 
 func (v *defValidator) checkOperation() error {
-	op := v.d.Config.Operation
 	const f = "config.operation"
-	used := map[string]bool{}
-	switch v.d.OperationKind {
-	case KindUpdateObject, KindCreateObject:
-		used["property_mappings"], used["static_patch"] = true, true
-	case KindCreateLink:
-		used["link_type_id"], used["other_object_input"], used["target_side"] = true, true, true
-	case KindInvokeWebhook:
-		used["method"], used["url"], used["headers"] = true, true, true
-	case KindInvokeFunction:
-		used["inline"], used["package_id"], used["package_name"], used["version"], used["auto_upgrade"] = true, true, true, true, true
+	cfg := v.kind.NewConfig()
+	if err := DecodeConfig(f, v.d.Config.Operation, cfg); err != nil {
+		return err
 	}
-	set := map[string]bool{
-		"property_mappings": len(op.PropertyMappings) > 0, "static_patch": len(op.StaticPatch) > 0,
-		"link_type_id": op.LinkTypeID != "", "other_object_input": op.OtherObjectInput != "", "target_side": op.TargetSide != "",
-		"method": op.Method != "", "url": op.URL != "", "headers": len(op.Headers) > 0,
-		"inline": op.Inline != nil, "package_id": op.PackageID != "", "package_name": op.PackageName != "",
-		"version": op.Version != "", "auto_upgrade": op.AutoUpgrade,
-	}
-	for _, k := range sortedKeys(set) {
-		if set[k] && !used[k] {
-			return defErr(f+"."+k, "not_allowed", "%s is not used by %s actions", k, v.d.OperationKind)
-		}
-	}
-	switch v.d.OperationKind {
-	case KindUpdateObject, KindCreateObject:
-		return v.checkMappings(f, op)
-	case KindCreateLink:
-		return v.checkCreateLink(f, op)
-	case KindInvokeWebhook:
-		return checkWebhook(f, op)
-	case KindInvokeFunction:
-		return checkFunction(f, op)
-	}
-	return nil
+	return v.kind.CheckConfig(&KindScope{Field: f, Definition: v.d, ObjectType: v.ot, Inputs: v.inputs, Lookup: v.lookup, Env: v.env}, cfg)
 }
 
-func (v *defValidator) checkMappings(f string, op OperationConfig) error {
-	if v.ot == nil {
-		return defErr("object_type_id", "required", "%s actions need an object_type_id", v.d.OperationKind)
+// CheckMappings checks the property mappings and static patch of an
+// update_object or create_object config against the action's object type
+// and inputs. With create, every required property without a default
+// must be set; otherwise at least one property must be.
+func (v *KindScope) CheckMappings(op MappingConfig, create bool) error {
+	f := v.Field
+	if v.ObjectType == nil {
+		return defErr("object_type_id", "required", "%s actions need an object_type_id", v.Definition.OperationKind)
 	}
 	if len(op.PropertyMappings) == 0 && len(op.StaticPatch) == 0 {
-		if v.d.OperationKind == KindUpdateObject {
-			return defErr(f+".property_mappings", "required", "an update_object action needs at least one property mapping or static_patch entry")
+		if !create {
+			return defErr(f+".property_mappings", "required", "an %s action needs at least one property mapping or static_patch entry", v.Definition.OperationKind)
 		}
 	}
 	provided := map[string]bool{}
@@ -463,9 +456,9 @@ func (v *defValidator) checkMappings(f string, op OperationConfig) error {
 		if m.Property == "" {
 			return defErr(mf+".property", "required", "a mapping needs a property")
 		}
-		p, ok := v.ot.Property(m.Property)
+		p, ok := v.ObjectType.Property(m.Property)
 		if !ok {
-			return defErr(mf+".property", "unknown_property", "property %q does not exist on object type %s", clip(m.Property), v.ot.Name)
+			return defErr(mf+".property", "unknown_property", "property %q does not exist on object type %s", clip(m.Property), v.ObjectType.Name)
 		}
 		if prev, dup := mapped[m.Property]; dup {
 			return defErr(mf+".property", "duplicate", "property %q is already set by %s", m.Property, prev)
@@ -475,7 +468,7 @@ func (v *defValidator) checkMappings(f string, op OperationConfig) error {
 		case m.Input != "" && m.Value != nil:
 			return defErr(mf, "ambiguous", "a mapping takes either input or value, not both")
 		case m.Input != "":
-			in, ok := v.inputs[m.Input]
+			in, ok := v.Inputs[m.Input]
 			if !ok {
 				return defErr(mf+".input", "unknown_input", "input %q does not exist in this action", clip(m.Input))
 			}
@@ -486,7 +479,7 @@ func (v *defValidator) checkMappings(f string, op OperationConfig) error {
 				provided[p.Name] = true
 			}
 		case m.Value != nil:
-			if err := p.Type.Check(mf+".value", m.Value, v.env); err != nil {
+			if err := p.Type.Check(mf+".value", m.Value, v.Env); err != nil {
 				return asDef(err, fmt.Sprintf("%s, the type of property %q", p.Type, p.Name))
 			}
 			provided[p.Name] = true
@@ -496,9 +489,9 @@ func (v *defValidator) checkMappings(f string, op OperationConfig) error {
 	}
 	for _, k := range sortedKeys(op.StaticPatch) {
 		sf := f + ".static_patch." + k
-		p, ok := v.ot.Property(k)
+		p, ok := v.ObjectType.Property(k)
 		if !ok {
-			return defErr(sf, "unknown_property", "property %q does not exist on object type %s", clip(k), v.ot.Name)
+			return defErr(sf, "unknown_property", "property %q does not exist on object type %s", clip(k), v.ObjectType.Name)
 		}
 		if prev, dup := mapped[k]; dup {
 			return defErr(sf, "duplicate", "property %q is already set by %s", k, prev)
@@ -510,48 +503,53 @@ func (v *defValidator) checkMappings(f string, op OperationConfig) error {
 			}
 			continue
 		}
-		if err := p.Type.Check(sf, val, v.env); err != nil {
+		if err := p.Type.Check(sf, val, v.Env); err != nil {
 			return asDef(err, fmt.Sprintf("%s, the type of property %q", p.Type, p.Name))
 		}
 		provided[k] = true
 	}
-	if v.d.OperationKind == KindCreateObject {
-		for _, p := range v.ot.Properties {
+	if create {
+		for _, p := range v.ObjectType.Properties {
 			if p.Required && !p.HasDefault && !provided[p.Name] {
-				return defErr(f+".property_mappings", "required_property", "property %q of %s is required and has no default: map it from a required input (or one with a default), a value, or static_patch", p.Name, v.ot.Name)
+				return defErr(f+".property_mappings", "required_property", "property %q of %s is required and has no default: map it from a required input (or one with a default), a value, or static_patch", p.Name, v.ObjectType.Name)
 			}
 		}
 	}
 	return nil
 }
 
-func (v *defValidator) checkCreateLink(f string, op OperationConfig) error {
-	if v.ot == nil {
+// CheckLinkEnds checks a create_link config: a link type attached to the
+// action's object type on targetSide, and a required reference input
+// (otherInput) of the other side's object type.
+func (v *KindScope) CheckLinkEnds(linkTypeID, otherInput, targetSide string) error {
+	f := v.Field
+	op := struct{ LinkTypeID, OtherObjectInput, TargetSide string }{linkTypeID, otherInput, targetSide}
+	if v.ObjectType == nil {
 		return defErr("object_type_id", "required", "create_link actions need an object_type_id")
 	}
 	if op.LinkTypeID == "" {
 		return defErr(f+".link_type_id", "required", "a create_link action needs a link_type_id")
 	}
-	lt, err := v.lookup.LinkType(op.LinkTypeID)
+	lt, err := v.Lookup.LinkType(op.LinkTypeID)
 	if err != nil {
 		return err
 	}
 	if lt == nil {
 		return defErr(f+".link_type_id", "not_found", "link type %q does not exist", clip(op.LinkTypeID))
 	}
-	if lt.SourceObjectTypeID != v.ot.ID && lt.TargetObjectTypeID != v.ot.ID {
-		return defErr(f+".link_type_id", "not_attached", "link type %s does not connect object type %s (it links %s to %s)", lt.Name, v.ot.Name, lt.SourceObjectTypeID, lt.TargetObjectTypeID)
+	if lt.SourceObjectTypeID != v.ObjectType.ID && lt.TargetObjectTypeID != v.ObjectType.ID {
+		return defErr(f+".link_type_id", "not_attached", "link type %s does not connect object type %s (it links %s to %s)", lt.Name, v.ObjectType.Name, lt.SourceObjectTypeID, lt.TargetObjectTypeID)
 	}
 	var other string
 	switch op.TargetSide {
 	case SideSource:
-		if lt.SourceObjectTypeID != v.ot.ID {
-			return defErr(f+".target_side", "not_attached", "the target (%s) cannot be the source of link type %s, whose source is %s", v.ot.Name, lt.Name, lt.SourceObjectTypeID)
+		if lt.SourceObjectTypeID != v.ObjectType.ID {
+			return defErr(f+".target_side", "not_attached", "the target (%s) cannot be the source of link type %s, whose source is %s", v.ObjectType.Name, lt.Name, lt.SourceObjectTypeID)
 		}
 		other = lt.TargetObjectTypeID
 	case SideTarget:
-		if lt.TargetObjectTypeID != v.ot.ID {
-			return defErr(f+".target_side", "not_attached", "the target (%s) cannot be the target of link type %s, whose target is %s", v.ot.Name, lt.Name, lt.TargetObjectTypeID)
+		if lt.TargetObjectTypeID != v.ObjectType.ID {
+			return defErr(f+".target_side", "not_attached", "the target (%s) cannot be the target of link type %s, whose target is %s", v.ObjectType.Name, lt.Name, lt.TargetObjectTypeID)
 		}
 		other = lt.SourceObjectTypeID
 	case "":
@@ -562,7 +560,7 @@ func (v *defValidator) checkCreateLink(f string, op OperationConfig) error {
 	if op.OtherObjectInput == "" {
 		return defErr(f+".other_object_input", "required", "other_object_input is required (the reference input holding the other object)")
 	}
-	in, ok := v.inputs[op.OtherObjectInput]
+	in, ok := v.Inputs[op.OtherObjectInput]
 	if !ok {
 		return defErr(f+".other_object_input", "unknown_input", "input %q does not exist in this action", clip(op.OtherObjectInput))
 	}
@@ -578,7 +576,13 @@ func (v *defValidator) checkCreateLink(f string, op OperationConfig) error {
 	return nil
 }
 
-func checkWebhook(f string, op OperationConfig) error {
+// CheckWebhook checks an invoke_webhook config's method, URL and headers;
+// f is the config's member path.
+func CheckWebhook(f, method, rawURL string, headers map[string]string) error {
+	op := struct {
+		Method, URL string
+		Headers     map[string]string
+	}{method, rawURL, headers}
 	if op.Method == "" {
 		return defErr(f+".method", "required", "a webhook needs a method (one of %s)", strings.Join(WebhookMethods, ", "))
 	}
@@ -609,7 +613,9 @@ func checkWebhook(f string, op OperationConfig) error {
 	return nil
 }
 
-func checkFunction(f string, op OperationConfig) error {
+// CheckFunctionRef checks an invoke_function config's function reference;
+// f is the config's member path.
+func CheckFunctionRef(f string, op FunctionRef) error {
 	n := 0
 	if op.Inline != nil {
 		n++
@@ -823,7 +829,7 @@ func ValidateInlineEdit(objectTypeID string, prop PropertyInfo, cfg InlineEditCo
 		return "", defErr(f+".action_type_id", "wrong_kind", "action %s is a %s action; inline edits need an update_object action", action.Name, action.OperationKind)
 	}
 	var candidates []string
-	for _, m := range action.Config.Operation.PropertyMappings {
+	for _, m := range action.PropertyMappings() {
 		if m.Property == prop.Name && m.Input != "" {
 			candidates = append(candidates, m.Input)
 		}

@@ -38,7 +38,7 @@ func formFixture(t *testing.T) ([]InputField, FormSchema) {
 	if err := dec.Decode(&d); err != nil {
 		t.Fatal(err)
 	}
-	sc := Scope(d, &ObjectTypeInfo{ID: typeA, Name: "Ticket", Properties: []PropertyInfo{{Name: "priority", Type: T(TypeInteger)}}}, nil)
+	sc := Scope(d, true, &ObjectTypeInfo{ID: typeA, Name: "Ticket", Properties: []PropertyInfo{{Name: "priority", Type: T(TypeInteger)}}}, nil)
 	if err := d.FormSchema.Validate("form_schema", d.Inputs, sc, CheckEnv{}); err != nil {
 		t.Fatalf("fixture form is invalid: %v", err)
 	}

@@ -1,0 +1,79 @@
+package engine
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/ontoflow/ontoflow/models"
+	"github.com/ontoflow/ontoflow/ontology/domain"
+)
+
+// UpdateObject is the update_object kind: it sets properties of the
+// target from inputs and fixed values (domain.MappingConfig).
+type UpdateObject struct{}
+
+// Name implements domain.OperationKind.
+func (UpdateObject) Name() string { return domain.KindUpdateObject }
+
+// NeedsObjectType implements domain.OperationKind.
+func (UpdateObject) NeedsObjectType() bool { return true }
+
+// HasTarget implements domain.OperationKind: always.
+func (UpdateObject) HasTarget(string) bool { return true }
+
+// NewConfig implements domain.OperationKind.
+func (UpdateObject) NewConfig() any { return &domain.MappingConfig{} }
+
+// CheckConfig implements domain.OperationKind.
+func (UpdateObject) CheckConfig(s *domain.KindScope, cfg any) error {
+	return s.CheckMappings(*cfg.(*domain.MappingConfig), false)
+}
+
+// References implements domain.OperationKind.
+func (UpdateObject) References(cfg any) domain.References {
+	return mappingRefs(cfg.(*domain.MappingConfig))
+}
+
+// Preview implements Kind.
+func (UpdateObject) Preview(_ context.Context, op *Op) ([]models.Edit, error) {
+	patch := op.Config.(*domain.MappingConfig).Properties(op.Params)
+	return []models.Edit{{Op: models.EditUpdateObject, ObjectTypeID: op.Target.ObjectTypeID, ObjectID: op.Target.ID,
+		Before: pick(op.Target.Properties, patch), After: patch}}, nil
+}
+
+// Apply implements Kind.
+func (UpdateObject) Apply(ctx context.Context, op *Op) (*Outcome, error) {
+	patch := op.Config.(*domain.MappingConfig).Properties(op.Params)
+	after, err := op.Ontology.UpdateObject(ctx, op.Tx, op.Target.ID, patch)
+	if err != nil {
+		return nil, err
+	}
+	return &Outcome{
+		Edits: []models.Edit{{Op: models.EditUpdateObject, ObjectTypeID: after.ObjectTypeID, ObjectID: after.ID,
+			Before: pick(op.Target.Properties, patch), After: pick(after.Properties, patch),
+			UpdatedAtBefore: timePtr(op.Target.UpdatedAt), UpdatedAtAfter: timePtr(after.UpdatedAt)}},
+		Result: map[string]any{"object_id": after.ID},
+	}, nil
+}
+
+// Invert implements Kind: the before values of the touched properties,
+// expecting the object as the edit left it.
+func (UpdateObject) Invert(ed models.Edit) ([]models.Edit, error) {
+	if ed.Op != models.EditUpdateObject {
+		return nil, fmt.Errorf("update_object cannot invert a %s edit", ed.Op)
+	}
+	return []models.Edit{{Op: models.EditUpdateObject, ObjectTypeID: ed.ObjectTypeID, ObjectID: ed.ObjectID,
+		Before: ed.After, After: ed.Before, UpdatedAtBefore: ed.UpdatedAtAfter}}, nil
+}
+
+// mappingRefs are the properties a mapping config writes.
+func mappingRefs(cfg *domain.MappingConfig) domain.References {
+	var r domain.References
+	for _, m := range cfg.PropertyMappings {
+		r.Properties = append(r.Properties, m.Property)
+	}
+	for k := range cfg.StaticPatch {
+		r.Properties = append(r.Properties, k)
+	}
+	return r
+}

@@ -34,7 +34,7 @@ type Deps struct {
 	Auth   *auth.Service
 	Levels auth.Levels
 	Logger *slog.Logger
-	// MaxBodyBytes caps JSON request bodies (0 = 1 MiB).
+	// MaxBodyBytes caps JSON request bodies (0 = DefaultMaxBodyBytes).
 	MaxBodyBytes int64
 	// WebDAV serves /webdav and the root probes of WebDAV clients; nil
 	// leaves them to the router (404).
@@ -62,10 +62,18 @@ type Server struct {
 
 func init() { gin.SetMode(gin.ReleaseMode) }
 
+// Defaults of Deps, and of the flags that set them (config uses these
+// constants: one source).
+const (
+	DefaultMaxBodyBytes = 4 << 20
+	DefaultTokenTTL     = 24 * time.Hour
+	DefaultMaxTokenTTL  = 30 * 24 * time.Hour
+)
+
 // New builds the router.
 func New(deps Deps) *Server {
 	if deps.MaxBodyBytes == 0 {
-		deps.MaxBodyBytes = 1 << 20
+		deps.MaxBodyBytes = DefaultMaxBodyBytes
 	}
 	if deps.Logger == nil {
 		deps.Logger = slog.Default()
@@ -74,10 +82,10 @@ func New(deps Deps) *Server {
 		deps.Registry = prometheus.NewRegistry()
 	}
 	if deps.TokenTTL == 0 {
-		deps.TokenTTL = 24 * time.Hour
+		deps.TokenTTL = DefaultTokenTTL
 	}
 	if deps.MaxTokenTTL == 0 {
-		deps.MaxTokenTTL = 30 * 24 * time.Hour
+		deps.MaxTokenTTL = DefaultMaxTokenTTL
 	}
 	s := &Server{deps: deps, metrics: newHTTPMetrics(deps.Registry)}
 	r := gin.New()

@@ -134,6 +134,10 @@ type Options struct {
 }
 
 // NewService returns a Service over db.
+// DefaultUserCacheTTL is Options.UserCacheTTL's default and the
+// --user-cache-ttl flag's (one source).
+const DefaultUserCacheTTL = 2 * time.Second
+
 func NewService(db *gorm.DB, opts Options) *Service {
 	if opts.CacheTTL == 0 {
 		opts.CacheTTL = 60 * time.Second
@@ -148,7 +152,7 @@ func NewService(db *gorm.DB, opts Options) *Service {
 		opts.MaxDelay = 30 * time.Second
 	}
 	if opts.UserCacheTTL == 0 {
-		opts.UserCacheTTL = 2 * time.Second
+		opts.UserCacheTTL = DefaultUserCacheTTL
 	}
 	if opts.UserCacheSize <= 0 {
 		opts.UserCacheSize = 10000

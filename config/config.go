@@ -12,11 +12,13 @@ import (
 	"strings"
 	"time"
 
+	"github.com/ontoflow/ontoflow/api"
 	"github.com/ontoflow/ontoflow/auth"
 	"github.com/ontoflow/ontoflow/delivery"
 	"github.com/ontoflow/ontoflow/devserver"
 	"github.com/ontoflow/ontoflow/outbound"
 	"github.com/ontoflow/ontoflow/secrets"
+	"github.com/ontoflow/ontoflow/workflows"
 )
 
 // Config is the configuration of every subcommand; each uses the part it
@@ -178,8 +180,8 @@ func Bind(fs *flag.FlagSet, mode Mode) (*Config, func() error) {
 		b.str(&c.TemporalNamespace, "temporal-namespace", "TEMPORAL_NAMESPACE", "default", "Temporal namespace")
 		b.str(&c.TaskQueue, "task-queue", "ONTOFLOW_TASK_QUEUE", "ontoflow-actions", "Temporal task queue of the action engine")
 		b.dur(&c.ShutdownTimeout, "shutdown-timeout", "ONTOFLOW_SHUTDOWN_TIMEOUT", 30*time.Second, "how long in-flight requests and activities get to finish on SIGTERM")
-		b.int(&c.BatchChildItems, "batch-child-items", "ONTOFLOW_BATCH_CHILD_ITEMS", 100, "batch items carried by one child workflow")
-		b.int(&c.BatchConcurrency, "batch-concurrency", "ONTOFLOW_BATCH_CONCURRENCY", 8, "child workflows a batch runs at once")
+		b.int(&c.BatchChildItems, "batch-child-items", "ONTOFLOW_BATCH_CHILD_ITEMS", workflows.DefaultBatchChildItems, "batch items carried by one child workflow")
+		b.int(&c.BatchConcurrency, "batch-concurrency", "ONTOFLOW_BATCH_CONCURRENCY", workflows.DefaultBatchConcurrency, "child workflows a batch runs at once")
 		b.str(&outboundAllow, "outbound-allow", "ONTOFLOW_OUTBOUND_ALLOW", "", "internal targets outbound calls (webhooks, Slack, Teams) may reach, comma-separated CIDRs, IP:port and host:port; loopback, private, link-local and other special addresses are refused otherwise")
 		b.str(&c.SMTPURL, "smtp-url", "ONTOFLOW_SMTP_URL", "", "SMTP server for e-mail notifications: smtp://user:pass@host:587 (STARTTLS required), smtps://host:465 (TLS), ?tls=opportunistic or ?tls=none to relax it; empty = no e-mail")
 		b.str(&c.SMTPFrom, "smtp-from", "ONTOFLOW_SMTP_FROM", "", "sender address of e-mail notifications, e.g. \"Ontoflow <ontoflow@example.com>\"; required with --smtp-url")
@@ -191,9 +193,9 @@ func Bind(fs *flag.FlagSet, mode Mode) (*Config, func() error) {
 		b.str(&c.HTTPAddr, "http-addr", "ONTOFLOW_HTTP_ADDR", "127.0.0.1:8080", "API and WebDAV listen address")
 		b.str(&c.TLSCert, "tls-cert", "ONTOFLOW_TLS_CERT", "", "serve HTTPS with this certificate (PEM); needs --tls-key")
 		b.str(&c.TLSKey, "tls-key", "ONTOFLOW_TLS_KEY", "", "private key (PEM) for --tls-cert")
-		b.bytes(&c.MaxBodyBytes, "max-body", "ONTOFLOW_MAX_BODY", 4<<20, "largest JSON request body")
-		b.dur(&c.TokenTTL, "token-ttl", "ONTOFLOW_TOKEN_TTL", 24*time.Hour, "default lifetime of issued API tokens")
-		b.dur(&c.UserCacheTTL, "user-cache-ttl", "ONTOFLOW_USER_CACHE_TTL", 2*time.Second, "how long a user row read for Basic authentication is reused; changes made on other replicas are seen after at most this long (negative = off)")
+		b.bytes(&c.MaxBodyBytes, "max-body", "ONTOFLOW_MAX_BODY", api.DefaultMaxBodyBytes, "largest JSON request body")
+		b.dur(&c.TokenTTL, "token-ttl", "ONTOFLOW_TOKEN_TTL", api.DefaultTokenTTL, "default lifetime of issued API tokens")
+		b.dur(&c.UserCacheTTL, "user-cache-ttl", "ONTOFLOW_USER_CACHE_TTL", auth.DefaultUserCacheTTL, "how long a user row read for Basic authentication is reused; changes made on other replicas are seen after at most this long (negative = off)")
 		b.bytes(&c.WebDAVMaxUpload, "webdav-max-upload", "ONTOFLOW_WEBDAV_MAX_UPLOAD", 10<<30, "largest WebDAV upload (413 beyond)")
 		b.bytes(&c.WebDAVQuota, "webdav-quota", "ONTOFLOW_WEBDAV_QUOTA", 0, "default per-user WebDAV quota; 0 = unlimited (a user's own quota_bytes wins)")
 		b.dur(&c.WebDAVMaxLockTTL, "webdav-max-lock-timeout", "ONTOFLOW_WEBDAV_MAX_LOCK_TIMEOUT", time.Hour, "cap on WebDAV lock timeouts")

@@ -24,13 +24,20 @@ type StarterOptions struct {
 	BatchConcurrency int
 }
 
+// Defaults of StarterOptions, and of the flags that set them (config
+// uses these constants: one source).
+const (
+	DefaultBatchChildItems  = 100
+	DefaultBatchConcurrency = 8
+)
+
 // NewStarter returns a Starter over c.
 func NewStarter(c client.Client, opts StarterOptions) *Starter {
 	if opts.BatchChildItems < 1 {
-		opts.BatchChildItems = 100
+		opts.BatchChildItems = DefaultBatchChildItems
 	}
 	if opts.BatchConcurrency < 1 {
-		opts.BatchConcurrency = 8
+		opts.BatchConcurrency = DefaultBatchConcurrency
 	}
 	return &Starter{c: c, opts: opts}
 }

@@ -1102,7 +1102,10 @@ func (rq *request) serveCopyMove() {
 			return
 		}
 		if err := h.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
-			return deleteMeta(tx, rq.user.ID, dst, true)
+			if err := deleteMeta(tx, rq.user.ID, dst, false); err != nil {
+				return err
+			}
+			return dropLocksBelow(tx, rq.user.ID, dst)
 		}); err != nil {
 			rq.fail(err)
 			return
@@ -1117,8 +1120,9 @@ func (rq *request) serveCopyMove() {
 		err = h.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
 			if !dexists || replace {
 				// Stale rows of a name that did not exist, or the
-				// replaced file's properties and locks.
-				if err := deleteMeta(tx, rq.user.ID, dst, replace); err != nil {
+				// replaced file's properties and checksum. Locks rooted
+				// at dst stay: the new resource comes under them.
+				if err := deleteMeta(tx, rq.user.ID, dst, false); err != nil {
 					return err
 				}
 			}
@@ -1134,16 +1138,13 @@ func (rq *request) serveCopyMove() {
 		if err == nil {
 			err = h.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
 				if !dexists || replace {
-					if err := deleteMeta(tx, rq.user.ID, dst, replace); err != nil {
+					if err := deleteMeta(tx, rq.user.ID, dst, false); err != nil {
 						return err
 					}
 				}
 				return copyMeta(tx, rq.user.ID, rq.path, dst, infinite)
 			})
 			h.propsWritten()
-			if replace {
-				h.locksChanged()
-			}
 		}
 		h.invalidateUsage(rq.user.ID)
 	}

@@ -32,10 +32,7 @@ const xmlHeader = `<?xml version="1.0" encoding="utf-8"?>` + "\n"
 // etagOf is a strong entity tag: inode, modification time (ns) and size.
 // Every PUT writes a new inode, so two versions never share a tag.
 func etagOf(fi fs.FileInfo) string {
-	var ino uint64
-	if st, ok := fi.Sys().(*syscall.Stat_t); ok {
-		ino = st.Ino
-	}
+	ino := fileID(fi)
 	b := make([]byte, 0, 48)
 	b = append(b, '"')
 	b = strconv.AppendUint(b, ino, 16)

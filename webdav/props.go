@@ -9,7 +9,6 @@ import (
 	"os"
 	"strconv"
 	"strings"
-	"syscall"
 	"time"
 	"unicode/utf8"
 
@@ -483,14 +482,12 @@ func (pw *propWriter) writeLive(n xmlName, e entry, dir bool, sum models.DavChec
 	return true
 }
 
-// creationTime approximates the creation date by the inode change time,
-// as Apache does: stat does not expose the birth time portably.
+// creationTime is the creation date: the platform's birth or change time
+// (stat_*.go) when it is older than the modification time, else the
+// modification time (a copy keeps an older mtime than its new inode).
 func creationTime(fi fs.FileInfo) time.Time {
-	if st, ok := fi.Sys().(*syscall.Stat_t); ok {
-		c := time.Unix(st.Ctim.Sec, st.Ctim.Nsec)
-		if c.Before(fi.ModTime()) {
-			return c
-		}
+	if c, ok := birthTime(fi); ok && c.Before(fi.ModTime()) {
+		return c
 	}
 	return fi.ModTime()
 }

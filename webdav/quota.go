@@ -6,7 +6,6 @@ import (
 	"os"
 	"strings"
 	"sync"
-	"syscall"
 	"time"
 
 	"github.com/ontoflow/ontoflow/models"
@@ -189,9 +188,9 @@ func (h *Handler) quotaValues(root *os.Root, u *models.User) (int64, int64, erro
 		}
 		return avail, used, nil
 	}
-	var st syscall.Statfs_t
-	if err := syscall.Statfs(h.opts.Root, &st); err != nil {
+	free, err := freeBytes(h.opts.Root)
+	if err != nil {
 		return 0, used, nil
 	}
-	return int64(st.Bavail) * int64(st.Bsize), used, nil
+	return free, used, nil
 }

@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"net/http"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -156,7 +157,7 @@ func (rq *request) servePropfind() {
 		return
 	}
 	pw := &propWriter{
-		rq: rq, kind: kind, names: names, locks: locks,
+		rq: rq, kind: kind, names: names, include: include, locks: locks,
 		withProps: kind != pfProp || anyDead(names),
 		withSums:  want(xmlName{nsOC, "checksums"}),
 	}
@@ -265,6 +266,7 @@ type propWriter struct {
 	bw         *bufio.Writer
 	kind       propfindKind
 	names      []xmlName
+	include    []xmlName // allprop's include: on-request live properties to add
 	locks      []models.DavLock
 	withProps  bool
 	withSums   bool
@@ -337,7 +339,7 @@ func (pw *propWriter) writeEntry(e entry, dead []models.DavProp, sum models.DavC
 	switch pw.kind {
 	case pfPropname:
 		for _, n := range liveProps {
-			if !dir || (n.Local != "getcontentlength" && n.Local != "getetag") {
+			if !dir || n.Local != "getcontentlength" {
 				writeEmpty(b, n)
 			}
 		}
@@ -347,6 +349,14 @@ func (pw *propWriter) writeEntry(e entry, dead []models.DavProp, sum models.DavC
 	case pfAllprop:
 		for _, n := range liveProps {
 			pw.writeLive(n, e, dir, sum, hasSum)
+		}
+		// RFC 4918 §9.1, §14.8: allprop with include returns the named
+		// live properties allprop leaves out (quota, checksums); dead
+		// ones are in allprop already.
+		for _, n := range pw.include {
+			if slices.Contains(onRequestProps, n) {
+				pw.writeLive(n, e, dir, sum, hasSum)
+			}
 		}
 		for _, d := range dead {
 			writeDead(b, d)
@@ -425,9 +435,11 @@ func (pw *propWriter) writeLive(n xmlName, e entry, dir bool, sum models.DavChec
 		b.WriteString(contentType(fi.Name(), dir))
 		b.WriteString(`</D:getcontenttype>`)
 	case xmlName{nsDAV, "getetag"}:
-		if dir {
-			return false
-		}
+		// Collections too (from the directory's inode, mtime and size:
+		// the stat already made). It changes when an entry is created,
+		// removed, renamed or replaced by an upload (each moves the
+		// directory's mtime; uploads pass through a temporary file in
+		// it), not when a member's properties change, as Apache's.
 		b.WriteString(`<D:getetag>`)
 		escapeText(b, etagOf(fi))
 		b.WriteString(`</D:getetag>`)

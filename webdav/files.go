@@ -125,9 +125,23 @@ func (rq *request) serveGet() {
 	}
 	h.Set("ETag", etagOf(fi))
 	h.Set("Content-Type", contentType(fi.Name(), false))
-	h.Set("X-Content-Type-Options", "nosniff")
+	setActiveContentHeaders(h)
 	h.Set("Accept-Ranges", "bytes")
 	http.ServeContent(rq.w, rq.r, fi.Name(), fi.ModTime(), f)
+}
+
+// setActiveContentHeaders makes a user's file inert in a browser: the tree
+// is served on the API's origin, so an uploaded .html or .svg that ran
+// script there could act with another user's cookies (issue 13 item 10).
+// Every file (its type comes from its name, which the uploader chose) is
+// served inline under "Content-Security-Policy: sandbox": the browser
+// renders it in a unique opaque origin with scripts, forms, plugins and
+// popups off, so it reaches no cookie or storage of the API's origin;
+// nosniff keeps a browser from guessing a more active type. Inline rather
+// than as attachments, so pictures, PDFs and text still open in a browser.
+func setActiveContentHeaders(h http.Header) {
+	h.Set("X-Content-Type-Options", "nosniff")
+	h.Set("Content-Security-Policy", "sandbox")
 }
 
 // serveListing writes a minimal HTML index of a collection, streamed.
@@ -135,7 +149,7 @@ func (rq *request) serveListing(dir *os.File) {
 	w := rq.w
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")
 	w.Header().Set("X-Content-Type-Options", "nosniff")
-	w.Header().Set("Content-Security-Policy", "default-src 'none'; style-src 'unsafe-inline'")
+	w.Header().Set("Content-Security-Policy", "sandbox; default-src 'none'; style-src 'unsafe-inline'")
 	if rq.r.Method == http.MethodHead {
 		w.WriteHeader(http.StatusOK)
 		return

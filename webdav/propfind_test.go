@@ -79,3 +79,34 @@ func TestCollectionETag(t *testing.T) {
 		e.want(http.StatusCreated, "alice", "MKCOL", "/c/sub", "", "If", "<"+e.base+"/c> (["+e4+"])")
 	})
 }
+
+// Users' files, active content above all, are served inert on the API's
+// origin: CSP sandbox and nosniff on every GET and HEAD (issue 13 item 10).
+func TestActiveContentSandboxed(t *testing.T) {
+	testdb.Each(t, func(t *testing.T, db *gorm.DB) {
+		addUser(t, db, "alice", 0)
+		e := newEnv(t, db, t.TempDir(), Options{})
+		files := map[string]string{
+			"/p.html": "text/html", "/i.svg": "image/svg+xml", "/x.xhtml": "application/xhtml+xml",
+			"/t.txt": "text/plain", "/noext": "",
+		}
+		for p := range files {
+			e.want(http.StatusCreated, "alice", "PUT", p, `<script>alert(document.cookie)</script>`)
+		}
+		e.want(http.StatusCreated, "alice", "MKCOL", "/d", "")
+		for _, p := range []string{"/p.html", "/i.svg", "/x.xhtml", "/t.txt", "/noext", "/d/"} {
+			for _, m := range []string{"GET", "HEAD"} {
+				h, _ := e.want(http.StatusOK, "alice", m, p, "")
+				if csp := h.Get("Content-Security-Policy"); !strings.HasPrefix(csp, "sandbox") {
+					t.Fatalf("%s %s: Content-Security-Policy %q, want sandbox", m, p, csp)
+				}
+				if h.Get("X-Content-Type-Options") != "nosniff" {
+					t.Fatalf("%s %s: no nosniff", m, p)
+				}
+				if want := files[p]; want != "" && !strings.HasPrefix(h.Get("Content-Type"), want) {
+					t.Fatalf("%s %s: Content-Type %q", m, p, h.Get("Content-Type"))
+				}
+			}
+		}
+	})
+}

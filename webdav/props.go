@@ -595,8 +595,28 @@ func (rq *request) serveProppatch() {
 		case isLive(n) || (n.Space == nsDAV && mtimeProp(n)):
 			status[i] = http.StatusForbidden
 			failed = true
+		case !op.remove && propSize(n.Space, n.Local, op.node.inner(), op.node.Lang) > maxPropBytes:
+			// RFC 4918 §9.2.1: 507, the server cannot record it.
+			status[i] = http.StatusInsufficientStorage
+			failed = true
 		default:
 			status[i] = http.StatusOK
+		}
+	}
+	// Dead properties count against the quota: admit their growth.
+	var grow int64
+	if !failed {
+		var ok bool
+		if grow, ok, err = rq.admitProps(ops); err != nil {
+			rq.fail(err)
+			return
+		} else if !ok {
+			for i, op := range ops {
+				if !op.remove && !(op.node.Name.Space == nsDAV && mtimeProp(op.node.Name)) {
+					status[i] = http.StatusInsufficientStorage
+				}
+			}
+			failed = true
 		}
 	}
 	if failed {
@@ -647,6 +667,7 @@ func (rq *request) serveProppatch() {
 			Update("mtime_ns", mtime.UnixNano()).Error
 	})
 	h.propsWritten()
+	h.settle(rq.user.ID, grow, err == nil)
 	if err != nil {
 		if timeSet {
 			// All or nothing: the properties were not stored, so the
@@ -659,6 +680,38 @@ func (rq *request) serveProppatch() {
 		return
 	}
 	rq.writePropstat(ops, status)
+}
+
+// admitProps reserves against the user's quota the growth of the dead
+// properties ops set or remove on the request's resource; ok is false
+// when it does not fit. The caller settles grow.
+func (rq *request) admitProps(ops []propOp) (grow int64, ok bool, err error) {
+	quota := rq.h.quotaOf(rq.user)
+	if quota <= 0 {
+		return 0, true, nil
+	}
+	old, err := rq.h.propsFor(rq.r.Context(), rq.user.ID, []string{rq.path})
+	if err != nil {
+		return 0, false, err
+	}
+	size := map[xmlName]int64{}
+	for _, d := range old[rq.path] {
+		size[xmlName{d.Space, d.Name}] = propSize(d.Space, d.Name, d.Value, d.Lang)
+	}
+	for _, op := range ops {
+		n := op.node.Name
+		if n.Space == nsDAV && mtimeProp(n) {
+			continue
+		}
+		grow -= size[n]
+		size[n] = 0
+		if !op.remove {
+			size[n] = propSize(n.Space, n.Local, op.node.inner(), op.node.Lang)
+			grow += size[n]
+		}
+	}
+	ok, err = rq.h.admit(rq.root, rq.user.ID, quota, grow)
+	return grow, ok, err
 }
 
 // chtimesKeepSum sets the modification time of the resource (fi describes

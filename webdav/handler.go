@@ -71,18 +71,22 @@ type Options struct {
 // Handler is the WebDAV http.Handler. It is safe for concurrent use, and
 // several Handlers (replicas) may share one database and data directory.
 type Handler struct {
-	db     *gorm.DB
-	authn  *auth.Service
-	opts   Options
-	log    *slog.Logger
-	m      *metrics
-	realm  string
-	usage  sync.Map // user id -> *usageEntry
-	made   sync.Map // user id -> struct{}: root directory exists
+	db    *gorm.DB
+	authn *auth.Service
+	opts  Options
+	log   *slog.Logger
+	m     *metrics
+	realm string
+	// usage holds one usage entry per user who used WebDAV since the
+	// start (quota.go): bounded by the number of service users, about 100
+	// bytes each; not a cache that may be dropped, since it carries the
+	// reservations of uploads under way.
+	usage  sync.Map  // user id -> *usageEntry
+	made   cappedMap // user id -> struct{}: root directory exists (maxCachedUsers)
 	stripe [256]sync.Mutex
 	sweep  atomic.Int64
-	// hashing holds the files queued for background hashing (dedupe);
-	// hashSem lets one hash run at a time.
+	// hashing holds the files queued for background hashing (dedupe;
+	// at most maxHashQueue); hashSem lets one hash run at a time.
 	hashing    sync.Map
 	hashSem    chan struct{}
 	hashQueued atomic.Int64
@@ -90,14 +94,15 @@ type Handler struct {
 	// noProps caches users without dead properties (dropStaleProps),
 	// lockCache users' active locks (activeLocks), lockTTL bounds it.
 	gen       generations
-	noProps   sync.Map // user id -> noPropsEntry
-	lockCache sync.Map // user id -> lockCacheEntry
+	noProps   cappedMap // user id -> noPropsEntry (maxCachedUsers)
+	lockCache cappedMap // user id -> lockCacheEntry (maxCachedUsers, maxCachedLockBytes each)
 	lockTTL   time.Duration
 	// stmtMu guards locksStmt, activeLocks' prepared query.
 	stmtMu    sync.Mutex
 	locksStmt *sql.Stmt
 	// unhashableSet remembers file versions (user\x00path -> ETag) whose
-	// checksum attribute could not be set (markUnhashable).
+	// checksum attribute could not be set (markUnhashable; at most
+	// maxUnhashable, then cleared).
 	unhashableSet sync.Map
 	unhashableN   atomic.Int64
 	// xattrSums: checksums are kept in extended attributes on the files,
@@ -151,6 +156,7 @@ func New(db *gorm.DB, authn *auth.Service, opts Options) (*Handler, error) {
 		return nil, err
 	}
 	h := &Handler{db: db, authn: authn, opts: opts, log: opts.Logger, m: m, realm: "Ontoflow WebDAV", hashSem: make(chan struct{}, 1), lockTTL: lockCacheTTL}
+	h.made.max, h.noProps.max, h.lockCache.max = maxCachedUsers, maxCachedUsers, maxCachedUsers
 	h.gen, err = openGenerations(context.Background(), db)
 	if err != nil {
 		// Correct without them, only slower: every write reads the locks.

@@ -244,7 +244,15 @@ func (h *Handler) activeLocks(ctx context.Context, userID string) ([]models.DavL
 		h.sweepLocks(ctx)
 	}
 	if h.gen.shared {
-		h.lockCache.Store(userID, lockCacheEntry{at: at, gen: gen, locks: append([]models.DavLock(nil), out...)})
+		size := 0
+		for i := range out {
+			size += len(out[i].Token) + len(out[i].Path) + len(out[i].Owner) + 64
+		}
+		if size <= maxCachedLockBytes {
+			h.lockCache.Store(userID, lockCacheEntry{at: at, gen: gen, locks: append([]models.DavLock(nil), out...)})
+		} else {
+			h.lockCache.Delete(userID)
+		}
 	}
 	return out, nil
 }

@@ -1008,54 +1008,9 @@ func (rq *request) serveMkcol() {
 // ---- COPY / MOVE ----
 
 func (rq *request) serveCopyMove() {
-	h := rq.h
 	move := rq.r.Method == "MOVE"
-	dh := rq.r.Header.Get("Destination")
-	if dh == "" {
-		http.Error(rq.w, "missing Destination", http.StatusBadRequest)
-		return
-	}
-	u, err := url.Parse(dh)
-	if err != nil || u.RawQuery != "" || u.ForceQuery || strings.Contains(dh, "#") {
-		// A raw '?' or '#' would cut the name short and aim the MOVE or
-		// COPY at another resource (an existing parent, say, which
-		// Overwrite: T would then delete); clients percent-encode them.
-		http.Error(rq.w, "malformed Destination (a '?' or '#' in a name must be percent-encoded)", http.StatusBadRequest)
-		return
-	}
-	if u.Host != "" && !strings.EqualFold(u.Host, rq.r.Host) {
-		http.Error(rq.w, "Destination is on another server", http.StatusBadGateway)
-		return
-	}
-	if u.Path != h.opts.Prefix && !strings.HasPrefix(u.Path, h.opts.Prefix+"/") {
-		http.Error(rq.w, "Destination is outside the WebDAV tree", http.StatusForbidden)
-		return
-	}
-	dst, ok := h.internalPath(u.Path)
+	dst, infinite, overwrite, ok := rq.copyMoveHeaders(move)
 	if !ok {
-		http.Error(rq.w, "invalid Destination", http.StatusBadRequest)
-		return
-	}
-	if isReserved(dst) || dst == "/" || rq.path == "/" {
-		http.Error(rq.w, "forbidden", http.StatusForbidden)
-		return
-	}
-	infinite := true
-	switch d := rq.r.Header.Get("Depth"); {
-	case d == "" || strings.EqualFold(d, "infinity"):
-	case d == "0" && !move:
-		infinite = false
-	default:
-		http.Error(rq.w, "invalid Depth", http.StatusBadRequest)
-		return
-	}
-	overwrite := true
-	switch rq.r.Header.Get("Overwrite") {
-	case "", "T", "t":
-	case "F", "f":
-		overwrite = false
-	default:
-		http.Error(rq.w, "invalid Overwrite", http.StatusBadRequest)
 		return
 	}
 	sfi, err := rq.root.Stat(rel(rq.path))
@@ -1063,28 +1018,8 @@ func (rq *request) serveCopyMove() {
 		rq.statFail(err)
 		return
 	}
-	if dst == rq.path {
-		http.Error(rq.w, "source and destination are the same", http.StatusForbidden)
-		return
-	}
-	if sfi.IsDir() && isUnder(dst, rq.path) {
-		http.Error(rq.w, "destination is inside the source", http.StatusForbidden)
-		return
-	}
-	if isUnder(rq.path, dst) {
-		// Overwriting an ancestor would delete the source with it.
-		http.Error(rq.w, "destination contains the source", http.StatusForbidden)
-		return
-	}
-	pfi, err := rq.root.Stat(rel(pathParent(dst)))
-	if err != nil || !pfi.IsDir() {
-		http.Error(rq.w, "destination parent does not exist", http.StatusConflict)
-		return
-	}
-	dfi, err := rq.root.Lstat(rel(dst))
-	dexists := err == nil
-	if dexists && !overwrite {
-		http.Error(rq.w, "destination exists", http.StatusPreconditionFailed)
+	dfi, dexists, ok := rq.checkCopyMoveTarget(dst, sfi, overwrite)
+	if !ok {
 		return
 	}
 	targets := []target{{path: dst, membership: true, subtree: true}}
@@ -1101,63 +1036,20 @@ func (rq *request) serveCopyMove() {
 		}
 		defer settle()
 	}
-	ctx := rq.r.Context()
 	// A file replacing a file is renamed over it (MOVE, and COPY through
 	// its temporary file), so a failed transfer leaves the old destination
 	// whole; anything involving a collection deletes the destination first.
 	replace := dexists && !dfi.IsDir() && !sfi.IsDir()
 	if dexists && !replace {
-		err = rq.root.RemoveAll(rel(dst))
-		if err != nil {
+		if err := rq.clearDestination(dst); err != nil {
 			rq.fail(err)
 			return
 		}
-		if err := h.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
-			if err := deleteMeta(tx, rq.user.ID, dst, false); err != nil {
-				return err
-			}
-			return dropLocksBelow(tx, rq.user.ID, dst)
-		}); err != nil {
-			rq.fail(err)
-			return
-		}
-		h.locksChanged()
 	}
 	if move {
-		if err := rq.root.Rename(rel(rq.path), rel(dst)); err != nil {
-			rq.fail(err)
-			return
-		}
-		err = h.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
-			if !dexists || replace {
-				// Stale rows of a name that did not exist, or the
-				// replaced file's properties and checksum. Locks rooted
-				// at dst stay: the new resource comes under them.
-				if err := deleteMeta(tx, rq.user.ID, dst, false); err != nil {
-					return err
-				}
-			}
-			return moveMeta(tx, rq.user.ID, rq.path, dst)
-		})
-		h.locksChanged()
+		err = rq.moveTo(dst, !dexists || replace)
 	} else {
-		if sfi.IsDir() {
-			err = rq.copyTree(rq.path, dst, infinite)
-		} else {
-			err = rq.copyFile(rq.path, dst, sfi)
-		}
-		if err == nil {
-			err = h.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
-				if !dexists || replace {
-					if err := deleteMeta(tx, rq.user.ID, dst, false); err != nil {
-						return err
-					}
-				}
-				return copyMeta(tx, rq.user.ID, rq.path, dst, infinite)
-			})
-			h.propsWritten()
-		}
-		h.invalidateUsage(rq.user.ID)
+		err = rq.copyTo(dst, sfi, infinite, !dexists || replace)
 	}
 	if err != nil {
 		rq.fail(err)
@@ -1166,9 +1058,154 @@ func (rq *request) serveCopyMove() {
 	if dexists {
 		rq.w.WriteHeader(http.StatusNoContent)
 	} else {
-		rq.w.Header().Set("Location", h.href(dst, sfi.IsDir()))
+		rq.w.Header().Set("Location", rq.h.href(dst, sfi.IsDir()))
 		rq.w.WriteHeader(http.StatusCreated)
 	}
+}
+
+// copyMoveHeaders reads Destination, Depth and Overwrite; on bad input it
+// answers and reports false.
+func (rq *request) copyMoveHeaders(move bool) (dst string, infinite, overwrite, ok bool) {
+	h := rq.h
+	dh := rq.r.Header.Get("Destination")
+	if dh == "" {
+		http.Error(rq.w, "missing Destination", http.StatusBadRequest)
+		return "", false, false, false
+	}
+	u, err := url.Parse(dh)
+	if err != nil || u.RawQuery != "" || u.ForceQuery || strings.Contains(dh, "#") {
+		// A raw '?' or '#' would cut the name short and aim the MOVE or
+		// COPY at another resource (an existing parent, say, which
+		// Overwrite: T would then delete); clients percent-encode them.
+		http.Error(rq.w, "malformed Destination (a '?' or '#' in a name must be percent-encoded)", http.StatusBadRequest)
+		return "", false, false, false
+	}
+	if u.Host != "" && !strings.EqualFold(u.Host, rq.r.Host) {
+		http.Error(rq.w, "Destination is on another server", http.StatusBadGateway)
+		return "", false, false, false
+	}
+	if u.Path != h.opts.Prefix && !strings.HasPrefix(u.Path, h.opts.Prefix+"/") {
+		http.Error(rq.w, "Destination is outside the WebDAV tree", http.StatusForbidden)
+		return "", false, false, false
+	}
+	dst, ok = h.internalPath(u.Path)
+	if !ok {
+		http.Error(rq.w, "invalid Destination", http.StatusBadRequest)
+		return "", false, false, false
+	}
+	if isReserved(dst) || dst == "/" || rq.path == "/" {
+		http.Error(rq.w, "forbidden", http.StatusForbidden)
+		return "", false, false, false
+	}
+	infinite = true
+	switch d := rq.r.Header.Get("Depth"); {
+	case d == "" || strings.EqualFold(d, "infinity"):
+	case d == "0" && !move:
+		infinite = false
+	default:
+		http.Error(rq.w, "invalid Depth", http.StatusBadRequest)
+		return "", false, false, false
+	}
+	overwrite = true
+	switch rq.r.Header.Get("Overwrite") {
+	case "", "T", "t":
+	case "F", "f":
+		overwrite = false
+	default:
+		http.Error(rq.w, "invalid Overwrite", http.StatusBadRequest)
+		return "", false, false, false
+	}
+	return dst, infinite, overwrite, true
+}
+
+// checkCopyMoveTarget refuses destinations the source cannot go to and
+// stats the destination; on refusal it answers and reports false.
+func (rq *request) checkCopyMoveTarget(dst string, sfi fs.FileInfo, overwrite bool) (dfi fs.FileInfo, dexists, ok bool) {
+	if dst == rq.path {
+		http.Error(rq.w, "source and destination are the same", http.StatusForbidden)
+		return nil, false, false
+	}
+	if sfi.IsDir() && isUnder(dst, rq.path) {
+		http.Error(rq.w, "destination is inside the source", http.StatusForbidden)
+		return nil, false, false
+	}
+	if isUnder(rq.path, dst) {
+		// Overwriting an ancestor would delete the source with it.
+		http.Error(rq.w, "destination contains the source", http.StatusForbidden)
+		return nil, false, false
+	}
+	pfi, err := rq.root.Stat(rel(pathParent(dst)))
+	if err != nil || !pfi.IsDir() {
+		http.Error(rq.w, "destination parent does not exist", http.StatusConflict)
+		return nil, false, false
+	}
+	dfi, err = rq.root.Lstat(rel(dst))
+	dexists = err == nil
+	if dexists && !overwrite {
+		http.Error(rq.w, "destination exists", http.StatusPreconditionFailed)
+		return nil, false, false
+	}
+	return dfi, dexists, true
+}
+
+// clearDestination deletes a destination a collection is involved in,
+// with its metadata and the locks rooted below it; locks rooted at dst
+// stay and cover what replaces it (RFC 4918 §7.5, §9.8.4, §9.9.3).
+func (rq *request) clearDestination(dst string) error {
+	if err := rq.root.RemoveAll(rel(dst)); err != nil {
+		return err
+	}
+	err := rq.h.db.WithContext(rq.r.Context()).Transaction(func(tx *gorm.DB) error {
+		if err := deleteMeta(tx, rq.user.ID, dst, false); err != nil {
+			return err
+		}
+		return dropLocksBelow(tx, rq.user.ID, dst)
+	})
+	rq.h.locksChanged()
+	return err
+}
+
+// moveTo renames the source to dst and moves its metadata; clearStale
+// first drops rows left at dst (a name that did not exist, or the replaced
+// file's properties and checksum; locks rooted at dst stay).
+func (rq *request) moveTo(dst string, clearStale bool) error {
+	if err := rq.root.Rename(rel(rq.path), rel(dst)); err != nil {
+		return err
+	}
+	err := rq.h.db.WithContext(rq.r.Context()).Transaction(func(tx *gorm.DB) error {
+		if clearStale {
+			if err := deleteMeta(tx, rq.user.ID, dst, false); err != nil {
+				return err
+			}
+		}
+		return moveMeta(tx, rq.user.ID, rq.path, dst)
+	})
+	rq.h.locksChanged()
+	return err
+}
+
+// copyTo copies the source to dst with its metadata (not its locks).
+func (rq *request) copyTo(dst string, sfi fs.FileInfo, infinite, clearStale bool) error {
+	defer rq.h.invalidateUsage(rq.user.ID)
+	var err error
+	if sfi.IsDir() {
+		err = rq.copyTree(rq.path, dst, infinite)
+	} else {
+		err = rq.copyFile(rq.path, dst, sfi)
+	}
+	if err != nil {
+		return err
+	}
+	err = rq.h.db.WithContext(rq.r.Context()).Transaction(func(tx *gorm.DB) error {
+		if clearStale {
+			if err := deleteMeta(tx, rq.user.ID, dst, false); err != nil {
+				return err
+			}
+		}
+		return copyMeta(tx, rq.user.ID, rq.path, dst, infinite)
+	})
+	rq.h.propsWritten()
+	return err
 }
 
 // admitCopy reserves a COPY's growth of the tree (the source's size less

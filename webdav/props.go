@@ -535,7 +535,6 @@ type propOp struct {
 
 func (rq *request) serveProppatch() {
 	h := rq.h
-	ctx := rq.r.Context()
 	doc, err := h.readXML(rq.r)
 	if err != nil {
 		rq.xmlError(err)
@@ -545,25 +544,7 @@ func (rq *request) serveProppatch() {
 		http.Error(rq.w, "expected propertyupdate", http.StatusBadRequest)
 		return
 	}
-	var ops []propOp
-	for _, k := range doc.Kids {
-		var remove bool
-		switch k.Name {
-		case xmlName{nsDAV, "set"}:
-		case xmlName{nsDAV, "remove"}:
-			remove = true
-		default:
-			continue
-		}
-		for _, p := range k.Kids {
-			if p.Name != (xmlName{nsDAV, "prop"}) {
-				continue
-			}
-			for _, n := range p.Kids {
-				ops = append(ops, propOp{remove: remove, node: n})
-			}
-		}
-	}
+	ops := proppatchOps(doc)
 	if len(ops) == 0 {
 		http.Error(rq.w, "propertyupdate without properties", http.StatusBadRequest)
 		return
@@ -577,32 +558,7 @@ func (rq *request) serveProppatch() {
 		return
 	}
 	// Validate everything first: PROPPATCH is all or nothing (§9.2).
-	status := make([]int, len(ops))
-	var mtime time.Time
-	failed := false
-	for i, op := range ops {
-		n := op.node.Name
-		switch {
-		case mtimeProp(n) && !op.remove:
-			t, ok := parsePropTime(op.node.text())
-			if !ok {
-				status[i] = http.StatusConflict
-				failed = true
-				continue
-			}
-			mtime = t
-			status[i] = http.StatusOK
-		case isLive(n) || (n.Space == nsDAV && mtimeProp(n)):
-			status[i] = http.StatusForbidden
-			failed = true
-		case !op.remove && propSize(n.Space, n.Local, op.node.inner(), op.node.Lang) > maxPropBytes:
-			// RFC 4918 §9.2.1: 507, the server cannot record it.
-			status[i] = http.StatusInsufficientStorage
-			failed = true
-		default:
-			status[i] = http.StatusOK
-		}
-	}
+	status, mtime, failed := validateProppatch(ops)
 	// Dead properties count against the quota: admit their growth.
 	var grow int64
 	if !failed {
@@ -628,8 +584,84 @@ func (rq *request) serveProppatch() {
 		rq.writePropstat(ops, status)
 		return
 	}
-	timeSet := false
-	err = h.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+	timeSet, err := rq.applyProppatch(ops, fi, mtime)
+	h.propsWritten()
+	h.settle(rq.user.ID, grow, err == nil)
+	if err != nil {
+		if timeSet {
+			// All or nothing: the properties were not stored, so the
+			// modification time goes back too.
+			if rerr := rq.restoreMtime(fi); rerr != nil {
+				h.log.Error("webdav restore mtime after failed PROPPATCH", "user", rq.user.Username, "path", rq.path, "err", rerr)
+			}
+		}
+		rq.fail(err)
+		return
+	}
+	rq.writePropstat(ops, status)
+}
+
+// proppatchOps lists a propertyupdate's set and remove operations in
+// document order.
+func proppatchOps(doc *xmlNode) []propOp {
+	var ops []propOp
+	for _, k := range doc.Kids {
+		var remove bool
+		switch k.Name {
+		case xmlName{nsDAV, "set"}:
+		case xmlName{nsDAV, "remove"}:
+			remove = true
+		default:
+			continue
+		}
+		for _, p := range k.Kids {
+			if p.Name != (xmlName{nsDAV, "prop"}) {
+				continue
+			}
+			for _, n := range p.Kids {
+				ops = append(ops, propOp{remove: remove, node: n})
+			}
+		}
+	}
+	return ops
+}
+
+// validateProppatch gives each operation its status (200 when it can be
+// done) and the modification time one of them sets, if any.
+func validateProppatch(ops []propOp) (status []int, mtime time.Time, failed bool) {
+	status = make([]int, len(ops))
+	for i, op := range ops {
+		n := op.node.Name
+		switch {
+		case mtimeProp(n) && !op.remove:
+			t, ok := parsePropTime(op.node.text())
+			if !ok {
+				status[i] = http.StatusConflict
+				failed = true
+				continue
+			}
+			mtime = t
+			status[i] = http.StatusOK
+		case isLive(n) || (n.Space == nsDAV && mtimeProp(n)):
+			status[i] = http.StatusForbidden
+			failed = true
+		case !op.remove && propSize(n.Space, n.Local, op.node.inner(), op.node.Lang) > maxPropBytes:
+			// RFC 4918 §9.2.1: 507, the server cannot record it.
+			status[i] = http.StatusInsufficientStorage
+			failed = true
+		default:
+			status[i] = http.StatusOK
+		}
+	}
+	return status, mtime, failed
+}
+
+// applyProppatch stores the dead properties and sets the modification
+// time in one transaction; timeSet says whether the time was changed
+// (to be restored if the transaction failed).
+func (rq *request) applyProppatch(ops []propOp, fi fs.FileInfo, mtime time.Time) (timeSet bool, err error) {
+	h := rq.h
+	err = h.db.WithContext(rq.r.Context()).Transaction(func(tx *gorm.DB) error {
 		for _, op := range ops {
 			n := op.node.Name
 			if n.Space == nsDAV && mtimeProp(n) {
@@ -666,20 +698,7 @@ func (rq *request) serveProppatch() {
 			Where("user_id = ? AND path = ? AND size = ? AND mtime_ns = ?", rq.user.ID, rq.path, fi.Size(), fi.ModTime().UnixNano()).
 			Update("mtime_ns", mtime.UnixNano()).Error
 	})
-	h.propsWritten()
-	h.settle(rq.user.ID, grow, err == nil)
-	if err != nil {
-		if timeSet {
-			// All or nothing: the properties were not stored, so the
-			// modification time goes back too.
-			if rerr := rq.restoreMtime(fi); rerr != nil {
-				h.log.Error("webdav restore mtime after failed PROPPATCH", "user", rq.user.Username, "path", rq.path, "err", rerr)
-			}
-		}
-		rq.fail(err)
-		return
-	}
-	rq.writePropstat(ops, status)
+	return timeSet, err
 }
 
 // admitProps reserves against the user's quota the growth of the dead

@@ -310,7 +310,6 @@ func copyHashed(f *os.File, r io.Reader, size, limit int64, limitErr error) (n i
 
 func (rq *request) servePut() {
 	h := rq.h
-	ctx := rq.r.Context()
 	if rq.path == "/" {
 		http.Error(rq.w, "cannot PUT to the root collection", http.StatusMethodNotAllowed)
 		return
@@ -336,8 +335,7 @@ func (rq *request) servePut() {
 		return
 	}
 	defer rq.closeParent(dir)
-	name := pathBase(rq.path)
-	old, err := dir.Stat(name)
+	old, err := dir.Stat(pathBase(rq.path))
 	exists := err == nil
 	if err != nil && !errors.Is(err, os.ErrNotExist) {
 		rq.statFail(err)
@@ -353,130 +351,12 @@ func (rq *request) servePut() {
 	if rq.precheck(target{path: rq.path, membership: !exists}) == nil {
 		return
 	}
-	var oldSize int64
+	u := &upload{rq: rq, dir: dir, exists: exists, quota: h.quotaOf(rq.user)}
 	if exists {
-		oldSize = old.Size()
+		u.oldSize = old.Size()
 	}
-	// Upload limit and quota both bound the body.
-	limit := int64(-1)
-	limitErr := errTooLarge
-	if max := h.opts.MaxUploadBytes; max > 0 {
-		limit = max
-	}
-	quota := h.quotaOf(rq.user)
-	if quota > 0 {
-		used, err := h.usedBytes(rq.root, rq.user.ID)
-		if err != nil {
-			rq.fail(err)
-			return
-		}
-		room := quota - used + oldSize
-		if room < 0 {
-			room = 0
-		}
-		if rq.r.ContentLength > room {
-			http.Error(rq.w, "quota exceeded", http.StatusInsufficientStorage)
-			return
-		}
-		if limit < 0 || room < limit {
-			limit, limitErr = room, errQuota
-		}
-	}
-	tmp := randName()
-	f, err := dir.OpenFile(tmp, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o644)
-	if err != nil {
-		rq.fail(err)
-		return
-	}
-	committed := false
-	defer func() {
-		if !committed {
-			f.Close()
-			dir.Remove(tmp)
-		}
-	}()
-	// Small bodies, and uploads whose checksum the client wants verified,
-	// are hashed as they arrive. Large ones are hashed after the answer
-	// (hashLater): MD5 alone runs at ~550 MiB/s on a core, which would
-	// otherwise bound every big upload; until the hash is recorded the
-	// file simply publishes no checksum.
-	inline := rq.r.Header.Get("OC-Checksum") != "" || (rq.r.ContentLength >= 0 && rq.r.ContentLength <= smallUpload)
-	var (
-		n               int64
-		md5sum, sha1sum string
-	)
-	if inline {
-		n, md5sum, sha1sum, err = copyHashed(f, rq.r.Body, rq.r.ContentLength, limit, limitErr)
-	} else {
-		n, err = copyLimited(f, rq.r.Body, limit, limitErr)
-	}
-	if err != nil {
-		switch {
-		case errors.Is(err, errTooLarge):
-			http.Error(rq.w, "upload too large", http.StatusRequestEntityTooLarge)
-		case errors.Is(err, errQuota):
-			http.Error(rq.w, "quota exceeded", http.StatusInsufficientStorage)
-		default:
-			var mbe *http.MaxBytesError
-			if errors.As(err, &mbe) {
-				http.Error(rq.w, "upload too large", http.StatusRequestEntityTooLarge)
-				return
-			}
-			// Client went away or the body was cut short: the old
-			// content stays in place.
-			h.log.Info("webdav upload aborted", "user", rq.user.Username, "path", rq.path, "err", err)
-			http.Error(rq.w, "upload incomplete", http.StatusBadRequest)
-		}
-		return
-	}
-	if rq.r.ContentLength >= 0 && n != rq.r.ContentLength {
-		http.Error(rq.w, "upload incomplete", http.StatusBadRequest)
-		return
-	}
-	// ownCloud-style checksum the client sent: verify it.
-	if v := rq.r.Header.Get("OC-Checksum"); v != "" {
-		if !checksumMatches(v, md5sum, sha1sum) {
-			http.Error(rq.w, "checksum mismatch", http.StatusBadRequest)
-			return
-		}
-	}
-	mtimeAccepted := false
-	if v := rq.r.Header.Get("X-OC-Mtime"); v != "" {
-		if t, ok := parseMtime(v); ok {
-			if err := dir.Chtimes(tmp, t, t); err == nil {
-				mtimeAccepted = true
-			}
-		}
-	}
-	// The rename below keeps inode, size and modification time, so this
-	// is what the published file reports.
-	fi, err := f.Stat()
-	if err != nil {
-		rq.fail(err)
-		return
-	}
-	var sum *models.DavChecksum
-	if inline {
-		sum = &models.DavChecksum{
-			UserID: rq.user.ID, Path: rq.path, Size: fi.Size(), MtimeNs: fi.ModTime().UnixNano(),
-			SHA1: sha1sum, MD5: md5sum,
-		}
-		if h.xattrSums {
-			if err := setSum(f, *sum); err != nil {
-				// The upload matters more than its checksum: the
-				// file publishes none and is hashed again later.
-				h.log.Warn("webdav checksum", "user", rq.user.Username, "path", rq.path, "err", err)
-			}
-		}
-	}
-	if h.opts.Fsync {
-		if err := f.Sync(); err != nil {
-			rq.fail(fmt.Errorf("flush upload: %w", err))
-			return
-		}
-	}
-	if err := f.Close(); err != nil {
-		rq.fail(err)
+	defer u.cleanup()
+	if !u.bound() || !u.receive() || !u.seal() {
 		return
 	}
 	// The body may have taken minutes: a lock another client took
@@ -485,70 +365,246 @@ func (rq *request) servePut() {
 	if rq.precheck(target{path: rq.path, membership: !exists}) == nil {
 		return
 	}
-	// The quota check above let the body in; admission, under the
-	// usage mutex, decides, so concurrent uploads cannot share one room.
-	admitted := false
-	if quota > 0 {
-		ok, err := h.admit(rq.root, rq.user.ID, quota, n-oldSize)
-		if err != nil {
-			rq.fail(err)
-			return
-		}
-		if !ok {
-			http.Error(rq.w, "quota exceeded", http.StatusInsufficientStorage)
-			return
-		}
-		admitted = true
-		defer func() { h.settle(rq.user.ID, n-oldSize, committed) }()
+	if !u.admit() || !u.commit() {
+		return
 	}
-	if h.xattrSums {
-		// Nothing else to record: the checksum travels with the file.
-		if !exists {
-			if err := h.dropStaleProps(ctx, rq.user.ID, rq.path); err != nil {
-				rq.fail(err)
-				return
+	u.answer()
+}
+
+// upload is one PUT's body on its way from the request into a temporary
+// file beside the target and, renamed, over it (servePut's steps). Each
+// step answers the client itself when it fails and reports false.
+type upload struct {
+	rq      *request
+	dir     *os.Root // the target's parent
+	exists  bool     // a file is being replaced
+	oldSize int64
+	quota   int64 // <= 0: unlimited
+
+	limit    int64 // the body's bound (upload limit or room left), -1 none
+	limitErr error
+	tmp      string
+	f        *os.File
+	inline   bool // hashed while it streamed
+	n        int64
+	md5sum   string
+	sha1sum  string
+	fi       fs.FileInfo // the temporary, as it will be published
+	sum      *models.DavChecksum
+	mtimeOK  bool // X-OC-Mtime applied
+	admitted bool // growth reserved against the quota (settled in cleanup)
+	done     bool // renamed into place
+}
+
+// cleanup removes an unpublished temporary and settles a reservation.
+func (u *upload) cleanup() {
+	if u.f != nil && !u.done {
+		u.f.Close()
+		u.dir.Remove(u.tmp)
+	}
+	if u.admitted {
+		u.rq.h.settle(u.rq.user.ID, u.n-u.oldSize, u.done)
+	}
+}
+
+// bound sets the body's limit: the upload limit, or the room the quota
+// leaves when smaller (507 at once when Content-Length exceeds it).
+func (u *upload) bound() bool {
+	rq, h := u.rq, u.rq.h
+	u.limit, u.limitErr = -1, errTooLarge
+	if max := h.opts.MaxUploadBytes; max > 0 {
+		u.limit = max
+	}
+	if u.quota <= 0 {
+		return true
+	}
+	used, err := h.usedBytes(rq.root, rq.user.ID)
+	if err != nil {
+		rq.fail(err)
+		return false
+	}
+	room := max(u.quota-used+u.oldSize, 0)
+	if rq.r.ContentLength > room {
+		http.Error(rq.w, "quota exceeded", http.StatusInsufficientStorage)
+		return false
+	}
+	if u.limit < 0 || room < u.limit {
+		u.limit, u.limitErr = room, errQuota
+	}
+	return true
+}
+
+// receive streams the body into a new temporary file.
+func (u *upload) receive() bool {
+	rq := u.rq
+	u.tmp = randName()
+	f, err := u.dir.OpenFile(u.tmp, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o644)
+	if err != nil {
+		rq.fail(err)
+		return false
+	}
+	u.f = f
+	// Small bodies, and uploads whose checksum the client wants verified,
+	// are hashed as they arrive. Large ones are hashed after the answer
+	// (hashLater): MD5 alone runs at ~550 MiB/s on a core, which would
+	// otherwise bound every big upload; until the hash is recorded the
+	// file simply publishes no checksum.
+	u.inline = rq.r.Header.Get("OC-Checksum") != "" || (rq.r.ContentLength >= 0 && rq.r.ContentLength <= smallUpload)
+	if u.inline {
+		u.n, u.md5sum, u.sha1sum, err = copyHashed(f, rq.r.Body, rq.r.ContentLength, u.limit, u.limitErr)
+	} else {
+		u.n, err = copyLimited(f, rq.r.Body, u.limit, u.limitErr)
+	}
+	var mbe *http.MaxBytesError
+	switch {
+	case err == nil:
+	case errors.Is(err, errTooLarge), errors.As(err, &mbe):
+		http.Error(rq.w, "upload too large", http.StatusRequestEntityTooLarge)
+		return false
+	case errors.Is(err, errQuota):
+		http.Error(rq.w, "quota exceeded", http.StatusInsufficientStorage)
+		return false
+	default:
+		// Client went away or the body was cut short: the old content
+		// stays in place.
+		rq.h.log.Info("webdav upload aborted", "user", rq.user.Username, "path", rq.path, "err", err)
+		http.Error(rq.w, "upload incomplete", http.StatusBadRequest)
+		return false
+	}
+	if rq.r.ContentLength >= 0 && u.n != rq.r.ContentLength {
+		http.Error(rq.w, "upload incomplete", http.StatusBadRequest)
+		return false
+	}
+	// ownCloud-style checksum the client sent: verify it.
+	if v := rq.r.Header.Get("OC-Checksum"); v != "" && !checksumMatches(v, u.md5sum, u.sha1sum) {
+		http.Error(rq.w, "checksum mismatch", http.StatusBadRequest)
+		return false
+	}
+	return true
+}
+
+// seal sets the temporary's modification time (X-OC-Mtime) and checksum
+// attribute, flushes it when asked, and closes it.
+func (u *upload) seal() bool {
+	rq, h := u.rq, u.rq.h
+	if v := rq.r.Header.Get("X-OC-Mtime"); v != "" {
+		if t, ok := parseMtime(v); ok && u.dir.Chtimes(u.tmp, t, t) == nil {
+			u.mtimeOK = true
+		}
+	}
+	// The rename keeps inode, size and modification time, so this is
+	// what the published file reports.
+	fi, err := u.f.Stat()
+	if err != nil {
+		rq.fail(err)
+		return false
+	}
+	u.fi = fi
+	if u.inline {
+		u.sum = &models.DavChecksum{
+			UserID: rq.user.ID, Path: rq.path, Size: fi.Size(), MtimeNs: fi.ModTime().UnixNano(),
+			SHA1: u.sha1sum, MD5: u.md5sum,
+		}
+		if h.xattrSums {
+			if err := setSum(u.f, *u.sum); err != nil {
+				// The upload matters more than its checksum: the
+				// file publishes none and is hashed again later.
+				h.log.Warn("webdav checksum", "user", rq.user.Username, "path", rq.path, "err", err)
 			}
 		}
-		if err := rq.publish(tmp); err != nil {
-			rq.publishFail(err)
-			return
+	}
+	if h.opts.Fsync {
+		if err := u.f.Sync(); err != nil {
+			rq.fail(fmt.Errorf("flush upload: %w", err))
+			return false
 		}
-		committed = true
+	}
+	if err := u.f.Close(); err != nil {
+		rq.fail(err)
+		return false
+	}
+	return true
+}
+
+// admit reserves the upload's growth under the user's usage mutex: the
+// quota check in bound let the body in, admission decides, so concurrent
+// uploads cannot share one room.
+func (u *upload) admit() bool {
+	if u.quota <= 0 {
+		return true
+	}
+	ok, err := u.rq.h.admit(u.rq.root, u.rq.user.ID, u.quota, u.n-u.oldSize)
+	if err != nil {
+		u.rq.fail(err)
+		return false
+	}
+	if !ok {
+		http.Error(u.rq.w, "quota exceeded", http.StatusInsufficientStorage)
+		return false
+	}
+	u.admitted = true
+	return true
+}
+
+// commit renames the temporary over the target and records what the
+// checksum store needs.
+func (u *upload) commit() bool {
+	rq, h, ctx := u.rq, u.rq.h, u.rq.r.Context()
+	if h.xattrSums {
+		// Nothing else to record: the checksum travels with the file.
+		if !u.exists {
+			if err := h.dropStaleProps(ctx, rq.user.ID, rq.path); err != nil {
+				rq.fail(err)
+				return false
+			}
+		}
+		if err := rq.publish(u.tmp); err != nil {
+			rq.publishFail(err)
+			return false
+		}
+		u.done = true
 	} else {
 		// The database record must follow the renames in their order.
 		mu := h.lockStripe(rq.user.ID, rq.path)
 		mu.Lock()
-		err = rq.publish(tmp)
+		err := rq.publish(u.tmp)
 		if err == nil {
-			committed = true
-			err = h.commitPut(ctx, &putMeta{userID: rq.user.ID, path: rq.path, created: !exists, sum: sum})
+			u.done = true
+			err = h.commitPut(ctx, &putMeta{userID: rq.user.ID, path: rq.path, created: !u.exists, sum: u.sum})
 		}
 		mu.Unlock()
 		if err != nil {
 			rq.publishFail(err)
-			return
+			return false
 		}
 	}
-	if !admitted {
-		h.addUsage(rq.user.ID, n-oldSize)
+	if !u.admitted {
+		h.addUsage(rq.user.ID, u.n-u.oldSize)
 	}
 	if h.opts.Fsync {
 		// The rename is durable once the directory is.
-		if err := syncDir(dir); err != nil {
+		if err := syncDir(u.dir); err != nil {
 			rq.fail(fmt.Errorf("flush directory: %w", err))
-			return
+			return false
 		}
 	}
-	if !inline {
+	if !u.inline {
 		h.hashLater(rq.user.ID, rq.path)
 	}
+	return true
+}
+
+// answer writes 201 or 204 with the new ETag.
+func (u *upload) answer() {
+	rq := u.rq
 	hd := rq.w.Header()
-	hd.Set("ETag", etagOf(fi))
-	hd.Set("OC-ETag", etagOf(fi))
-	if mtimeAccepted {
+	etag := etagOf(u.fi)
+	hd.Set("ETag", etag)
+	hd.Set("OC-ETag", etag)
+	if u.mtimeOK {
 		hd.Set("X-OC-Mtime", "accepted")
 	}
-	if exists {
+	if u.exists {
 		rq.w.WriteHeader(http.StatusNoContent)
 	} else {
 		hd.Set("Location", rq.h.href(rq.path, false))

@@ -244,23 +244,8 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		h.serveServerRoot(w, r, p)
 		return
 	}
-	// HTTP Basic only: WebDAV clients send nothing else, and a bearer
-	// token (a guest session's above all) must not reach the user's files.
-	var principal *auth.Principal
-	var err error = auth.ErrUnauthorized
-	if _, _, basic := r.BasicAuth(); basic {
-		principal, err = h.authn.Authenticate(r)
-	}
-	if te, ok := auth.AsThrottled(err); ok {
-		// Too many failed attempts: a 401 would invite the client to
-		// prompt again at once.
-		w.Header().Set("Retry-After", strconv.Itoa(te.RetryAfterSeconds()))
-		http.Error(w, "too many failed authentication attempts", http.StatusTooManyRequests)
-		return
-	}
-	if err != nil {
-		w.Header().Set("WWW-Authenticate", `Basic realm="`+h.realm+`", charset="UTF-8"`)
-		http.Error(w, "authentication required", http.StatusUnauthorized)
+	principal, ok := h.authenticate(w, r)
+	if !ok {
 		return
 	}
 	username = principal.User.Username
@@ -281,9 +266,39 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	defer root.Close()
 	rq := &request{h: h, w: w, r: r, user: principal.User, root: root, path: ip}
+	rq.dispatch()
+}
+
+// authenticate admits HTTP Basic only: WebDAV clients send nothing else,
+// and a bearer token (a guest session's above all) must not reach the
+// user's files. It answers 401 or 429 itself and reports false.
+func (h *Handler) authenticate(w http.ResponseWriter, r *http.Request) (*auth.Principal, bool) {
+	var principal *auth.Principal
+	var err error = auth.ErrUnauthorized
+	if _, _, basic := r.BasicAuth(); basic {
+		principal, err = h.authn.Authenticate(r)
+	}
+	if te, ok := auth.AsThrottled(err); ok {
+		// Too many failed attempts: a 401 would invite the client to
+		// prompt again at once.
+		w.Header().Set("Retry-After", strconv.Itoa(te.RetryAfterSeconds()))
+		http.Error(w, "too many failed authentication attempts", http.StatusTooManyRequests)
+		return nil, false
+	}
+	if err != nil {
+		w.Header().Set("WWW-Authenticate", `Basic realm="`+h.realm+`", charset="UTF-8"`)
+		http.Error(w, "authentication required", http.StatusUnauthorized)
+		return nil, false
+	}
+	return principal, true
+}
+
+// dispatch runs the method's handler.
+func (rq *request) dispatch() {
+	w, r := rq.w, rq.r
 	switch r.Method {
 	case http.MethodOptions:
-		h.writeOptions(w)
+		rq.h.writeOptions(w)
 	case http.MethodGet, http.MethodHead:
 		rq.serveGet()
 	case http.MethodPut:

@@ -101,37 +101,9 @@ func (rq *request) servePropfind() {
 		http.Error(rq.w, "invalid Depth", http.StatusBadRequest)
 		return
 	}
-	doc, err := h.readXML(rq.r)
-	if err != nil {
-		rq.xmlError(err)
+	kind, names, include, ok := rq.parsePropfind()
+	if !ok {
 		return
-	}
-	kind := pfAllprop
-	var names []xmlName
-	var include []xmlName
-	if doc != nil {
-		if doc.Name != (xmlName{nsDAV, "propfind"}) {
-			http.Error(rq.w, "expected propfind", http.StatusBadRequest)
-			return
-		}
-		switch {
-		case doc.child(nsDAV, "propname") != nil:
-			kind = pfPropname
-		case doc.child(nsDAV, "allprop") != nil:
-			if inc := doc.child(nsDAV, "include"); inc != nil {
-				for _, k := range inc.Kids {
-					include = append(include, k.Name)
-				}
-			}
-		case doc.child(nsDAV, "prop") != nil:
-			kind = pfProp
-			for _, k := range doc.child(nsDAV, "prop").Kids {
-				names = append(names, k.Name)
-			}
-		default:
-			http.Error(rq.w, "propfind needs prop, allprop or propname", http.StatusBadRequest)
-			return
-		}
 	}
 	fi, err := rq.root.Stat(rel(rq.path))
 	if err != nil {
@@ -195,6 +167,44 @@ func (rq *request) servePropfind() {
 	}
 	_, _ = bw.WriteString(`</D:multistatus>`)
 	_ = bw.Flush()
+}
+
+// parsePropfind reads the PROPFIND body: allprop (also for an empty
+// body) with its include list, propname, or the named properties. On bad
+// input it answers and reports false.
+func (rq *request) parsePropfind() (kind propfindKind, names, include []xmlName, ok bool) {
+	doc, err := rq.h.readXML(rq.r)
+	if err != nil {
+		rq.xmlError(err)
+		return 0, nil, nil, false
+	}
+	kind = pfAllprop
+	if doc == nil {
+		return kind, nil, nil, true
+	}
+	if doc.Name != (xmlName{nsDAV, "propfind"}) {
+		http.Error(rq.w, "expected propfind", http.StatusBadRequest)
+		return 0, nil, nil, false
+	}
+	switch {
+	case doc.child(nsDAV, "propname") != nil:
+		kind = pfPropname
+	case doc.child(nsDAV, "allprop") != nil:
+		if inc := doc.child(nsDAV, "include"); inc != nil {
+			for _, k := range inc.Kids {
+				include = append(include, k.Name)
+			}
+		}
+	case doc.child(nsDAV, "prop") != nil:
+		kind = pfProp
+		for _, k := range doc.child(nsDAV, "prop").Kids {
+			names = append(names, k.Name)
+		}
+	default:
+		http.Error(rq.w, "propfind needs prop, allprop or propname", http.StatusBadRequest)
+		return 0, nil, nil, false
+	}
+	return kind, names, include, true
 }
 
 func anyDead(names []xmlName) bool {

@@ -32,10 +32,7 @@ const xmlHeader = `<?xml version="1.0" encoding="utf-8"?>` + "\n"
 // etagOf is a strong entity tag: inode, modification time (ns) and size.
 // Every PUT writes a new inode, so two versions never share a tag.
 func etagOf(fi fs.FileInfo) string {
-	var ino uint64
-	if st, ok := fi.Sys().(*syscall.Stat_t); ok {
-		ino = st.Ino
-	}
+	ino := fileID(fi)
 	b := make([]byte, 0, 48)
 	b = append(b, '"')
 	b = strconv.AppendUint(b, ino, 16)
@@ -128,9 +125,23 @@ func (rq *request) serveGet() {
 	}
 	h.Set("ETag", etagOf(fi))
 	h.Set("Content-Type", contentType(fi.Name(), false))
-	h.Set("X-Content-Type-Options", "nosniff")
+	setActiveContentHeaders(h)
 	h.Set("Accept-Ranges", "bytes")
 	http.ServeContent(rq.w, rq.r, fi.Name(), fi.ModTime(), f)
+}
+
+// setActiveContentHeaders makes a user's file inert in a browser: the tree
+// is served on the API's origin, so an uploaded .html or .svg that ran
+// script there could act with another user's cookies (issue 13 item 10).
+// Every file (its type comes from its name, which the uploader chose) is
+// served inline under "Content-Security-Policy: sandbox": the browser
+// renders it in a unique opaque origin with scripts, forms, plugins and
+// popups off, so it reaches no cookie or storage of the API's origin;
+// nosniff keeps a browser from guessing a more active type. Inline rather
+// than as attachments, so pictures, PDFs and text still open in a browser.
+func setActiveContentHeaders(h http.Header) {
+	h.Set("X-Content-Type-Options", "nosniff")
+	h.Set("Content-Security-Policy", "sandbox")
 }
 
 // serveListing writes a minimal HTML index of a collection, streamed.
@@ -138,7 +149,7 @@ func (rq *request) serveListing(dir *os.File) {
 	w := rq.w
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")
 	w.Header().Set("X-Content-Type-Options", "nosniff")
-	w.Header().Set("Content-Security-Policy", "default-src 'none'; style-src 'unsafe-inline'")
+	w.Header().Set("Content-Security-Policy", "sandbox; default-src 'none'; style-src 'unsafe-inline'")
 	if rq.r.Method == http.MethodHead {
 		w.WriteHeader(http.StatusOK)
 		return
@@ -299,7 +310,6 @@ func copyHashed(f *os.File, r io.Reader, size, limit int64, limitErr error) (n i
 
 func (rq *request) servePut() {
 	h := rq.h
-	ctx := rq.r.Context()
 	if rq.path == "/" {
 		http.Error(rq.w, "cannot PUT to the root collection", http.StatusMethodNotAllowed)
 		return
@@ -325,8 +335,7 @@ func (rq *request) servePut() {
 		return
 	}
 	defer rq.closeParent(dir)
-	name := pathBase(rq.path)
-	old, err := dir.Stat(name)
+	old, err := dir.Stat(pathBase(rq.path))
 	exists := err == nil
 	if err != nil && !errors.Is(err, os.ErrNotExist) {
 		rq.statFail(err)
@@ -342,130 +351,12 @@ func (rq *request) servePut() {
 	if rq.precheck(target{path: rq.path, membership: !exists}) == nil {
 		return
 	}
-	var oldSize int64
+	u := &upload{rq: rq, dir: dir, exists: exists, quota: h.quotaOf(rq.user)}
 	if exists {
-		oldSize = old.Size()
+		u.oldSize = old.Size()
 	}
-	// Upload limit and quota both bound the body.
-	limit := int64(-1)
-	limitErr := errTooLarge
-	if max := h.opts.MaxUploadBytes; max > 0 {
-		limit = max
-	}
-	quota := h.quotaOf(rq.user)
-	if quota > 0 {
-		used, err := h.usedBytes(rq.root, rq.user.ID)
-		if err != nil {
-			rq.fail(err)
-			return
-		}
-		room := quota - used + oldSize
-		if room < 0 {
-			room = 0
-		}
-		if rq.r.ContentLength > room {
-			http.Error(rq.w, "quota exceeded", http.StatusInsufficientStorage)
-			return
-		}
-		if limit < 0 || room < limit {
-			limit, limitErr = room, errQuota
-		}
-	}
-	tmp := randName()
-	f, err := dir.OpenFile(tmp, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o644)
-	if err != nil {
-		rq.fail(err)
-		return
-	}
-	committed := false
-	defer func() {
-		if !committed {
-			f.Close()
-			dir.Remove(tmp)
-		}
-	}()
-	// Small bodies, and uploads whose checksum the client wants verified,
-	// are hashed as they arrive. Large ones are hashed after the answer
-	// (hashLater): MD5 alone runs at ~550 MiB/s on a core, which would
-	// otherwise bound every big upload; until the hash is recorded the
-	// file simply publishes no checksum.
-	inline := rq.r.Header.Get("OC-Checksum") != "" || (rq.r.ContentLength >= 0 && rq.r.ContentLength <= smallUpload)
-	var (
-		n               int64
-		md5sum, sha1sum string
-	)
-	if inline {
-		n, md5sum, sha1sum, err = copyHashed(f, rq.r.Body, rq.r.ContentLength, limit, limitErr)
-	} else {
-		n, err = copyLimited(f, rq.r.Body, limit, limitErr)
-	}
-	if err != nil {
-		switch {
-		case errors.Is(err, errTooLarge):
-			http.Error(rq.w, "upload too large", http.StatusRequestEntityTooLarge)
-		case errors.Is(err, errQuota):
-			http.Error(rq.w, "quota exceeded", http.StatusInsufficientStorage)
-		default:
-			var mbe *http.MaxBytesError
-			if errors.As(err, &mbe) {
-				http.Error(rq.w, "upload too large", http.StatusRequestEntityTooLarge)
-				return
-			}
-			// Client went away or the body was cut short: the old
-			// content stays in place.
-			h.log.Info("webdav upload aborted", "user", rq.user.Username, "path", rq.path, "err", err)
-			http.Error(rq.w, "upload incomplete", http.StatusBadRequest)
-		}
-		return
-	}
-	if rq.r.ContentLength >= 0 && n != rq.r.ContentLength {
-		http.Error(rq.w, "upload incomplete", http.StatusBadRequest)
-		return
-	}
-	// ownCloud-style checksum the client sent: verify it.
-	if v := rq.r.Header.Get("OC-Checksum"); v != "" {
-		if !checksumMatches(v, md5sum, sha1sum) {
-			http.Error(rq.w, "checksum mismatch", http.StatusBadRequest)
-			return
-		}
-	}
-	mtimeAccepted := false
-	if v := rq.r.Header.Get("X-OC-Mtime"); v != "" {
-		if t, ok := parseMtime(v); ok {
-			if err := dir.Chtimes(tmp, t, t); err == nil {
-				mtimeAccepted = true
-			}
-		}
-	}
-	// The rename below keeps inode, size and modification time, so this
-	// is what the published file reports.
-	fi, err := f.Stat()
-	if err != nil {
-		rq.fail(err)
-		return
-	}
-	var sum *models.DavChecksum
-	if inline {
-		sum = &models.DavChecksum{
-			UserID: rq.user.ID, Path: rq.path, Size: fi.Size(), MtimeNs: fi.ModTime().UnixNano(),
-			SHA1: sha1sum, MD5: md5sum,
-		}
-		if h.xattrSums {
-			if err := setSum(f, *sum); err != nil {
-				// The upload matters more than its checksum: the
-				// file publishes none and is hashed again later.
-				h.log.Warn("webdav checksum", "user", rq.user.Username, "path", rq.path, "err", err)
-			}
-		}
-	}
-	if h.opts.Fsync {
-		if err := f.Sync(); err != nil {
-			rq.fail(fmt.Errorf("flush upload: %w", err))
-			return
-		}
-	}
-	if err := f.Close(); err != nil {
-		rq.fail(err)
+	defer u.cleanup()
+	if !u.bound() || !u.receive() || !u.seal() {
 		return
 	}
 	// The body may have taken minutes: a lock another client took
@@ -474,70 +365,246 @@ func (rq *request) servePut() {
 	if rq.precheck(target{path: rq.path, membership: !exists}) == nil {
 		return
 	}
-	// The quota check above let the body in; admission, under the
-	// usage mutex, decides, so concurrent uploads cannot share one room.
-	admitted := false
-	if quota > 0 {
-		ok, err := h.admit(rq.root, rq.user.ID, quota, n-oldSize)
-		if err != nil {
-			rq.fail(err)
-			return
-		}
-		if !ok {
-			http.Error(rq.w, "quota exceeded", http.StatusInsufficientStorage)
-			return
-		}
-		admitted = true
-		defer func() { h.settle(rq.user.ID, n-oldSize, committed) }()
+	if !u.admit() || !u.commit() {
+		return
 	}
-	if h.xattrSums {
-		// Nothing else to record: the checksum travels with the file.
-		if !exists {
-			if err := h.dropStaleProps(ctx, rq.user.ID, rq.path); err != nil {
-				rq.fail(err)
-				return
+	u.answer()
+}
+
+// upload is one PUT's body on its way from the request into a temporary
+// file beside the target and, renamed, over it (servePut's steps). Each
+// step answers the client itself when it fails and reports false.
+type upload struct {
+	rq      *request
+	dir     *os.Root // the target's parent
+	exists  bool     // a file is being replaced
+	oldSize int64
+	quota   int64 // <= 0: unlimited
+
+	limit    int64 // the body's bound (upload limit or room left), -1 none
+	limitErr error
+	tmp      string
+	f        *os.File
+	inline   bool // hashed while it streamed
+	n        int64
+	md5sum   string
+	sha1sum  string
+	fi       fs.FileInfo // the temporary, as it will be published
+	sum      *models.DavChecksum
+	mtimeOK  bool // X-OC-Mtime applied
+	admitted bool // growth reserved against the quota (settled in cleanup)
+	done     bool // renamed into place
+}
+
+// cleanup removes an unpublished temporary and settles a reservation.
+func (u *upload) cleanup() {
+	if u.f != nil && !u.done {
+		u.f.Close()
+		u.dir.Remove(u.tmp)
+	}
+	if u.admitted {
+		u.rq.h.settle(u.rq.user.ID, u.n-u.oldSize, u.done)
+	}
+}
+
+// bound sets the body's limit: the upload limit, or the room the quota
+// leaves when smaller (507 at once when Content-Length exceeds it).
+func (u *upload) bound() bool {
+	rq, h := u.rq, u.rq.h
+	u.limit, u.limitErr = -1, errTooLarge
+	if max := h.opts.MaxUploadBytes; max > 0 {
+		u.limit = max
+	}
+	if u.quota <= 0 {
+		return true
+	}
+	used, err := h.usedBytes(rq.root, rq.user.ID)
+	if err != nil {
+		rq.fail(err)
+		return false
+	}
+	room := max(u.quota-used+u.oldSize, 0)
+	if rq.r.ContentLength > room {
+		http.Error(rq.w, "quota exceeded", http.StatusInsufficientStorage)
+		return false
+	}
+	if u.limit < 0 || room < u.limit {
+		u.limit, u.limitErr = room, errQuota
+	}
+	return true
+}
+
+// receive streams the body into a new temporary file.
+func (u *upload) receive() bool {
+	rq := u.rq
+	u.tmp = randName()
+	f, err := u.dir.OpenFile(u.tmp, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o644)
+	if err != nil {
+		rq.fail(err)
+		return false
+	}
+	u.f = f
+	// Small bodies, and uploads whose checksum the client wants verified,
+	// are hashed as they arrive. Large ones are hashed after the answer
+	// (hashLater): MD5 alone runs at ~550 MiB/s on a core, which would
+	// otherwise bound every big upload; until the hash is recorded the
+	// file simply publishes no checksum.
+	u.inline = rq.r.Header.Get("OC-Checksum") != "" || (rq.r.ContentLength >= 0 && rq.r.ContentLength <= smallUpload)
+	if u.inline {
+		u.n, u.md5sum, u.sha1sum, err = copyHashed(f, rq.r.Body, rq.r.ContentLength, u.limit, u.limitErr)
+	} else {
+		u.n, err = copyLimited(f, rq.r.Body, u.limit, u.limitErr)
+	}
+	var mbe *http.MaxBytesError
+	switch {
+	case err == nil:
+	case errors.Is(err, errTooLarge), errors.As(err, &mbe):
+		http.Error(rq.w, "upload too large", http.StatusRequestEntityTooLarge)
+		return false
+	case errors.Is(err, errQuota):
+		http.Error(rq.w, "quota exceeded", http.StatusInsufficientStorage)
+		return false
+	default:
+		// Client went away or the body was cut short: the old content
+		// stays in place.
+		rq.h.log.Info("webdav upload aborted", "user", rq.user.Username, "path", rq.path, "err", err)
+		http.Error(rq.w, "upload incomplete", http.StatusBadRequest)
+		return false
+	}
+	if rq.r.ContentLength >= 0 && u.n != rq.r.ContentLength {
+		http.Error(rq.w, "upload incomplete", http.StatusBadRequest)
+		return false
+	}
+	// ownCloud-style checksum the client sent: verify it.
+	if v := rq.r.Header.Get("OC-Checksum"); v != "" && !checksumMatches(v, u.md5sum, u.sha1sum) {
+		http.Error(rq.w, "checksum mismatch", http.StatusBadRequest)
+		return false
+	}
+	return true
+}
+
+// seal sets the temporary's modification time (X-OC-Mtime) and checksum
+// attribute, flushes it when asked, and closes it.
+func (u *upload) seal() bool {
+	rq, h := u.rq, u.rq.h
+	if v := rq.r.Header.Get("X-OC-Mtime"); v != "" {
+		if t, ok := parseMtime(v); ok && u.dir.Chtimes(u.tmp, t, t) == nil {
+			u.mtimeOK = true
+		}
+	}
+	// The rename keeps inode, size and modification time, so this is
+	// what the published file reports.
+	fi, err := u.f.Stat()
+	if err != nil {
+		rq.fail(err)
+		return false
+	}
+	u.fi = fi
+	if u.inline {
+		u.sum = &models.DavChecksum{
+			UserID: rq.user.ID, Path: rq.path, Size: fi.Size(), MtimeNs: fi.ModTime().UnixNano(),
+			SHA1: u.sha1sum, MD5: u.md5sum,
+		}
+		if h.xattrSums {
+			if err := setSum(u.f, *u.sum); err != nil {
+				// The upload matters more than its checksum: the
+				// file publishes none and is hashed again later.
+				h.log.Warn("webdav checksum", "user", rq.user.Username, "path", rq.path, "err", err)
 			}
 		}
-		if err := rq.publish(tmp); err != nil {
-			rq.publishFail(err)
-			return
+	}
+	if h.opts.Fsync {
+		if err := u.f.Sync(); err != nil {
+			rq.fail(fmt.Errorf("flush upload: %w", err))
+			return false
 		}
-		committed = true
+	}
+	if err := u.f.Close(); err != nil {
+		rq.fail(err)
+		return false
+	}
+	return true
+}
+
+// admit reserves the upload's growth under the user's usage mutex: the
+// quota check in bound let the body in, admission decides, so concurrent
+// uploads cannot share one room.
+func (u *upload) admit() bool {
+	if u.quota <= 0 {
+		return true
+	}
+	ok, err := u.rq.h.admit(u.rq.root, u.rq.user.ID, u.quota, u.n-u.oldSize)
+	if err != nil {
+		u.rq.fail(err)
+		return false
+	}
+	if !ok {
+		http.Error(u.rq.w, "quota exceeded", http.StatusInsufficientStorage)
+		return false
+	}
+	u.admitted = true
+	return true
+}
+
+// commit renames the temporary over the target and records what the
+// checksum store needs.
+func (u *upload) commit() bool {
+	rq, h, ctx := u.rq, u.rq.h, u.rq.r.Context()
+	if h.xattrSums {
+		// Nothing else to record: the checksum travels with the file.
+		if !u.exists {
+			if err := h.dropStaleProps(ctx, rq.user.ID, rq.path); err != nil {
+				rq.fail(err)
+				return false
+			}
+		}
+		if err := rq.publish(u.tmp); err != nil {
+			rq.publishFail(err)
+			return false
+		}
+		u.done = true
 	} else {
 		// The database record must follow the renames in their order.
 		mu := h.lockStripe(rq.user.ID, rq.path)
 		mu.Lock()
-		err = rq.publish(tmp)
+		err := rq.publish(u.tmp)
 		if err == nil {
-			committed = true
-			err = h.commitPut(ctx, &putMeta{userID: rq.user.ID, path: rq.path, created: !exists, sum: sum})
+			u.done = true
+			err = h.commitPut(ctx, &putMeta{userID: rq.user.ID, path: rq.path, created: !u.exists, sum: u.sum})
 		}
 		mu.Unlock()
 		if err != nil {
 			rq.publishFail(err)
-			return
+			return false
 		}
 	}
-	if !admitted {
-		h.addUsage(rq.user.ID, n-oldSize)
+	if !u.admitted {
+		h.addUsage(rq.user.ID, u.n-u.oldSize)
 	}
 	if h.opts.Fsync {
 		// The rename is durable once the directory is.
-		if err := syncDir(dir); err != nil {
+		if err := syncDir(u.dir); err != nil {
 			rq.fail(fmt.Errorf("flush directory: %w", err))
-			return
+			return false
 		}
 	}
-	if !inline {
+	if !u.inline {
 		h.hashLater(rq.user.ID, rq.path)
 	}
+	return true
+}
+
+// answer writes 201 or 204 with the new ETag.
+func (u *upload) answer() {
+	rq := u.rq
 	hd := rq.w.Header()
-	hd.Set("ETag", etagOf(fi))
-	hd.Set("OC-ETag", etagOf(fi))
-	if mtimeAccepted {
+	etag := etagOf(u.fi)
+	hd.Set("ETag", etag)
+	hd.Set("OC-ETag", etag)
+	if u.mtimeOK {
 		hd.Set("X-OC-Mtime", "accepted")
 	}
-	if exists {
+	if u.exists {
 		rq.w.WriteHeader(http.StatusNoContent)
 	} else {
 		hd.Set("Location", rq.h.href(rq.path, false))
@@ -997,54 +1064,9 @@ func (rq *request) serveMkcol() {
 // ---- COPY / MOVE ----
 
 func (rq *request) serveCopyMove() {
-	h := rq.h
 	move := rq.r.Method == "MOVE"
-	dh := rq.r.Header.Get("Destination")
-	if dh == "" {
-		http.Error(rq.w, "missing Destination", http.StatusBadRequest)
-		return
-	}
-	u, err := url.Parse(dh)
-	if err != nil || u.RawQuery != "" || u.ForceQuery || strings.Contains(dh, "#") {
-		// A raw '?' or '#' would cut the name short and aim the MOVE or
-		// COPY at another resource (an existing parent, say, which
-		// Overwrite: T would then delete); clients percent-encode them.
-		http.Error(rq.w, "malformed Destination (a '?' or '#' in a name must be percent-encoded)", http.StatusBadRequest)
-		return
-	}
-	if u.Host != "" && !strings.EqualFold(u.Host, rq.r.Host) {
-		http.Error(rq.w, "Destination is on another server", http.StatusBadGateway)
-		return
-	}
-	if u.Path != h.opts.Prefix && !strings.HasPrefix(u.Path, h.opts.Prefix+"/") {
-		http.Error(rq.w, "Destination is outside the WebDAV tree", http.StatusForbidden)
-		return
-	}
-	dst, ok := h.internalPath(u.Path)
+	dst, infinite, overwrite, ok := rq.copyMoveHeaders(move)
 	if !ok {
-		http.Error(rq.w, "invalid Destination", http.StatusBadRequest)
-		return
-	}
-	if isReserved(dst) || dst == "/" || rq.path == "/" {
-		http.Error(rq.w, "forbidden", http.StatusForbidden)
-		return
-	}
-	infinite := true
-	switch d := rq.r.Header.Get("Depth"); {
-	case d == "" || strings.EqualFold(d, "infinity"):
-	case d == "0" && !move:
-		infinite = false
-	default:
-		http.Error(rq.w, "invalid Depth", http.StatusBadRequest)
-		return
-	}
-	overwrite := true
-	switch rq.r.Header.Get("Overwrite") {
-	case "", "T", "t":
-	case "F", "f":
-		overwrite = false
-	default:
-		http.Error(rq.w, "invalid Overwrite", http.StatusBadRequest)
 		return
 	}
 	sfi, err := rq.root.Stat(rel(rq.path))
@@ -1052,28 +1074,8 @@ func (rq *request) serveCopyMove() {
 		rq.statFail(err)
 		return
 	}
-	if dst == rq.path {
-		http.Error(rq.w, "source and destination are the same", http.StatusForbidden)
-		return
-	}
-	if sfi.IsDir() && isUnder(dst, rq.path) {
-		http.Error(rq.w, "destination is inside the source", http.StatusForbidden)
-		return
-	}
-	if isUnder(rq.path, dst) {
-		// Overwriting an ancestor would delete the source with it.
-		http.Error(rq.w, "destination contains the source", http.StatusForbidden)
-		return
-	}
-	pfi, err := rq.root.Stat(rel(pathParent(dst)))
-	if err != nil || !pfi.IsDir() {
-		http.Error(rq.w, "destination parent does not exist", http.StatusConflict)
-		return
-	}
-	dfi, err := rq.root.Lstat(rel(dst))
-	dexists := err == nil
-	if dexists && !overwrite {
-		http.Error(rq.w, "destination exists", http.StatusPreconditionFailed)
+	dfi, dexists, ok := rq.checkCopyMoveTarget(dst, sfi, overwrite)
+	if !ok {
 		return
 	}
 	targets := []target{{path: dst, membership: true, subtree: true}}
@@ -1090,62 +1092,20 @@ func (rq *request) serveCopyMove() {
 		}
 		defer settle()
 	}
-	ctx := rq.r.Context()
 	// A file replacing a file is renamed over it (MOVE, and COPY through
 	// its temporary file), so a failed transfer leaves the old destination
 	// whole; anything involving a collection deletes the destination first.
 	replace := dexists && !dfi.IsDir() && !sfi.IsDir()
 	if dexists && !replace {
-		err = rq.root.RemoveAll(rel(dst))
-		if err != nil {
+		if err := rq.clearDestination(dst); err != nil {
 			rq.fail(err)
 			return
 		}
-		if err := h.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
-			return deleteMeta(tx, rq.user.ID, dst, true)
-		}); err != nil {
-			rq.fail(err)
-			return
-		}
-		h.locksChanged()
 	}
 	if move {
-		if err := rq.root.Rename(rel(rq.path), rel(dst)); err != nil {
-			rq.fail(err)
-			return
-		}
-		err = h.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
-			if !dexists || replace {
-				// Stale rows of a name that did not exist, or the
-				// replaced file's properties and locks.
-				if err := deleteMeta(tx, rq.user.ID, dst, replace); err != nil {
-					return err
-				}
-			}
-			return moveMeta(tx, rq.user.ID, rq.path, dst)
-		})
-		h.locksChanged()
+		err = rq.moveTo(dst, !dexists || replace)
 	} else {
-		if sfi.IsDir() {
-			err = rq.copyTree(rq.path, dst, infinite)
-		} else {
-			err = rq.copyFile(rq.path, dst, sfi)
-		}
-		if err == nil {
-			err = h.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
-				if !dexists || replace {
-					if err := deleteMeta(tx, rq.user.ID, dst, replace); err != nil {
-						return err
-					}
-				}
-				return copyMeta(tx, rq.user.ID, rq.path, dst, infinite)
-			})
-			h.propsWritten()
-			if replace {
-				h.locksChanged()
-			}
-		}
-		h.invalidateUsage(rq.user.ID)
+		err = rq.copyTo(dst, sfi, infinite, !dexists || replace)
 	}
 	if err != nil {
 		rq.fail(err)
@@ -1154,9 +1114,154 @@ func (rq *request) serveCopyMove() {
 	if dexists {
 		rq.w.WriteHeader(http.StatusNoContent)
 	} else {
-		rq.w.Header().Set("Location", h.href(dst, sfi.IsDir()))
+		rq.w.Header().Set("Location", rq.h.href(dst, sfi.IsDir()))
 		rq.w.WriteHeader(http.StatusCreated)
 	}
+}
+
+// copyMoveHeaders reads Destination, Depth and Overwrite; on bad input it
+// answers and reports false.
+func (rq *request) copyMoveHeaders(move bool) (dst string, infinite, overwrite, ok bool) {
+	h := rq.h
+	dh := rq.r.Header.Get("Destination")
+	if dh == "" {
+		http.Error(rq.w, "missing Destination", http.StatusBadRequest)
+		return "", false, false, false
+	}
+	u, err := url.Parse(dh)
+	if err != nil || u.RawQuery != "" || u.ForceQuery || strings.Contains(dh, "#") {
+		// A raw '?' or '#' would cut the name short and aim the MOVE or
+		// COPY at another resource (an existing parent, say, which
+		// Overwrite: T would then delete); clients percent-encode them.
+		http.Error(rq.w, "malformed Destination (a '?' or '#' in a name must be percent-encoded)", http.StatusBadRequest)
+		return "", false, false, false
+	}
+	if u.Host != "" && !strings.EqualFold(u.Host, rq.r.Host) {
+		http.Error(rq.w, "Destination is on another server", http.StatusBadGateway)
+		return "", false, false, false
+	}
+	if u.Path != h.opts.Prefix && !strings.HasPrefix(u.Path, h.opts.Prefix+"/") {
+		http.Error(rq.w, "Destination is outside the WebDAV tree", http.StatusForbidden)
+		return "", false, false, false
+	}
+	dst, ok = h.internalPath(u.Path)
+	if !ok {
+		http.Error(rq.w, "invalid Destination", http.StatusBadRequest)
+		return "", false, false, false
+	}
+	if isReserved(dst) || dst == "/" || rq.path == "/" {
+		http.Error(rq.w, "forbidden", http.StatusForbidden)
+		return "", false, false, false
+	}
+	infinite = true
+	switch d := rq.r.Header.Get("Depth"); {
+	case d == "" || strings.EqualFold(d, "infinity"):
+	case d == "0" && !move:
+		infinite = false
+	default:
+		http.Error(rq.w, "invalid Depth", http.StatusBadRequest)
+		return "", false, false, false
+	}
+	overwrite = true
+	switch rq.r.Header.Get("Overwrite") {
+	case "", "T", "t":
+	case "F", "f":
+		overwrite = false
+	default:
+		http.Error(rq.w, "invalid Overwrite", http.StatusBadRequest)
+		return "", false, false, false
+	}
+	return dst, infinite, overwrite, true
+}
+
+// checkCopyMoveTarget refuses destinations the source cannot go to and
+// stats the destination; on refusal it answers and reports false.
+func (rq *request) checkCopyMoveTarget(dst string, sfi fs.FileInfo, overwrite bool) (dfi fs.FileInfo, dexists, ok bool) {
+	if dst == rq.path {
+		http.Error(rq.w, "source and destination are the same", http.StatusForbidden)
+		return nil, false, false
+	}
+	if sfi.IsDir() && isUnder(dst, rq.path) {
+		http.Error(rq.w, "destination is inside the source", http.StatusForbidden)
+		return nil, false, false
+	}
+	if isUnder(rq.path, dst) {
+		// Overwriting an ancestor would delete the source with it.
+		http.Error(rq.w, "destination contains the source", http.StatusForbidden)
+		return nil, false, false
+	}
+	pfi, err := rq.root.Stat(rel(pathParent(dst)))
+	if err != nil || !pfi.IsDir() {
+		http.Error(rq.w, "destination parent does not exist", http.StatusConflict)
+		return nil, false, false
+	}
+	dfi, err = rq.root.Lstat(rel(dst))
+	dexists = err == nil
+	if dexists && !overwrite {
+		http.Error(rq.w, "destination exists", http.StatusPreconditionFailed)
+		return nil, false, false
+	}
+	return dfi, dexists, true
+}
+
+// clearDestination deletes a destination a collection is involved in,
+// with its metadata and the locks rooted below it; locks rooted at dst
+// stay and cover what replaces it (RFC 4918 §7.5, §9.8.4, §9.9.3).
+func (rq *request) clearDestination(dst string) error {
+	if err := rq.root.RemoveAll(rel(dst)); err != nil {
+		return err
+	}
+	err := rq.h.db.WithContext(rq.r.Context()).Transaction(func(tx *gorm.DB) error {
+		if err := deleteMeta(tx, rq.user.ID, dst, false); err != nil {
+			return err
+		}
+		return dropLocksBelow(tx, rq.user.ID, dst)
+	})
+	rq.h.locksChanged()
+	return err
+}
+
+// moveTo renames the source to dst and moves its metadata; clearStale
+// first drops rows left at dst (a name that did not exist, or the replaced
+// file's properties and checksum; locks rooted at dst stay).
+func (rq *request) moveTo(dst string, clearStale bool) error {
+	if err := rq.root.Rename(rel(rq.path), rel(dst)); err != nil {
+		return err
+	}
+	err := rq.h.db.WithContext(rq.r.Context()).Transaction(func(tx *gorm.DB) error {
+		if clearStale {
+			if err := deleteMeta(tx, rq.user.ID, dst, false); err != nil {
+				return err
+			}
+		}
+		return moveMeta(tx, rq.user.ID, rq.path, dst)
+	})
+	rq.h.locksChanged()
+	return err
+}
+
+// copyTo copies the source to dst with its metadata (not its locks).
+func (rq *request) copyTo(dst string, sfi fs.FileInfo, infinite, clearStale bool) error {
+	defer rq.h.invalidateUsage(rq.user.ID)
+	var err error
+	if sfi.IsDir() {
+		err = rq.copyTree(rq.path, dst, infinite)
+	} else {
+		err = rq.copyFile(rq.path, dst, sfi)
+	}
+	if err != nil {
+		return err
+	}
+	err = rq.h.db.WithContext(rq.r.Context()).Transaction(func(tx *gorm.DB) error {
+		if clearStale {
+			if err := deleteMeta(tx, rq.user.ID, dst, false); err != nil {
+				return err
+			}
+		}
+		return copyMeta(tx, rq.user.ID, rq.path, dst, infinite)
+	})
+	rq.h.propsWritten()
+	return err
 }
 
 // admitCopy reserves a COPY's growth of the tree (the source's size less

@@ -2,13 +2,13 @@ package webdav
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"sync/atomic"
 	"time"
 	"unsafe"
 
-	"golang.org/x/sys/unix"
 	"gorm.io/gorm"
 
 	"github.com/ontoflow/ontoflow/models"
@@ -83,7 +83,10 @@ func openGenerations(ctx context.Context, db *gorm.DB) (generations, error) {
 			return local, fmt.Errorf("size change counters: %w", err)
 		}
 	}
-	mem, err := unix.Mmap(int(f.Fd()), 0, size, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED)
+	mem, err := mapShared(f, size)
+	if errors.Is(err, errNoMmap) {
+		return local, nil // as on Postgres: no cache, every write queries
+	}
 	if err != nil {
 		return local, fmt.Errorf("map change counters: %w", err)
 	}

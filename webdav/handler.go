@@ -71,18 +71,22 @@ type Options struct {
 // Handler is the WebDAV http.Handler. It is safe for concurrent use, and
 // several Handlers (replicas) may share one database and data directory.
 type Handler struct {
-	db     *gorm.DB
-	authn  *auth.Service
-	opts   Options
-	log    *slog.Logger
-	m      *metrics
-	realm  string
-	usage  sync.Map // user id -> *usageEntry
-	made   sync.Map // user id -> struct{}: root directory exists
+	db    *gorm.DB
+	authn *auth.Service
+	opts  Options
+	log   *slog.Logger
+	m     *metrics
+	realm string
+	// usage holds one usage entry per user who used WebDAV since the
+	// start (quota.go): bounded by the number of service users, about 100
+	// bytes each; not a cache that may be dropped, since it carries the
+	// reservations of uploads under way.
+	usage  sync.Map  // user id -> *usageEntry
+	made   cappedMap // user id -> struct{}: root directory exists (maxCachedUsers)
 	stripe [256]sync.Mutex
 	sweep  atomic.Int64
-	// hashing holds the files queued for background hashing (dedupe);
-	// hashSem lets one hash run at a time.
+	// hashing holds the files queued for background hashing (dedupe;
+	// at most maxHashQueue); hashSem lets one hash run at a time.
 	hashing    sync.Map
 	hashSem    chan struct{}
 	hashQueued atomic.Int64
@@ -90,14 +94,15 @@ type Handler struct {
 	// noProps caches users without dead properties (dropStaleProps),
 	// lockCache users' active locks (activeLocks), lockTTL bounds it.
 	gen       generations
-	noProps   sync.Map // user id -> noPropsEntry
-	lockCache sync.Map // user id -> lockCacheEntry
+	noProps   cappedMap // user id -> noPropsEntry (maxCachedUsers)
+	lockCache cappedMap // user id -> lockCacheEntry (maxCachedUsers, maxCachedLockBytes each)
 	lockTTL   time.Duration
 	// stmtMu guards locksStmt, activeLocks' prepared query.
 	stmtMu    sync.Mutex
 	locksStmt *sql.Stmt
 	// unhashableSet remembers file versions (user\x00path -> ETag) whose
-	// checksum attribute could not be set (markUnhashable).
+	// checksum attribute could not be set (markUnhashable; at most
+	// maxUnhashable, then cleared).
 	unhashableSet sync.Map
 	unhashableN   atomic.Int64
 	// xattrSums: checksums are kept in extended attributes on the files,
@@ -151,6 +156,7 @@ func New(db *gorm.DB, authn *auth.Service, opts Options) (*Handler, error) {
 		return nil, err
 	}
 	h := &Handler{db: db, authn: authn, opts: opts, log: opts.Logger, m: m, realm: "Ontoflow WebDAV", hashSem: make(chan struct{}, 1), lockTTL: lockCacheTTL}
+	h.made.max, h.noProps.max, h.lockCache.max = maxCachedUsers, maxCachedUsers, maxCachedUsers
 	h.gen, err = openGenerations(context.Background(), db)
 	if err != nil {
 		// Correct without them, only slower: every write reads the locks.
@@ -238,23 +244,8 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		h.serveServerRoot(w, r, p)
 		return
 	}
-	// HTTP Basic only: WebDAV clients send nothing else, and a bearer
-	// token (a guest session's above all) must not reach the user's files.
-	var principal *auth.Principal
-	var err error = auth.ErrUnauthorized
-	if _, _, basic := r.BasicAuth(); basic {
-		principal, err = h.authn.Authenticate(r)
-	}
-	if te, ok := auth.AsThrottled(err); ok {
-		// Too many failed attempts: a 401 would invite the client to
-		// prompt again at once.
-		w.Header().Set("Retry-After", strconv.Itoa(te.RetryAfterSeconds()))
-		http.Error(w, "too many failed authentication attempts", http.StatusTooManyRequests)
-		return
-	}
-	if err != nil {
-		w.Header().Set("WWW-Authenticate", `Basic realm="`+h.realm+`", charset="UTF-8"`)
-		http.Error(w, "authentication required", http.StatusUnauthorized)
+	principal, ok := h.authenticate(w, r)
+	if !ok {
 		return
 	}
 	username = principal.User.Username
@@ -275,9 +266,39 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	defer root.Close()
 	rq := &request{h: h, w: w, r: r, user: principal.User, root: root, path: ip}
+	rq.dispatch()
+}
+
+// authenticate admits HTTP Basic only: WebDAV clients send nothing else,
+// and a bearer token (a guest session's above all) must not reach the
+// user's files. It answers 401 or 429 itself and reports false.
+func (h *Handler) authenticate(w http.ResponseWriter, r *http.Request) (*auth.Principal, bool) {
+	var principal *auth.Principal
+	var err error = auth.ErrUnauthorized
+	if _, _, basic := r.BasicAuth(); basic {
+		principal, err = h.authn.Authenticate(r)
+	}
+	if te, ok := auth.AsThrottled(err); ok {
+		// Too many failed attempts: a 401 would invite the client to
+		// prompt again at once.
+		w.Header().Set("Retry-After", strconv.Itoa(te.RetryAfterSeconds()))
+		http.Error(w, "too many failed authentication attempts", http.StatusTooManyRequests)
+		return nil, false
+	}
+	if err != nil {
+		w.Header().Set("WWW-Authenticate", `Basic realm="`+h.realm+`", charset="UTF-8"`)
+		http.Error(w, "authentication required", http.StatusUnauthorized)
+		return nil, false
+	}
+	return principal, true
+}
+
+// dispatch runs the method's handler.
+func (rq *request) dispatch() {
+	w, r := rq.w, rq.r
 	switch r.Method {
 	case http.MethodOptions:
-		h.writeOptions(w)
+		rq.h.writeOptions(w)
 	case http.MethodGet, http.MethodHead:
 		rq.serveGet()
 	case http.MethodPut:

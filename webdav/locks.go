@@ -389,63 +389,17 @@ func (rq *request) serveLock() {
 		return
 	}
 	timeout := h.parseTimeout(rq.r.Header.Get("Timeout"))
-	ctx := rq.r.Context()
 	if doc == nil {
 		rq.refreshLock(timeout)
 		return
 	}
-	if doc.Name != (xmlName{"DAV:", "lockinfo"}) {
-		http.Error(rq.w, "expected lockinfo", http.StatusBadRequest)
+	shared, owner, ok := rq.parseLockInfo(doc)
+	if !ok {
 		return
 	}
-	scope := doc.child("DAV:", "lockscope")
-	ltype := doc.child("DAV:", "locktype")
-	if scope == nil || ltype == nil || ltype.child("DAV:", "write") == nil {
-		http.Error(rq.w, "lockinfo needs lockscope and write locktype", http.StatusBadRequest)
+	exists, ok := rq.lockable()
+	if !ok {
 		return
-	}
-	shared := false
-	switch {
-	case scope.child("DAV:", "exclusive") != nil:
-	case scope.child("DAV:", "shared") != nil:
-		shared = true
-	default:
-		http.Error(rq.w, "unknown lockscope", http.StatusBadRequest)
-		return
-	}
-	owner := ""
-	if o := doc.child("DAV:", "owner"); o != nil {
-		owner = o.inner()
-	}
-	if len(owner) > maxLockOwner {
-		http.Error(rq.w, fmt.Sprintf("lock owner is longer than %d bytes", maxLockOwner), http.StatusBadRequest)
-		return
-	}
-	// The resource may be unmapped: a LOCK then creates an empty file
-	// (RFC 4918 §7.3), which needs the parent collection.
-	fi, err := rq.root.Stat(rel(rq.path))
-	exists := err == nil
-	if !exists {
-		if !errors.Is(err, os.ErrNotExist) {
-			rq.statFail(err)
-			return
-		}
-		if pfi, err := rq.root.Stat(rel(pathParent(rq.path))); err != nil || !pfi.IsDir() {
-			http.Error(rq.w, "parent collection does not exist", http.StatusConflict)
-			return
-		}
-	}
-	_ = fi
-	// Creating the file changes the parent's membership: honour its locks.
-	if !exists {
-		if rq.precheck(target{path: pathParent(rq.path)}) == nil {
-			return
-		}
-	} else if len(rq.r.Header.Values("If")) > 0 {
-		// Evaluate a given If header like any other request.
-		if rq.precheckIfOnly() == false {
-			return
-		}
 	}
 	lock := models.DavLock{
 		Token:          "opaquelocktoken:" + uuid.NewString(),
@@ -457,9 +411,88 @@ func (rq *request) serveLock() {
 		TimeoutSeconds: int64(timeout / time.Second),
 		Expires:        time.Now().Add(timeout).Unix(),
 	}
+	if !rq.insertLock(&lock) {
+		return
+	}
+	status := http.StatusOK
+	if !exists {
+		created, err := rq.createLocked(&lock)
+		if err != nil {
+			rq.fail(err)
+			return
+		}
+		if created {
+			status = http.StatusCreated
+		}
+	}
+	rq.w.Header().Set("Lock-Token", "<"+lock.Token+">")
+	rq.writeLockDiscovery(status, &lock)
+}
+
+// parseLockInfo reads a LOCK body's scope and owner; on bad input it
+// answers 400 and reports false.
+func (rq *request) parseLockInfo(doc *xmlNode) (shared bool, owner string, ok bool) {
+	if doc.Name != (xmlName{"DAV:", "lockinfo"}) {
+		http.Error(rq.w, "expected lockinfo", http.StatusBadRequest)
+		return false, "", false
+	}
+	scope := doc.child("DAV:", "lockscope")
+	ltype := doc.child("DAV:", "locktype")
+	if scope == nil || ltype == nil || ltype.child("DAV:", "write") == nil {
+		http.Error(rq.w, "lockinfo needs lockscope and write locktype", http.StatusBadRequest)
+		return false, "", false
+	}
+	switch {
+	case scope.child("DAV:", "exclusive") != nil:
+	case scope.child("DAV:", "shared") != nil:
+		shared = true
+	default:
+		http.Error(rq.w, "unknown lockscope", http.StatusBadRequest)
+		return false, "", false
+	}
+	if o := doc.child("DAV:", "owner"); o != nil {
+		owner = o.inner()
+	}
+	if len(owner) > maxLockOwner {
+		http.Error(rq.w, fmt.Sprintf("lock owner is longer than %d bytes", maxLockOwner), http.StatusBadRequest)
+		return false, "", false
+	}
+	return shared, owner, true
+}
+
+// lockable checks that the resource exists or may be created by the LOCK
+// (RFC 4918 §7.3: an unmapped URL becomes an empty file, which needs the
+// parent collection and its lock tokens), and evaluates the If header.
+func (rq *request) lockable() (exists, ok bool) {
+	_, err := rq.root.Stat(rel(rq.path))
+	exists = err == nil
+	if !exists {
+		if !errors.Is(err, os.ErrNotExist) {
+			rq.statFail(err)
+			return false, false
+		}
+		if pfi, err := rq.root.Stat(rel(pathParent(rq.path))); err != nil || !pfi.IsDir() {
+			http.Error(rq.w, "parent collection does not exist", http.StatusConflict)
+			return false, false
+		}
+		// Creating the file changes the parent's membership.
+		return false, rq.precheck(target{path: pathParent(rq.path)}) != nil
+	}
+	if len(rq.r.Header.Values("If")) > 0 {
+		// Evaluate a given If header like any other request.
+		return true, rq.precheckIfOnly()
+	}
+	return true, true
+}
+
+// insertLock stores lock unless the user holds too many or it conflicts
+// with an active lock, in a transaction serialised per user; it answers
+// and reports false when the lock was not taken.
+func (rq *request) insertLock(lock *models.DavLock) bool {
+	h := rq.h
 	var conflict *models.DavLock
 	tooMany := false
-	err = h.withUserLock(ctx, rq.user.ID, func(tx *gorm.DB) error {
+	err := h.withUserLock(rq.r.Context(), rq.user.ID, func(tx *gorm.DB) error {
 		var rows []models.DavLock
 		if err := tx.Where("user_id = ?", rq.user.ID).Find(&rows).Error; err != nil {
 			return err
@@ -480,54 +513,57 @@ func (rq *request) serveLock() {
 			if l.Expires <= now {
 				continue
 			}
-			overlap := covers(l, rq.path) || (depthInf && isUnder(l.Path, rq.path))
-			if overlap && (!shared || !l.Shared) {
+			overlap := covers(l, lock.Path) || (lock.Infinite && isUnder(l.Path, lock.Path))
+			if overlap && (!lock.Shared || !l.Shared) {
 				conflict = l
 				return nil
 			}
 		}
-		return tx.Create(&lock).Error
+		return tx.Create(lock).Error
 	})
-	if err != nil {
+	switch {
+	case err != nil:
 		rq.fail(err)
-		return
-	}
-	if tooMany {
+		return false
+	case tooMany:
 		// Shared locks never conflict, so without a cap one user could
 		// pile up locks that every later request of theirs reads.
 		http.Error(rq.w, fmt.Sprintf("too many active locks (at most %d per user)", h.opts.MaxLocksPerUser), http.StatusInsufficientStorage)
-		return
-	}
-	if conflict != nil {
+		return false
+	case conflict != nil:
 		rq.writeLockError("no-conflicting-lock", conflict.Path)
-		return
+		return false
 	}
 	h.locksChanged()
-	status := http.StatusOK
-	if !exists {
-		f, err := rq.root.OpenFile(rel(rq.path), os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o644)
-		switch {
-		case err == nil:
-			f.Close()
-			status = http.StatusCreated
-			err = h.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error { return deleteMeta(tx, rq.user.ID, rq.path, false) })
-		case errors.Is(err, os.ErrExist):
-			err = nil // created meanwhile by another request: lock it as it is
-		}
-		if err != nil {
-			// No lock on a name with nothing behind it.
-			if derr := h.withUserLock(ctx, rq.user.ID, func(tx *gorm.DB) error {
-				return tx.Where("token = ?", lock.Token).Delete(&models.DavLock{}).Error
-			}); derr != nil {
-				h.log.Error("webdav drop lock after failed create", "user", rq.user.Username, "path", rq.path, "err", derr)
-			}
-			h.locksChanged()
-			rq.fail(fmt.Errorf("create the locked resource: %w", err))
-			return
-		}
+	return true
+}
+
+// createLocked creates the empty file a LOCK of an unmapped URL locks,
+// reporting whether it did (false: created meanwhile by another request,
+// locked as it is). On failure the lock is dropped again: no lock on a
+// name with nothing behind it.
+func (rq *request) createLocked(lock *models.DavLock) (bool, error) {
+	h, ctx := rq.h, rq.r.Context()
+	created := false
+	f, err := rq.root.OpenFile(rel(rq.path), os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o644)
+	switch {
+	case err == nil:
+		f.Close()
+		created = true
+		err = h.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error { return deleteMeta(tx, rq.user.ID, rq.path, false) })
+	case errors.Is(err, os.ErrExist):
+		err = nil
 	}
-	rq.w.Header().Set("Lock-Token", "<"+lock.Token+">")
-	rq.writeLockDiscovery(status, &lock)
+	if err == nil {
+		return created, nil
+	}
+	if derr := h.withUserLock(ctx, rq.user.ID, func(tx *gorm.DB) error {
+		return tx.Where("token = ?", lock.Token).Delete(&models.DavLock{}).Error
+	}); derr != nil {
+		h.log.Error("webdav drop lock after failed create", "user", rq.user.Username, "path", rq.path, "err", derr)
+	}
+	h.locksChanged()
+	return false, fmt.Errorf("create the locked resource: %w", err)
 }
 
 // precheckIfOnly evaluates the If header (no lock enforcement).

@@ -7,9 +7,9 @@ import (
 	"io/fs"
 	"net/http"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
-	"syscall"
 	"time"
 	"unicode/utf8"
 
@@ -101,37 +101,9 @@ func (rq *request) servePropfind() {
 		http.Error(rq.w, "invalid Depth", http.StatusBadRequest)
 		return
 	}
-	doc, err := h.readXML(rq.r)
-	if err != nil {
-		rq.xmlError(err)
+	kind, names, include, ok := rq.parsePropfind()
+	if !ok {
 		return
-	}
-	kind := pfAllprop
-	var names []xmlName
-	var include []xmlName
-	if doc != nil {
-		if doc.Name != (xmlName{nsDAV, "propfind"}) {
-			http.Error(rq.w, "expected propfind", http.StatusBadRequest)
-			return
-		}
-		switch {
-		case doc.child(nsDAV, "propname") != nil:
-			kind = pfPropname
-		case doc.child(nsDAV, "allprop") != nil:
-			if inc := doc.child(nsDAV, "include"); inc != nil {
-				for _, k := range inc.Kids {
-					include = append(include, k.Name)
-				}
-			}
-		case doc.child(nsDAV, "prop") != nil:
-			kind = pfProp
-			for _, k := range doc.child(nsDAV, "prop").Kids {
-				names = append(names, k.Name)
-			}
-		default:
-			http.Error(rq.w, "propfind needs prop, allprop or propname", http.StatusBadRequest)
-			return
-		}
 	}
 	fi, err := rq.root.Stat(rel(rq.path))
 	if err != nil {
@@ -157,7 +129,7 @@ func (rq *request) servePropfind() {
 		return
 	}
 	pw := &propWriter{
-		rq: rq, kind: kind, names: names, locks: locks,
+		rq: rq, kind: kind, names: names, include: include, locks: locks,
 		withProps: kind != pfProp || anyDead(names),
 		withSums:  want(xmlName{nsOC, "checksums"}),
 	}
@@ -195,6 +167,44 @@ func (rq *request) servePropfind() {
 	}
 	_, _ = bw.WriteString(`</D:multistatus>`)
 	_ = bw.Flush()
+}
+
+// parsePropfind reads the PROPFIND body: allprop (also for an empty
+// body) with its include list, propname, or the named properties. On bad
+// input it answers and reports false.
+func (rq *request) parsePropfind() (kind propfindKind, names, include []xmlName, ok bool) {
+	doc, err := rq.h.readXML(rq.r)
+	if err != nil {
+		rq.xmlError(err)
+		return 0, nil, nil, false
+	}
+	kind = pfAllprop
+	if doc == nil {
+		return kind, nil, nil, true
+	}
+	if doc.Name != (xmlName{nsDAV, "propfind"}) {
+		http.Error(rq.w, "expected propfind", http.StatusBadRequest)
+		return 0, nil, nil, false
+	}
+	switch {
+	case doc.child(nsDAV, "propname") != nil:
+		kind = pfPropname
+	case doc.child(nsDAV, "allprop") != nil:
+		if inc := doc.child(nsDAV, "include"); inc != nil {
+			for _, k := range inc.Kids {
+				include = append(include, k.Name)
+			}
+		}
+	case doc.child(nsDAV, "prop") != nil:
+		kind = pfProp
+		for _, k := range doc.child(nsDAV, "prop").Kids {
+			names = append(names, k.Name)
+		}
+	default:
+		http.Error(rq.w, "propfind needs prop, allprop or propname", http.StatusBadRequest)
+		return 0, nil, nil, false
+	}
+	return kind, names, include, true
 }
 
 func anyDead(names []xmlName) bool {
@@ -266,6 +276,7 @@ type propWriter struct {
 	bw         *bufio.Writer
 	kind       propfindKind
 	names      []xmlName
+	include    []xmlName // allprop's include: on-request live properties to add
 	locks      []models.DavLock
 	withProps  bool
 	withSums   bool
@@ -338,7 +349,7 @@ func (pw *propWriter) writeEntry(e entry, dead []models.DavProp, sum models.DavC
 	switch pw.kind {
 	case pfPropname:
 		for _, n := range liveProps {
-			if !dir || (n.Local != "getcontentlength" && n.Local != "getetag") {
+			if !dir || n.Local != "getcontentlength" {
 				writeEmpty(b, n)
 			}
 		}
@@ -348,6 +359,14 @@ func (pw *propWriter) writeEntry(e entry, dead []models.DavProp, sum models.DavC
 	case pfAllprop:
 		for _, n := range liveProps {
 			pw.writeLive(n, e, dir, sum, hasSum)
+		}
+		// RFC 4918 §9.1, §14.8: allprop with include returns the named
+		// live properties allprop leaves out (quota, checksums); dead
+		// ones are in allprop already.
+		for _, n := range pw.include {
+			if slices.Contains(onRequestProps, n) {
+				pw.writeLive(n, e, dir, sum, hasSum)
+			}
 		}
 		for _, d := range dead {
 			writeDead(b, d)
@@ -426,9 +445,11 @@ func (pw *propWriter) writeLive(n xmlName, e entry, dir bool, sum models.DavChec
 		b.WriteString(contentType(fi.Name(), dir))
 		b.WriteString(`</D:getcontenttype>`)
 	case xmlName{nsDAV, "getetag"}:
-		if dir {
-			return false
-		}
+		// Collections too (from the directory's inode, mtime and size:
+		// the stat already made). It changes when an entry is created,
+		// removed, renamed or replaced by an upload (each moves the
+		// directory's mtime; uploads pass through a temporary file in
+		// it), not when a member's properties change, as Apache's.
 		b.WriteString(`<D:getetag>`)
 		escapeText(b, etagOf(fi))
 		b.WriteString(`</D:getetag>`)
@@ -483,14 +504,12 @@ func (pw *propWriter) writeLive(n xmlName, e entry, dir bool, sum models.DavChec
 	return true
 }
 
-// creationTime approximates the creation date by the inode change time,
-// as Apache does: stat does not expose the birth time portably.
+// creationTime is the creation date: the platform's birth or change time
+// (stat_*.go) when it is older than the modification time, else the
+// modification time (a copy keeps an older mtime than its new inode).
 func creationTime(fi fs.FileInfo) time.Time {
-	if st, ok := fi.Sys().(*syscall.Stat_t); ok {
-		c := time.Unix(st.Ctim.Sec, st.Ctim.Nsec)
-		if c.Before(fi.ModTime()) {
-			return c
-		}
+	if c, ok := birthTime(fi); ok && c.Before(fi.ModTime()) {
+		return c
 	}
 	return fi.ModTime()
 }
@@ -526,7 +545,6 @@ type propOp struct {
 
 func (rq *request) serveProppatch() {
 	h := rq.h
-	ctx := rq.r.Context()
 	doc, err := h.readXML(rq.r)
 	if err != nil {
 		rq.xmlError(err)
@@ -536,6 +554,66 @@ func (rq *request) serveProppatch() {
 		http.Error(rq.w, "expected propertyupdate", http.StatusBadRequest)
 		return
 	}
+	ops := proppatchOps(doc)
+	if len(ops) == 0 {
+		http.Error(rq.w, "propertyupdate without properties", http.StatusBadRequest)
+		return
+	}
+	fi, err := rq.root.Stat(rel(rq.path))
+	if err != nil {
+		rq.statFail(err)
+		return
+	}
+	if rq.precheck(target{path: rq.path}) == nil {
+		return
+	}
+	// Validate everything first: PROPPATCH is all or nothing (§9.2).
+	status, mtime, failed := validateProppatch(ops)
+	// Dead properties count against the quota: admit their growth.
+	var grow int64
+	if !failed {
+		var ok bool
+		if grow, ok, err = rq.admitProps(ops); err != nil {
+			rq.fail(err)
+			return
+		} else if !ok {
+			for i, op := range ops {
+				if !op.remove && !(op.node.Name.Space == nsDAV && mtimeProp(op.node.Name)) {
+					status[i] = http.StatusInsufficientStorage
+				}
+			}
+			failed = true
+		}
+	}
+	if failed {
+		for i := range status {
+			if status[i] == http.StatusOK {
+				status[i] = http.StatusFailedDependency
+			}
+		}
+		rq.writePropstat(ops, status)
+		return
+	}
+	timeSet, err := rq.applyProppatch(ops, fi, mtime)
+	h.propsWritten()
+	h.settle(rq.user.ID, grow, err == nil)
+	if err != nil {
+		if timeSet {
+			// All or nothing: the properties were not stored, so the
+			// modification time goes back too.
+			if rerr := rq.restoreMtime(fi); rerr != nil {
+				h.log.Error("webdav restore mtime after failed PROPPATCH", "user", rq.user.Username, "path", rq.path, "err", rerr)
+			}
+		}
+		rq.fail(err)
+		return
+	}
+	rq.writePropstat(ops, status)
+}
+
+// proppatchOps lists a propertyupdate's set and remove operations in
+// document order.
+func proppatchOps(doc *xmlNode) []propOp {
 	var ops []propOp
 	for _, k := range doc.Kids {
 		var remove bool
@@ -555,22 +633,13 @@ func (rq *request) serveProppatch() {
 			}
 		}
 	}
-	if len(ops) == 0 {
-		http.Error(rq.w, "propertyupdate without properties", http.StatusBadRequest)
-		return
-	}
-	fi, err := rq.root.Stat(rel(rq.path))
-	if err != nil {
-		rq.statFail(err)
-		return
-	}
-	if rq.precheck(target{path: rq.path}) == nil {
-		return
-	}
-	// Validate everything first: PROPPATCH is all or nothing (§9.2).
-	status := make([]int, len(ops))
-	var mtime time.Time
-	failed := false
+	return ops
+}
+
+// validateProppatch gives each operation its status (200 when it can be
+// done) and the modification time one of them sets, if any.
+func validateProppatch(ops []propOp) (status []int, mtime time.Time, failed bool) {
+	status = make([]int, len(ops))
 	for i, op := range ops {
 		n := op.node.Name
 		switch {
@@ -586,21 +655,23 @@ func (rq *request) serveProppatch() {
 		case isLive(n) || (n.Space == nsDAV && mtimeProp(n)):
 			status[i] = http.StatusForbidden
 			failed = true
+		case !op.remove && propSize(n.Space, n.Local, op.node.inner(), op.node.Lang) > maxPropBytes:
+			// RFC 4918 §9.2.1: 507, the server cannot record it.
+			status[i] = http.StatusInsufficientStorage
+			failed = true
 		default:
 			status[i] = http.StatusOK
 		}
 	}
-	if failed {
-		for i := range status {
-			if status[i] == http.StatusOK {
-				status[i] = http.StatusFailedDependency
-			}
-		}
-		rq.writePropstat(ops, status)
-		return
-	}
-	timeSet := false
-	err = h.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+	return status, mtime, failed
+}
+
+// applyProppatch stores the dead properties and sets the modification
+// time in one transaction; timeSet says whether the time was changed
+// (to be restored if the transaction failed).
+func (rq *request) applyProppatch(ops []propOp, fi fs.FileInfo, mtime time.Time) (timeSet bool, err error) {
+	h := rq.h
+	err = h.db.WithContext(rq.r.Context()).Transaction(func(tx *gorm.DB) error {
 		for _, op := range ops {
 			n := op.node.Name
 			if n.Space == nsDAV && mtimeProp(n) {
@@ -637,19 +708,39 @@ func (rq *request) serveProppatch() {
 			Where("user_id = ? AND path = ? AND size = ? AND mtime_ns = ?", rq.user.ID, rq.path, fi.Size(), fi.ModTime().UnixNano()).
 			Update("mtime_ns", mtime.UnixNano()).Error
 	})
-	h.propsWritten()
-	if err != nil {
-		if timeSet {
-			// All or nothing: the properties were not stored, so the
-			// modification time goes back too.
-			if rerr := rq.restoreMtime(fi); rerr != nil {
-				h.log.Error("webdav restore mtime after failed PROPPATCH", "user", rq.user.Username, "path", rq.path, "err", rerr)
-			}
-		}
-		rq.fail(err)
-		return
+	return timeSet, err
+}
+
+// admitProps reserves against the user's quota the growth of the dead
+// properties ops set or remove on the request's resource; ok is false
+// when it does not fit. The caller settles grow.
+func (rq *request) admitProps(ops []propOp) (grow int64, ok bool, err error) {
+	quota := rq.h.quotaOf(rq.user)
+	if quota <= 0 {
+		return 0, true, nil
 	}
-	rq.writePropstat(ops, status)
+	old, err := rq.h.propsFor(rq.r.Context(), rq.user.ID, []string{rq.path})
+	if err != nil {
+		return 0, false, err
+	}
+	size := map[xmlName]int64{}
+	for _, d := range old[rq.path] {
+		size[xmlName{d.Space, d.Name}] = propSize(d.Space, d.Name, d.Value, d.Lang)
+	}
+	for _, op := range ops {
+		n := op.node.Name
+		if n.Space == nsDAV && mtimeProp(n) {
+			continue
+		}
+		grow -= size[n]
+		size[n] = 0
+		if !op.remove {
+			size[n] = propSize(n.Space, n.Local, op.node.inner(), op.node.Lang)
+			grow += size[n]
+		}
+	}
+	ok, err = rq.h.admit(rq.root, rq.user.ID, quota, grow)
+	return grow, ok, err
 }
 
 // chtimesKeepSum sets the modification time of the resource (fi describes

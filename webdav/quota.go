@@ -1,20 +1,24 @@
 package webdav
 
 import (
+	"context"
+	"fmt"
 	"io"
 	"io/fs"
 	"os"
 	"strings"
 	"sync"
-	"syscall"
 	"time"
 
 	"github.com/ontoflow/ontoflow/models"
 )
 
-// usageEntry caches a user's used bytes. It is computed by walking the
-// tree (at most every usageTTL) and adjusted in place by this process's
-// writes; other replicas' writes show up at the next walk.
+// usageEntry caches a user's used bytes: the files' sizes plus the dead
+// properties' bytes (propBytes). It is computed by walking the tree and
+// summing the properties (at most every usageTTL) and adjusted in place by
+// this process's writes; other replicas' writes show up at the next walk.
+// Handler.usage holds one entry (about 100 bytes) per user who used WebDAV
+// since the process started: bounded by the number of service users.
 type usageEntry struct {
 	mu    sync.Mutex
 	bytes int64
@@ -50,11 +54,11 @@ func (h *Handler) usedBytes(root *os.Root, userID string) (int64, error) {
 	e := h.usageEntry(userID)
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	n, err := e.usedLocked(root)
+	n, err := h.usedLocked(e, root, userID)
 	return n + e.pending, err
 }
 
-func (e *usageEntry) usedLocked(root *os.Root) (int64, error) {
+func (h *Handler) usedLocked(e *usageEntry, root *os.Root, userID string) (int64, error) {
 	if e.valid && time.Since(e.at) < usageTTL {
 		return e.bytes, nil
 	}
@@ -62,7 +66,34 @@ func (e *usageEntry) usedLocked(root *os.Root) (int64, error) {
 	if err != nil {
 		return 0, err
 	}
-	e.bytes, e.at, e.valid = n, time.Now(), true
+	p, err := h.propBytes(context.Background(), userID)
+	if err != nil {
+		return 0, err
+	}
+	e.bytes, e.at, e.valid = n+p, time.Now(), true
+	return n + p, nil
+}
+
+// maxPropBytes caps one dead property (namespace, name, value and
+// language): every PROPFIND of its resource carries it.
+const maxPropBytes = 64 << 10
+
+// propSize is what a dead property counts against the quota.
+func propSize(space, name, value, lang string) int64 {
+	return int64(len(space) + len(name) + len(value) + len(lang))
+}
+
+// propBytes sums the sizes of the user's dead properties (issue 13 item 9:
+// they count against the quota like file bytes).
+func (h *Handler) propBytes(ctx context.Context, userID string) (int64, error) {
+	q := "SELECT COALESCE(SUM(length(CAST(space AS BLOB)) + length(CAST(name AS BLOB)) + length(CAST(value AS BLOB)) + length(CAST(lang AS BLOB))), 0) FROM dav_props WHERE user_id = ?"
+	if models.IsPostgres(h.db) {
+		q = "SELECT COALESCE(SUM(octet_length(space) + octet_length(name) + octet_length(value) + octet_length(lang)), 0) FROM dav_props WHERE user_id = ?"
+	}
+	var n int64
+	if err := h.db.WithContext(ctx).Raw(q, userID).Scan(&n).Error; err != nil {
+		return 0, fmt.Errorf("sum dead property sizes: %w", err)
+	}
 	return n, nil
 }
 
@@ -73,7 +104,7 @@ func (h *Handler) admit(root *os.Root, userID string, quota, delta int64) (bool,
 	e := h.usageEntry(userID)
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	used, err := e.usedLocked(root)
+	used, err := h.usedLocked(e, root, userID)
 	if err != nil {
 		return false, err
 	}
@@ -189,9 +220,9 @@ func (h *Handler) quotaValues(root *os.Root, u *models.User) (int64, int64, erro
 		}
 		return avail, used, nil
 	}
-	var st syscall.Statfs_t
-	if err := syscall.Statfs(h.opts.Root, &st); err != nil {
+	free, err := freeBytes(h.opts.Root)
+	if err != nil {
 		return 0, used, nil
 	}
-	return int64(st.Bavail) * int64(st.Bsize), used, nil
+	return free, used, nil
 }

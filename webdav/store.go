@@ -148,6 +148,22 @@ func deleteMeta(tx *gorm.DB, userID, p string, locks bool) error {
 	return nil
 }
 
+// dropLocksBelow drops the locks rooted strictly below p: what a MOVE or
+// COPY deletes to make room at a destination p loses its locks, while the
+// locks rooted at p itself stay and cover what replaces it (RFC 4918 §7.5,
+// §9.8.4, §9.9.3).
+func dropLocksBelow(tx *gorm.DB, userID, p string) error {
+	c := "path"
+	if models.IsPostgres(tx) {
+		c = `path COLLATE "C"`
+	}
+	under := p + "/"
+	if p == "/" {
+		under = "/"
+	}
+	return tx.Exec("DELETE FROM dav_locks WHERE user_id = ? AND "+c+" > ? AND "+c+" < ?", userID, under, p+"0").Error
+}
+
 // moveMeta renames the properties and checksums of src (and below) to dst,
 // and drops the locks rooted in src: RFC 4918 §9.9.4 says a MOVE does not
 // move locks; the moved resources fall under dst's ancestors' locks.
@@ -228,7 +244,15 @@ func (h *Handler) activeLocks(ctx context.Context, userID string) ([]models.DavL
 		h.sweepLocks(ctx)
 	}
 	if h.gen.shared {
-		h.lockCache.Store(userID, lockCacheEntry{at: at, gen: gen, locks: append([]models.DavLock(nil), out...)})
+		size := 0
+		for i := range out {
+			size += len(out[i].Token) + len(out[i].Path) + len(out[i].Owner) + 64
+		}
+		if size <= maxCachedLockBytes {
+			h.lockCache.Store(userID, lockCacheEntry{at: at, gen: gen, locks: append([]models.DavLock(nil), out...)})
+		} else {
+			h.lockCache.Delete(userID)
+		}
 	}
 	return out, nil
 }

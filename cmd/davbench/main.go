@@ -1,3 +1,5 @@
+//go:build linux
+
 // Command davbench measures Ontoflow's WebDAV handler against Apache 2.4
 // mod_dav_fs on the same machine, in one run, with the same client code
 // (issue 3's benchmark targets).

@@ -162,6 +162,10 @@ func printBanner(w io.Writer, a *app.App, took time.Duration) {
 // probe is a health check for images without curl: GET the URL, succeed on
 // 200.
 func probe(args []string) error {
+	if len(args) == 1 && (args[0] == "-h" || args[0] == "-help" || args[0] == "--help") {
+		fmt.Println("usage: ontoflow probe URL (exit 0 when URL answers 200)")
+		return flag.ErrHelp
+	}
 	if len(args) != 1 {
 		return fmt.Errorf("usage: ontoflow probe URL")
 	}

@@ -35,6 +35,17 @@ func usersCmd(args []string, out io.Writer) error {
 		return fmt.Errorf("missing users subcommand")
 	}
 	sub, args := args[0], args[1:]
+	// Asking for help, or naming no known subcommand, must not reach the
+	// database: opening it would create ./data/ontoflow.db.
+	switch sub {
+	case "-h", "-help", "--help", "help":
+		fmt.Fprint(out, usersUsage)
+		return flag.ErrHelp
+	case "add", "list", "show", "update", "passwd":
+	default:
+		fmt.Fprint(os.Stderr, usersUsage)
+		return fmt.Errorf("unknown users subcommand %q", sub)
+	}
 	fs := flag.NewFlagSet("ontoflow users "+sub, flag.ContinueOnError)
 	cfg, check := config.Bind(fs, config.ModeAdmin)
 	var (

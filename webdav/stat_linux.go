@@ -1,0 +1,24 @@
+package webdav
+
+import (
+	"io/fs"
+	"syscall"
+	"time"
+)
+
+// fileID is the inode number (0 when unknown), part of the ETag.
+func fileID(fi fs.FileInfo) uint64 {
+	if st, ok := fi.Sys().(*syscall.Stat_t); ok {
+		return st.Ino
+	}
+	return 0
+}
+
+// birthTime is the inode change time: stat(2) has no birth time on Linux
+// (statx has, but not through fs.FileInfo); Apache does the same.
+func birthTime(fi fs.FileInfo) (time.Time, bool) {
+	if st, ok := fi.Sys().(*syscall.Stat_t); ok {
+		return time.Unix(st.Ctim.Sec, st.Ctim.Nsec), true
+	}
+	return time.Time{}, false
+}

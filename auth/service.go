@@ -133,11 +133,11 @@ type Options struct {
 	UserCacheSize int
 }
 
-// NewService returns a Service over db.
 // DefaultUserCacheTTL is Options.UserCacheTTL's default and the
 // --user-cache-ttl flag's (one source).
 const DefaultUserCacheTTL = 2 * time.Second
 
+// NewService returns a Service over db.
 func NewService(db *gorm.DB, opts Options) *Service {
 	if opts.CacheTTL == 0 {
 		opts.CacheTTL = 60 * time.Second

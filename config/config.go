@@ -18,6 +18,7 @@ import (
 	"github.com/ontoflow/ontoflow/devserver"
 	"github.com/ontoflow/ontoflow/outbound"
 	"github.com/ontoflow/ontoflow/secrets"
+	"github.com/ontoflow/ontoflow/webdav"
 	"github.com/ontoflow/ontoflow/workflows"
 )
 
@@ -198,9 +199,9 @@ func Bind(fs *flag.FlagSet, mode Mode) (*Config, func() error) {
 		b.dur(&c.UserCacheTTL, "user-cache-ttl", "ONTOFLOW_USER_CACHE_TTL", auth.DefaultUserCacheTTL, "how long a user row read for Basic authentication is reused; changes made on other replicas are seen after at most this long (negative = off)")
 		b.bytes(&c.WebDAVMaxUpload, "webdav-max-upload", "ONTOFLOW_WEBDAV_MAX_UPLOAD", 10<<30, "largest WebDAV upload (413 beyond)")
 		b.bytes(&c.WebDAVQuota, "webdav-quota", "ONTOFLOW_WEBDAV_QUOTA", 0, "default per-user WebDAV quota; 0 = unlimited (a user's own quota_bytes wins)")
-		b.dur(&c.WebDAVMaxLockTTL, "webdav-max-lock-timeout", "ONTOFLOW_WEBDAV_MAX_LOCK_TIMEOUT", time.Hour, "cap on WebDAV lock timeouts")
+		b.dur(&c.WebDAVMaxLockTTL, "webdav-max-lock-timeout", "ONTOFLOW_WEBDAV_MAX_LOCK_TIMEOUT", webdav.DefaultMaxLockTimeout, "cap on WebDAV lock timeouts")
 		b.bool(&c.WebDAVFsync, "webdav-fsync", "ONTOFLOW_WEBDAV_FSYNC", false, "flush each WebDAV upload and copy to disk (file and directory) before answering, so it survives a power loss; off, as in Apache mod_dav_fs, the kernel writes it back within seconds")
-		b.int(&c.WebDAVMaxLocks, "webdav-max-locks", "ONTOFLOW_WEBDAV_MAX_LOCKS", 1000, "most active WebDAV locks one user may hold (507 beyond)")
+		b.int(&c.WebDAVMaxLocks, "webdav-max-locks", "ONTOFLOW_WEBDAV_MAX_LOCKS", webdav.DefaultMaxLocksPerUser, "most active WebDAV locks one user may hold (507 beyond)")
 		b.str(&c.WebDAVChecksums, "webdav-checksums", "ONTOFLOW_WEBDAV_CHECKSUMS", "auto", "where WebDAV content checksums are kept: auto (on the files as extended attributes where the filesystem supports them, else the database) or db")
 		b.int(&c.BatchMaxItems, "batch-max-items", "ONTOFLOW_BATCH_MAX_ITEMS", 10000, "largest batch accepted by execute-batch (413 beyond)")
 		b.int(&c.BatchSyncMax, "batch-sync-max", "ONTOFLOW_BATCH_SYNC_MAX", 100, "batches up to this size answer synchronously; larger ones answer 202")

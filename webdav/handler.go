@@ -113,6 +113,14 @@ type Handler struct {
 	commitCh   chan *putMeta
 }
 
+// Defaults of Options, and of the flags that set them (config uses these
+// constants: one source; the lock timeout cap was 24 h here and 1 h in
+// config).
+const (
+	DefaultMaxLocksPerUser = 1000
+	DefaultMaxLockTimeout  = time.Hour
+)
+
 // New returns a Handler serving users authenticated by authn.
 func New(db *gorm.DB, authn *auth.Service, opts Options) (*Handler, error) {
 	if db == nil || authn == nil {
@@ -137,10 +145,10 @@ func New(db *gorm.DB, authn *auth.Service, opts Options) (*Handler, error) {
 		return nil, errors.New("webdav: Prefix must not be /")
 	}
 	if opts.MaxLocksPerUser <= 0 {
-		opts.MaxLocksPerUser = 1000
+		opts.MaxLocksPerUser = DefaultMaxLocksPerUser
 	}
 	if opts.MaxLockTimeout <= 0 {
-		opts.MaxLockTimeout = 24 * time.Hour
+		opts.MaxLockTimeout = DefaultMaxLockTimeout
 	}
 	if opts.MaxXMLBytes <= 0 {
 		opts.MaxXMLBytes = 1 << 20

@@ -299,13 +299,16 @@ func run(log *slog.Logger, seq, conc, concTotal, children int, batchList string)
 	fmt.Printf("| sequential p50 (n=%d) | %s | %s (sync execute over HTTP, update_object) | %.2fx | ≤ 0.35x | %s |\n", seq, ms(bareP50), ms(exP50), ratio(exP50, bareP50), met(ratio(exP50, bareP50) <= 0.35))
 	fmt.Printf("| sequential p95 | %s | %s | %.2fx | | |\n", ms(bareP95), ms(exP95), ratio(exP95, bareP95))
 	fmt.Printf("| throughput, %d concurrent clients, median of %d rounds of %d runs | %.1f/s | %.1f/s | %.2fx | ≥ 3x | %s |\n", conc, tputRounds, concTotal, bareTput, exTput, exTput/bareTput, met(exTput/bareTput >= 3))
-	fmt.Printf("\nThe price of durability, against the direct path (the same steps from an HTTP handler, no Temporal), same run:\n\n")
-	fmt.Println("| figure | direct path | Ontoflow | Ontoflow / direct |")
-	fmt.Println("|---|---|---|---|")
-	fmt.Printf("| sequential p50 | %s | %s | %.2fx |\n", ms(directP50), ms(exP50), ratio(exP50, directP50))
-	fmt.Printf("| sequential p95 | %s | %s | %.2fx |\n", ms(directP95), ms(exP95), ratio(exP95, directP95))
-	fmt.Printf("| throughput, %d clients (median) | %.1f/s | %.1f/s | %.2fx |\n\n", conc, directTput, exTput, exTput/directTput)
+	// After the batch rows: the direct-path table, then the rounds.
 	defer fmt.Printf("\nThroughput rounds (alternating): bare %s; Ontoflow %s; direct %s.\n", fmtRates(bareTputs), fmtRates(exTputs), fmtRates(directTputs))
+	defer func() {
+		fmt.Printf("\nThe price of durability, against the direct path (the same steps from an HTTP handler, no Temporal), same run:\n\n")
+		fmt.Println("| figure | direct path | Ontoflow | Ontoflow / direct |")
+		fmt.Println("|---|---|---|---|")
+		fmt.Printf("| sequential p50 | %s | %s | %.2fx |\n", ms(directP50), ms(exP50), ratio(exP50, directP50))
+		fmt.Printf("| sequential p95 | %s | %s | %.2fx |\n", ms(directP95), ms(exP95), ratio(exP95, directP95))
+		fmt.Printf("| throughput, %d clients (median) | %.1f/s | %.1f/s | %.2fx |\n\n", conc, directTput, exTput, exTput/directTput)
+	}()
 	for _, br := range bres {
 		target, ok := "", true
 		if br.n == children {

@@ -185,8 +185,13 @@ func (h *actionRoutes) view(ctx context.Context, ex *models.Execution, items boo
 			return nil, err
 		}
 		for _, r := range rows {
-			v.Items = append(v.Items, batchItemView{Index: r.BatchIndex, ExecutionID: r.ID, Status: r.Status,
-				ErrorCode: r.ErrorCode, ErrorMessage: r.ErrorMessage})
+			item := batchItemView{Index: r.BatchIndex, ExecutionID: r.ID, Status: r.Status,
+				ErrorCode: r.ErrorCode, ErrorMessage: r.ErrorMessage}
+			if ex.Redacted {
+				// A message may quote an item's parameters.
+				item.ErrorMessage = ""
+			}
+			v.Items = append(v.Items, item)
 		}
 	}
 	return v, nil

@@ -6,14 +6,6 @@ import (
 	"time"
 )
 
-// fileID is the inode number (0 when unknown), part of the ETag.
-func fileID(fi fs.FileInfo) uint64 {
-	if st, ok := fi.Sys().(*syscall.Stat_t); ok {
-		return st.Ino
-	}
-	return 0
-}
-
 // birthTime is the file's birth time, which macOS's stat reports.
 func birthTime(fi fs.FileInfo) (time.Time, bool) {
 	if st, ok := fi.Sys().(*syscall.Stat_t); ok {

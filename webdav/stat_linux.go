@@ -6,14 +6,6 @@ import (
 	"time"
 )
 
-// fileID is the inode number (0 when unknown), part of the ETag.
-func fileID(fi fs.FileInfo) uint64 {
-	if st, ok := fi.Sys().(*syscall.Stat_t); ok {
-		return st.Ino
-	}
-	return 0
-}
-
 // birthTime is the inode change time: stat(2) has no birth time on Linux
 // (statx has, but not through fs.FileInfo); Apache does the same.
 func birthTime(fi fs.FileInfo) (time.Time, bool) {

@@ -1,7 +1,6 @@
 package webdav
 
 import (
-	"fmt"
 	"os"
 	"strings"
 
@@ -12,49 +11,6 @@ import (
 
 // On macOS extended attributes take no namespace prefix; the same name
 // (user.ontoflow.sum) is used so a tree copied between systems keeps them.
-
-// withFd runs fn on f's descriptor without switching f to blocking mode
-// (which File.Fd would do).
-func withFd(f *os.File, fn func(fd int) error) error {
-	rc, err := f.SyscallConn()
-	if err != nil {
-		return err
-	}
-	var ferr error
-	if err := rc.Control(func(fd uintptr) { ferr = fn(int(fd)) }); err != nil {
-		return err
-	}
-	return ferr
-}
-
-// setSum records s on the open file f.
-func setSum(f *os.File, s models.DavChecksum) error {
-	v, err := encodeSum(s)
-	if err != nil {
-		return err
-	}
-	return withFd(f, func(fd int) error {
-		if err := unix.Fsetxattr(fd, sumXattr, v, 0); err != nil {
-			return fmt.Errorf("set checksum attribute: %w", err)
-		}
-		return nil
-	})
-}
-
-// getSum reads the checksum recorded on the open file f.
-func getSum(f *os.File) (models.DavChecksum, bool) {
-	var buf [128]byte
-	var n int
-	err := withFd(f, func(fd int) error {
-		var err error
-		n, err = unix.Fgetxattr(fd, sumXattr, buf[:])
-		return err
-	})
-	if err != nil {
-		return models.DavChecksum{}, false
-	}
-	return decodeSum(buf[:n])
-}
 
 // getSumAt reads the checksum of the entry name in the open directory dir.
 // macOS has neither *xattrat calls nor /proc, and a path from F_GETPATH

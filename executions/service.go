@@ -126,8 +126,8 @@ func (s *Service) Submit(ctx context.Context, r Request, listen bool) (*Handle, 
 		}
 	}
 	if err := s.db.WithContext(ctx).Create(ex).Error; err != nil {
-		if prev, ok := s.raced(ctx, ex, err); ok {
-			return prev, nil
+		if prev, rerr, ok := s.raced(ctx, ex, err); ok {
+			return prev, rerr
 		}
 		return nil, fmt.Errorf("record execution: %w", err)
 	}
@@ -217,8 +217,8 @@ func (s *Service) SubmitBatch(ctx context.Context, r BatchRequest) (*Handle, err
 		return tx.CreateInBatches(items, 500).Error
 	})
 	if err != nil {
-		if prev, ok := s.raced(ctx, batch, err); ok {
-			return prev, nil
+		if prev, rerr, ok := s.raced(ctx, batch, err); ok {
+			return prev, rerr
 		}
 		return nil, fmt.Errorf("record batch: %w", err)
 	}
@@ -248,17 +248,17 @@ func (s *Service) keyed(ctx context.Context, ex *models.Execution, key, identity
 }
 
 // raced answers an insert that lost to a concurrent request with the same
-// key.
-func (s *Service) raced(ctx context.Context, ex *models.Execution, err error) (*Handle, bool) {
+// key (ok false: err was something else, and stands).
+func (s *Service) raced(ctx context.Context, ex *models.Execution, err error) (_ *Handle, _ error, ok bool) {
 	if !errors.Is(err, gorm.ErrDuplicatedKey) || ex.IdempotencyKey == nil {
-		return nil, false
+		return nil, nil, false
 	}
 	var prev models.Execution
 	if s.db.WithContext(ctx).Where("actor_id = ? AND idempotency_key = ?", ex.ActorID, *ex.IdempotencyKey).Take(&prev).Error != nil {
-		return nil, false
+		return nil, nil, false
 	}
 	h, rerr := s.resume(ctx, &prev, ex.RequestHash)
-	return h, rerr == nil
+	return h, rerr, true
 }
 
 // resume answers a repeated Idempotency-Key: the recorded execution, its

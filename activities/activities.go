@@ -65,8 +65,35 @@ func (a *Activities) Apply(ctx context.Context, p *engine.Prepared, last bool) (
 // regular activity: its own timeout, retries and heartbeat, visible in the
 // Temporal UI); the execution id is the idempotency key of every attempt.
 func (a *Activities) Effect(ctx context.Context, executionID string) (json.RawMessage, error) {
-	r, err := a.eng.Effect(run(ctx), executionID)
-	return r, typed(err)
+	ctx = run(ctx)
+	if activity.IsActivity(ctx) {
+		ctx = engine.WithAttempt(ctx, activity.GetInfo(ctx).Attempt)
+	}
+	r, err := a.eng.Effect(ctx, executionID)
+	return r, retryLater(err)
+}
+
+// retryLater turns an effect's request to be tried again after a delay
+// (Retry-After, backoff with jitter) into a retryable failure carrying it;
+// any other error is typed as every step's is. The request is checked
+// first: it may wrap the refusal its last attempt would record.
+func retryLater(err error) error {
+	var rl *engine.RetryLater
+	if !errors.As(err, &rl) {
+		return typed(err)
+	}
+	return temporal.NewApplicationErrorWithOptions(rl.Error(), "RetryLater", temporal.ApplicationErrorOptions{NextRetryDelay: rl.Delay})
+}
+
+// Revert applies the inverse of an execution's edits for a revert
+// execution, exactly once (engine.Revert). Like Apply, its result in the
+// history is the small result only.
+func (a *Activities) Revert(ctx context.Context, revertID string) (*engine.Outcome, error) {
+	o, err := a.eng.Revert(run(ctx), revertID)
+	if err != nil {
+		return nil, typed(err)
+	}
+	return &engine.Outcome{Result: o.Result}, nil
 }
 
 // Notify is the single notify step of workflows recorded before one

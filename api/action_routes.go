@@ -20,10 +20,6 @@ import (
 	"github.com/ontoflow/ontoflow/ontology"
 )
 
-// PermAuditExecutions lets a user read every execution; others read their
-// own.
-const PermAuditExecutions = "executions:read"
-
 // ActionDeps are what the action routes need.
 type ActionDeps struct {
 	Store      *ontology.Store
@@ -47,6 +43,7 @@ func ActionRoutes(d ActionDeps) func(g *gin.RouterGroup) {
 		g.POST("/ontology/types/:type_id/objects/:object_id/properties/:property/inline-edit", h.inlineEdit)
 		g.GET("/ontology/executions", h.listExecutions)
 		g.GET("/ontology/executions/:id", h.getExecution)
+		g.POST("/ontology/executions/:id/revert", h.revert)
 		g.GET("/notifications", h.listNotifications)
 		g.POST("/notifications/:id/read", h.markRead)
 	}
@@ -285,7 +282,9 @@ func (h *actionRoutes) inlineEdit(c *gin.Context) {
 }
 
 // mayAudit reports whether the caller reads every execution.
-func mayAudit(p *auth.Principal) bool { return auth.HasPermission(p.User, PermAuditExecutions) }
+func mayAudit(p *auth.Principal) bool {
+	return auth.HasPermission(p.User, executions.PermAuditExecutions)
+}
 
 func (h *actionRoutes) getExecution(c *gin.Context) {
 	ex, err := h.Executions.Get(c.Request.Context(), c.Param("id"))
@@ -382,4 +381,44 @@ func (h *actionRoutes) markRead(c *gin.Context) {
 		return
 	}
 	c.Status(http.StatusNoContent)
+}
+
+type revertRequest struct {
+	Justification string `json:"justification"`
+}
+
+// revertBatchView answers the revert of a batch: each item's outcome.
+type revertBatchView struct {
+	Reverted string                  `json:"reverted"`
+	Items    []executions.RevertItem `json:"items"`
+}
+
+// revert reverts an execution: a single one answers like execute (the
+// revert execution, 200 when it finished); a batch answers each item's
+// outcome.
+func (h *actionRoutes) revert(c *gin.Context) {
+	var req revertRequest
+	if err := decodeJSON(c, &req); err != nil {
+		fail(c, err)
+		return
+	}
+	p := principal(c)
+	r := executions.RevertRequest{ExecutionID: c.Param("id"), Actor: p.User, Guest: p.Guest,
+		Justification: req.Justification, IdempotencyKey: c.GetHeader("Idempotency-Key")}
+	if h.Executions.IsBatch(c.Request.Context(), r.ExecutionID) {
+		items, err := h.Executions.RevertBatch(c.Request.Context(), r)
+		if err != nil {
+			fail(c, err)
+			return
+		}
+		c.JSON(http.StatusOK, revertBatchView{Reverted: r.ExecutionID, Items: items})
+		return
+	}
+	async := wantsAsync(c)
+	hd, err := h.Executions.Revert(c.Request.Context(), r, !async)
+	if err != nil {
+		fail(c, err)
+		return
+	}
+	h.await(c, hd, async)
 }

@@ -8,6 +8,7 @@ import (
 
 	"github.com/ontoflow/ontoflow/apperr"
 	"github.com/ontoflow/ontoflow/models"
+	"github.com/ontoflow/ontoflow/users"
 )
 
 type tokenRequest struct {
@@ -29,6 +30,28 @@ func (s *Server) registerAuthRoutes(g *gin.RouterGroup) {
 		p := principal(c)
 		c.JSON(http.StatusOK, gin.H{"user": p.User, "guest": p.Guest, "auth_method": p.Method})
 	})
+	g.PATCH("/me", s.updateMe)
+}
+
+// updateMe lets users change what is theirs to change: today their e-mail
+// address. Privileges, names and passwords go through the users API.
+func (s *Server) updateMe(c *gin.Context) {
+	if !requireFullSession(c, "change your account") {
+		return
+	}
+	var req struct {
+		Email *string `json:"email"`
+	}
+	if err := decodeJSON(c, &req); err != nil {
+		fail(c, err)
+		return
+	}
+	u, err := s.users().Update(c.Request.Context(), principal(c).User.ID, users.Spec{Email: req.Email})
+	if err != nil {
+		fail(c, err)
+		return
+	}
+	c.JSON(http.StatusOK, gin.H{"user": u})
 }
 
 // issueToken issues a bearer token for the caller. A token issued through

@@ -8,9 +8,9 @@ import (
 	"github.com/gin-gonic/gin"
 
 	"github.com/ontoflow/ontoflow/auth"
+	"github.com/ontoflow/ontoflow/domain"
 	"github.com/ontoflow/ontoflow/models"
 	"github.com/ontoflow/ontoflow/ontology"
-	"github.com/ontoflow/ontoflow/ontology/domain"
 )
 
 // OntologyRoutes registers the ontology's routes under /ontology: object
@@ -248,8 +248,12 @@ func (h *ontologyAPI) listObjects(c *gin.Context) {
 	if !ok {
 		return
 	}
-	items, err := h.store.ListObjects(c.Request.Context(), ontoUser(c), c.Param("type_id"),
-		ontology.ObjectQuery{Filters: ontoFilters(c), Offset: pr.Offset, Limit: pr.Limit + 1})
+	var items []models.Object
+	err := h.inBranch(c, func(s *ontology.Store) (err error) {
+		items, err = s.ListObjects(c.Request.Context(), ontoUser(c), c.Param("type_id"),
+			ontology.ObjectQuery{Filters: ontoFilters(c), Offset: pr.Offset, Limit: pr.Limit + 1})
+		return err
+	})
 	ontoList(c, pr, items, err)
 }
 
@@ -264,8 +268,22 @@ func (h *ontologyAPI) createObject(c *gin.Context) {
 }
 
 func (h *ontologyAPI) getObject(c *gin.Context) {
-	v, err := h.store.GetObject(c.Request.Context(), ontoUser(c), c.Param("type_id"), c.Param("object_id"))
+	var v *models.Object
+	err := h.inBranch(c, func(s *ontology.Store) (err error) {
+		v, err = s.GetObject(c.Request.Context(), ontoUser(c), c.Param("type_id"), c.Param("object_id"))
+		return err
+	})
 	ontoReply(c, http.StatusOK, v, err)
+}
+
+// inBranch runs read over the ontology, or, with ?branch={id}, over the
+// ontology as that what-if branch (the caller's) shows it.
+func (h *ontologyAPI) inBranch(c *gin.Context, read func(s *ontology.Store) error) error {
+	b := c.Query("branch")
+	if b == "" {
+		return read(h.store)
+	}
+	return h.store.InBranch(c.Request.Context(), ontoUser(c), b, read)
 }
 
 func (h *ontologyAPI) replaceObject(c *gin.Context) {
@@ -297,8 +315,12 @@ func (h *ontologyAPI) objectLinks(c *gin.Context) {
 	if !ok {
 		return
 	}
-	items, err := h.store.ObjectLinks(c.Request.Context(), ontoUser(c), c.Param("type_id"), c.Param("object_id"),
-		ontology.LinkQuery{LinkType: c.Query("link_type"), Direction: c.Query("direction"), Offset: pr.Offset, Limit: pr.Limit + 1})
+	var items []models.Link
+	err := h.inBranch(c, func(s *ontology.Store) (err error) {
+		items, err = s.ObjectLinks(c.Request.Context(), ontoUser(c), c.Param("type_id"), c.Param("object_id"),
+			ontology.LinkQuery{LinkType: c.Query("link_type"), Direction: c.Query("direction"), Offset: pr.Offset, Limit: pr.Limit + 1})
+		return err
+	})
 	ontoList(c, pr, items, err)
 }
 

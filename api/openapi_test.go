@@ -25,7 +25,9 @@ func allRouteGroups() []func(*gin.RouterGroup) {
 	return []func(*gin.RouterGroup){
 		api.OntologyRoutes(ontology.NewStore(nil, auth.DefaultLevels, nil)),
 		api.ActionRoutes(api.ActionDeps{}),
+		api.BranchRoutes(api.ActionDeps{}),
 		api.SecretRoutes(secrets.NewStore(nil, nil)),
+		api.FunctionRoutes(nil, nil),
 	}
 }
 

@@ -51,6 +51,9 @@ type Deps struct {
 	TokenTTL, MaxTokenTTL time.Duration
 	// UIURL is the Temporal Web UI's base URL, for workflow links.
 	UIURL string
+	// Console serves the web console under /ui (nil: none); GET / then
+	// redirects to it.
+	Console http.Handler
 }
 
 // Server is the HTTP API.
@@ -128,8 +131,19 @@ func (s *Server) Handler() http.Handler {
 			s.deps.WebDAV.ServeHTTP(w, r)
 			return
 		}
+		if s.deps.Console != nil && isConsole(r) {
+			s.deps.Console.ServeHTTP(w, r)
+			return
+		}
 		s.router.ServeHTTP(w, r)
 	})
+}
+
+// isConsole routes /ui and below to the console, and a browser's GET of
+// "/" to it as well (the console redirects it).
+func isConsole(r *http.Request) bool {
+	p := r.URL.Path
+	return p == "/ui" || strings.HasPrefix(p, "/ui/") || (p == "/" && (r.Method == http.MethodGet || r.Method == http.MethodHead))
 }
 
 func isWebDAV(r *http.Request) bool {

@@ -27,11 +27,14 @@ import (
 	"github.com/ontoflow/ontoflow/activities"
 	"github.com/ontoflow/ontoflow/api"
 	"github.com/ontoflow/ontoflow/auth"
+	"github.com/ontoflow/ontoflow/channels"
 	"github.com/ontoflow/ontoflow/config"
+	"github.com/ontoflow/ontoflow/console"
 	"github.com/ontoflow/ontoflow/delivery"
 	"github.com/ontoflow/ontoflow/devserver"
 	"github.com/ontoflow/ontoflow/engine"
 	"github.com/ontoflow/ontoflow/executions"
+	"github.com/ontoflow/ontoflow/functions"
 	"github.com/ontoflow/ontoflow/models"
 	"github.com/ontoflow/ontoflow/ontology"
 	"github.com/ontoflow/ontoflow/outbound"
@@ -53,6 +56,20 @@ const (
 	// Worker runs the action engine's Temporal worker only.
 	Worker
 )
+
+// Option changes how Start assembles the process.
+type Option func(*options)
+
+type options struct {
+	kinds []engine.Kind
+}
+
+// ExtraKinds registers operation kinds beside the built-in ones; one with
+// a built-in kind's name replaces it. Tests use it to prove a kind needs
+// only its own file and one registration.
+func ExtraKinds(ks ...engine.Kind) Option {
+	return func(o *options) { o.kinds = append(o.kinds, ks...) }
+}
 
 // App is a running Ontoflow process.
 type App struct {
@@ -76,6 +93,8 @@ type App struct {
 	Secrets  *secrets.Store
 	Outbound *http.Client
 	Mailer   *delivery.Mailer
+	// Functions are the function packages and their runner.
+	Functions *functions.Service
 
 	// APIURL is the base URL the HTTP server listens on ("" without one).
 	APIURL string
@@ -88,7 +107,11 @@ type App struct {
 }
 
 // Start brings up the parts of mode and returns once they are serving.
-func Start(ctx context.Context, mode Mode, cfg *config.Config, log *slog.Logger) (a *App, err error) {
+func Start(ctx context.Context, mode Mode, cfg *config.Config, log *slog.Logger, opts ...Option) (a *App, err error) {
+	var o options
+	for _, opt := range opts {
+		opt(&o)
+	}
 	a = &App{Mode: mode, Cfg: cfg, Log: log, Registry: prometheus.NewRegistry()}
 	a.Registry.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	started := a // the error returns below set a to nil
@@ -151,10 +174,16 @@ func Start(ctx context.Context, mode Mode, cfg *config.Config, log *slog.Logger)
 
 	// The operation kinds action types may use: the ontology store checks
 	// definitions and the engine runs actions with the same registry.
-	kinds := engine.NewKinds(engine.BuiltinKinds()...)
+	// Kinds holding dependencies replace their built-in zero values.
+	a.Functions = functions.New(a.DB, functions.Options{Log: log, Registerer: a.Registry})
+	reads := &functions.Reads{}
+	withDeps := []engine.Kind{engine.InvokeWebhook{Client: a.Outbound, Secrets: a.Secrets},
+		engine.InvokeFunction{Functions: a.Functions, Reads: reads, Client: a.Outbound}}
+	kinds := engine.NewKinds(engine.ReplaceKinds(engine.BuiltinKinds(), append(withDeps, o.kinds...)...)...)
 	store := ontology.NewStore(a.DB, cfg.Markings, kinds.Domain())
+	reads.Store = store
 	eng := engine.New(engine.Deps{DB: a.DB, Ontology: store, Kinds: kinds, Levels: cfg.Markings, Log: log, Registerer: a.Registry,
-		Channels: []engine.Channel{engine.InApp()}})
+		Channels: a.channels(), MaxRecipients: cfg.MaxRecipients})
 
 	a.Store, a.Engine = store, eng
 	if mode == Dev || mode == Worker {
@@ -202,8 +231,17 @@ func (a *App) startHTTP(ctx context.Context, store *ontology.Store, eng *engine.
 	})
 	execs := executions.New(a.DB, store, eng, starter, executions.Options{
 		BatchMaxItems: cfg.BatchMaxItems, BatchSyncMax: cfg.BatchSyncMax, ExecuteTimeout: cfg.ExecuteTimeout,
-		LocalWorker: a.Worker != nil, UIURL: cfg.UIURL, Namespace: cfg.TemporalNamespace,
+		LocalWorker: a.Worker != nil, UIURL: cfg.UIURL, Namespace: cfg.TemporalNamespace, BranchTTL: cfg.BranchTTL,
 	})
+	ui, err := console.New(console.Deps{Auth: a.Auth, Store: store, Executions: execs, DB: a.DB,
+		Levels: cfg.Markings, TokenTTL: cfg.TokenTTL, Logger: a.Log,
+		// Preview is a what-if (on a branch dropped once read): the
+		// console shows notifications and webhooks that would happen too.
+		Preview: console.WhatIfPreview(execs),
+		Undo:    undoFunc(execs)})
+	if err != nil {
+		return err
+	}
 	srv := api.New(api.Deps{
 		DB:           a.DB,
 		Auth:         a.Auth,
@@ -214,11 +252,15 @@ func (a *App) startHTTP(ctx context.Context, store *ontology.Store, eng *engine.
 		Registry:     a.Registry,
 		TokenTTL:     cfg.TokenTTL,
 		UIURL:        cfg.UIURL,
+		Console:      ui,
 		Ready:        a.ready,
 		Routes: []func(g *gin.RouterGroup){
 			api.OntologyRoutes(store),
 			api.SecretRoutes(a.Secrets),
+			api.NotificationSettingsRoutes(&users.Notifications{DB: a.DB, Secrets: a.Secrets}),
+			api.FunctionRoutes(a.Functions, store),
 			api.ActionRoutes(api.ActionDeps{Store: store, Executions: execs, DB: a.DB, BatchSyncMax: cfg.BatchSyncMax}),
+			api.BranchRoutes(api.ActionDeps{Store: store, Executions: execs, DB: a.DB, BatchSyncMax: cfg.BatchSyncMax}),
 		},
 	})
 	ln, err := net.Listen("tcp", cfg.HTTPAddr)
@@ -268,6 +310,17 @@ func (a *App) setUpOutbound() error {
 		}
 	}
 	return nil
+}
+
+// channels are the notification channels this process delivers to:
+// in-app, Slack and Teams always (their destinations are on the action),
+// e-mail when an SMTP server is configured (otherwise recorded skipped).
+func (a *App) channels() []engine.Channel {
+	cs := []engine.Channel{engine.InApp(), channels.Slack(a.Outbound, a.Secrets), channels.Teams(a.Outbound, a.Secrets)}
+	if a.Mailer != nil {
+		cs = append(cs, &channels.Email{Mailer: a.Mailer})
+	}
+	return cs
 }
 
 func (a *App) ready(ctx context.Context) error {
@@ -346,6 +399,11 @@ func (a *App) Stop(ctx context.Context) {
 	if a.Temporal != nil {
 		a.Temporal.Close()
 	}
+	if a.Functions != nil {
+		if err := a.Functions.Flush(ctx); err != nil {
+			a.Log.Warn("write pending function run records", "err", err)
+		}
+	}
 	if a.DB != nil {
 		if sqlDB, err := a.DB.DB(); err == nil {
 			sqlDB.Close()
@@ -381,5 +439,17 @@ func Dial(ctx context.Context, addr, ns string, log *slog.Logger) (client.Client
 		}
 		log.Info("waiting for temporal", "address", addr, "err", err)
 		time.Sleep(time.Second)
+	}
+}
+
+// undoFunc is the console's Undo: a revert through the executions
+// service, waited for, as the revert route does.
+func undoFunc(execs *executions.Service) console.UndoFunc {
+	return func(ctx context.Context, p *auth.Principal, id, justification string) (*models.Execution, error) {
+		h, err := execs.Revert(ctx, executions.RevertRequest{ExecutionID: id, Actor: p.User, Guest: p.Guest, Justification: justification}, true)
+		if err != nil {
+			return nil, err
+		}
+		return execs.Wait(ctx, h)
 	}
 }

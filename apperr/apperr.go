@@ -37,6 +37,7 @@ const (
 	ExecutionNotFound      Code = "ExecutionNotFound"
 	NotificationNotFound   Code = "NotificationNotFound"
 	SecretNotFound         Code = "SecretNotFound"
+	BranchNotFound         Code = "BranchNotFound"
 	InvalidDefinition      Code = "InvalidActionTypeDefinition"
 	InvalidProperty        Code = "InvalidPropertyValue"
 	ActionValidationFailed Code = "ActionValidationFailed"
@@ -53,9 +54,24 @@ const (
 	// OperationNotSupported refuses an operation kind this release cannot
 	// run (invoke_function and invoke_webhook arrive with their runtimes).
 	OperationNotSupported Code = "OperationNotSupported"
+	// WebhookFailed: an invoke_webhook's call failed for good (a non-2xx
+	// answer once retries are spent, a refused address).
+	WebhookFailed Code = "WebhookFailed"
+	// FunctionFailed: an invoke_function's function threw or hit a limit
+	// (details name the reason: timeout, memory_limit, ...).
+	FunctionFailed Code = "FunctionFailed"
+	// FunctionEditRefused: an edit a function returned is malformed or
+	// names something the actor may not write; details name the edit.
+	FunctionEditRefused Code = "FunctionEditRefused"
+	// FunctionNotFound: no function package or version of that name.
+	FunctionNotFound Code = "FunctionNotFound"
 )
 
 var statusByCode = map[Code]int{
+	WebhookFailed:          http.StatusBadGateway,
+	FunctionFailed:         http.StatusUnprocessableEntity,
+	FunctionEditRefused:    http.StatusUnprocessableEntity,
+	FunctionNotFound:       http.StatusNotFound,
 	InvalidArgument:        http.StatusBadRequest,
 	InvalidJSON:            http.StatusBadRequest,
 	Unauthorized:           http.StatusUnauthorized,
@@ -78,6 +94,7 @@ var statusByCode = map[Code]int{
 	ExecutionNotFound:      http.StatusNotFound,
 	NotificationNotFound:   http.StatusNotFound,
 	SecretNotFound:         http.StatusNotFound,
+	BranchNotFound:         http.StatusNotFound,
 	InvalidDefinition:      http.StatusBadRequest,
 	InvalidProperty:        http.StatusBadRequest,
 	ActionValidationFailed: http.StatusBadRequest,
@@ -130,6 +147,12 @@ func New(code Code, format string, args ...any) *Error {
 	return &Error{Code: code, Message: fmt.Sprintf(format, args...)}
 }
 
+// WithData sets e's structured payload.
+func (e *Error) WithData(v any) *Error {
+	e.Data = v
+	return e
+}
+
 // WithDetails returns e with details appended.
 func (e *Error) WithDetails(d ...Detail) *Error {
 	e.Details = append(e.Details, d...)
@@ -151,6 +174,15 @@ func CodeOf(err error) Code {
 		return e.Code
 	}
 	return Internal
+}
+
+// MessageOf is err's message without its code: an *Error's Message, or
+// err's text (for outcomes that carry the code in a field of their own).
+func MessageOf(err error) string {
+	if e, ok := As(err); ok {
+		return e.Message
+	}
+	return err.Error()
 }
 
 // Is reports whether err carries code.

@@ -16,6 +16,8 @@ import (
 	"github.com/ontoflow/ontoflow/auth"
 	"github.com/ontoflow/ontoflow/delivery"
 	"github.com/ontoflow/ontoflow/devserver"
+	"github.com/ontoflow/ontoflow/engine"
+	"github.com/ontoflow/ontoflow/executions"
 	"github.com/ontoflow/ontoflow/outbound"
 	"github.com/ontoflow/ontoflow/secrets"
 	"github.com/ontoflow/ontoflow/webdav"
@@ -64,6 +66,8 @@ type Config struct {
 	BatchConcurrency int
 	ShutdownTimeout  time.Duration
 	ExecuteTimeout   time.Duration
+	// BranchTTL is how long a what-if branch lives before it is purged.
+	BranchTTL time.Duration
 
 	// Secrets says where the secret keys come from (ONTOFLOW_SECRET_KEY,
 	// --secret-key-file, previous keys, and in dev the data directory's
@@ -77,7 +81,9 @@ type Config struct {
 	// SMTP is them parsed (nil = no e-mail).
 	SMTPURL  string
 	SMTPFrom string
-	SMTP     *delivery.SMTPConfig
+	// MaxRecipients bounds the recipients of one notification side effect.
+	MaxRecipients int
+	SMTP          *delivery.SMTPConfig
 }
 
 func env(key, def string) string {
@@ -186,6 +192,7 @@ func Bind(fs *flag.FlagSet, mode Mode) (*Config, func() error) {
 		b.str(&outboundAllow, "outbound-allow", "ONTOFLOW_OUTBOUND_ALLOW", "", "internal targets outbound calls (webhooks, Slack, Teams) may reach, comma-separated CIDRs, IP:port and host:port; loopback, private, link-local and other special addresses are refused otherwise")
 		b.str(&c.SMTPURL, "smtp-url", "ONTOFLOW_SMTP_URL", "", "SMTP server for e-mail notifications: smtp://user:pass@host:587 (STARTTLS required), smtps://host:465 (TLS), ?tls=opportunistic or ?tls=none to relax it; empty = no e-mail")
 		b.str(&c.SMTPFrom, "smtp-from", "ONTOFLOW_SMTP_FROM", "", "sender address of e-mail notifications, e.g. \"Ontoflow <ontoflow@example.com>\"; required with --smtp-url")
+		b.int(&c.MaxRecipients, "max-recipients", "ONTOFLOW_MAX_RECIPIENTS", engine.DefaultMaxRecipients, "most recipients one notification side effect may have; one with more is recorded failed")
 	}
 	if mode == ModeServe || mode == ModeWorker {
 		b.str(&c.TemporalAddress, "temporal-address", "TEMPORAL_ADDRESS", "127.0.0.1:7233", "Temporal frontend host:port")
@@ -206,6 +213,7 @@ func Bind(fs *flag.FlagSet, mode Mode) (*Config, func() error) {
 		b.int(&c.BatchMaxItems, "batch-max-items", "ONTOFLOW_BATCH_MAX_ITEMS", 10000, "largest batch accepted by execute-batch (413 beyond)")
 		b.int(&c.BatchSyncMax, "batch-sync-max", "ONTOFLOW_BATCH_SYNC_MAX", 100, "batches up to this size answer synchronously; larger ones answer 202")
 		b.dur(&c.ExecuteTimeout, "execute-timeout", "ONTOFLOW_EXECUTE_TIMEOUT", 60*time.Second, "how long a synchronous execute waits before answering 202")
+		b.dur(&c.BranchTTL, "branch-ttl", "ONTOFLOW_BRANCH_TTL", executions.DefaultBranchTTL, "how long a what-if branch lives; expired branches are purged")
 		b.str(&c.UIURL, "temporal-ui-url", "ONTOFLOW_TEMPORAL_UI_URL", "", "Temporal Web UI base URL for workflow links (dev: the embedded UI)")
 	}
 	if mode == ModeDev {

@@ -6,7 +6,7 @@ import (
 
 	"github.com/ontoflow/ontoflow/apperr"
 	"github.com/ontoflow/ontoflow/auth"
-	"github.com/ontoflow/ontoflow/ontology/domain"
+	"github.com/ontoflow/ontoflow/domain"
 )
 
 // Reasons of PermissionDenied refusals (apperr.Detail.Reason).

@@ -7,8 +7,8 @@ import (
 	"github.com/google/uuid"
 	"gorm.io/gorm"
 
+	"github.com/ontoflow/ontoflow/domain"
 	"github.com/ontoflow/ontoflow/models"
-	"github.com/ontoflow/ontoflow/ontology/domain"
 )
 
 // A Channel delivers the notification side effects of successful
@@ -53,12 +53,18 @@ type Message struct {
 	ActionTypeID string
 	Title, Body  string
 	Metadata     map[string]any
+	// Settings are the recipient's notification settings (nil: none
+	// stored), e.g. their own chat destinations.
+	Settings *models.NotificationSettings
 }
 
 // Result is the outcome of delivering one message.
 type Result struct {
 	Err       error
 	Retryable bool
+	// Skipped says the message was not sent for a reason that is not a
+	// failure (Err holds it): a recipient without an address.
+	Skipped bool
 }
 
 // inApp is the in-app channel: a notification row per recipient, read

@@ -9,11 +9,11 @@ import (
 	"gorm.io/gorm"
 
 	"github.com/ontoflow/ontoflow/auth"
+	"github.com/ontoflow/ontoflow/domain"
 	"github.com/ontoflow/ontoflow/engine"
 	"github.com/ontoflow/ontoflow/internal/testdb"
 	"github.com/ontoflow/ontoflow/models"
 	"github.com/ontoflow/ontoflow/ontology"
-	"github.com/ontoflow/ontoflow/ontology/domain"
 )
 
 // pager is a remote channel that exists only in this test (a fake, under

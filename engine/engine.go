@@ -14,8 +14,8 @@ import (
 	"gorm.io/gorm"
 
 	"github.com/ontoflow/ontoflow/auth"
+	"github.com/ontoflow/ontoflow/domain"
 	"github.com/ontoflow/ontoflow/models"
-	"github.com/ontoflow/ontoflow/ontology/domain"
 )
 
 // Ontology is what the engine needs of the ontology store. Reads and writes
@@ -34,12 +34,32 @@ type Ontology interface {
 	UpdateObject(ctx context.Context, tx *gorm.DB, id string, patch map[string]any) (*Object, error)
 	// CreateObject creates an object of objectTypeID.
 	CreateObject(ctx context.Context, tx *gorm.DB, objectTypeID string, props map[string]any, marking, createdBy, organization string) (*Object, error)
+	// UpdateObjectFor and CreateObjectFor are UpdateObject and
+	// CreateObject on behalf of reader: a reference value written must
+	// name an object reader may read, one it may not is refused exactly
+	// as a missing one (what REST answers). For writes whose values the
+	// engine has not checked with checkEnv (a function's edits).
+	UpdateObjectFor(ctx context.Context, tx *gorm.DB, reader *models.User, id string, patch map[string]any) (*Object, error)
+	CreateObjectFor(ctx context.Context, tx *gorm.DB, reader *models.User, objectTypeID string, props map[string]any, marking, createdBy, organization string) (*Object, error)
 	// DeleteObject deletes an object and its links, and returns the
 	// object and the links as they were (what recreating them needs).
 	DeleteObject(ctx context.Context, tx *gorm.DB, id string) (*Object, []domain.Link, error)
 	// CreateLink links source to target with linkTypeID, enforcing
 	// cardinality, and returns the link id.
 	CreateLink(ctx context.Context, tx *gorm.DB, linkTypeID, sourceID, targetID string) (string, error)
+	// RestoreObject and RestoreLink recreate a deleted object or link
+	// exactly (same id); DeleteLink deletes a link. Revert uses them.
+	RestoreObject(ctx context.Context, tx *gorm.DB, o domain.Object) error
+	RestoreLink(ctx context.Context, tx *gorm.DB, l domain.Link) error
+	DeleteLink(ctx context.Context, tx *gorm.DB, id string) error
+	// LockObject locks the object's row in tx until it ends (Postgres; on
+	// SQLite the write transaction already excludes other writers), so a
+	// check of its update time holds until the write that relies on it.
+	LockObject(ctx context.Context, tx *gorm.DB, id string) error
+	// SetUpdatedAt sets the object's update time to at: a revert that put
+	// back every property an edit changed restores the time the object
+	// had before that edit, since it is again exactly as it was then.
+	SetUpdatedAt(ctx context.Context, tx *gorm.DB, id string, at time.Time) error
 }
 
 // ActionType and Object are the ontology's records as the engine sees
@@ -61,7 +81,14 @@ type Deps struct {
 	Registerer prometheus.Registerer
 	// Channels deliver notification side effects (nil = in-app only).
 	Channels []Channel
+	// MaxRecipients bounds the recipients of one side effect (0 =
+	// DefaultMaxRecipients); a side effect with more is recorded failed.
+	MaxRecipients int
 }
+
+// DefaultMaxRecipients is the default of Deps.MaxRecipients (and of the
+// --max-recipients flag).
+const DefaultMaxRecipients = 500
 
 // Engine runs action steps.
 type Engine struct {
@@ -75,6 +102,8 @@ type Engine struct {
 	memo     memo
 	settled  settled
 	channels map[string]Channel
+	// maxRecipients bounds a side effect's recipients.
+	maxRecipients int
 }
 
 // New returns an Engine.
@@ -91,9 +120,12 @@ func New(d Deps) *Engine {
 	if d.Channels == nil {
 		d.Channels = []Channel{InApp()}
 	}
+	if d.MaxRecipients <= 0 {
+		d.MaxRecipients = DefaultMaxRecipients
+	}
 	e := &Engine{db: d.DB, onto: d.Ontology, kinds: d.Kinds, levels: d.Levels, log: d.Log,
 		metrics: newMetrics(d.Registerer), now: func() time.Time { return time.Now().UTC() },
-		channels: map[string]Channel{}}
+		channels: map[string]Channel{}, maxRecipients: d.MaxRecipients}
 	for _, ch := range d.Channels {
 		e.channels[ch.Name()] = ch
 	}

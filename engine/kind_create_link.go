@@ -5,8 +5,8 @@ import (
 	"fmt"
 
 	"github.com/ontoflow/ontoflow/apperr"
+	"github.com/ontoflow/ontoflow/domain"
 	"github.com/ontoflow/ontoflow/models"
-	"github.com/ontoflow/ontoflow/ontology/domain"
 )
 
 // CreateLink is the create_link kind: it links the target to the object a

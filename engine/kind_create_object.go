@@ -4,8 +4,8 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/ontoflow/ontoflow/domain"
 	"github.com/ontoflow/ontoflow/models"
-	"github.com/ontoflow/ontoflow/ontology/domain"
 )
 
 // CreateObject is the create_object kind: it creates an object of the

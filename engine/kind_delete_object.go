@@ -4,8 +4,8 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/ontoflow/ontoflow/domain"
 	"github.com/ontoflow/ontoflow/models"
-	"github.com/ontoflow/ontoflow/ontology/domain"
 )
 
 // DeleteObject is the delete_object kind: it deletes the target and its

@@ -2,23 +2,89 @@ package engine
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
+	"net/http"
+	"strings"
+	"time"
 
+	"github.com/ontoflow/ontoflow/domain"
 	"github.com/ontoflow/ontoflow/models"
-	"github.com/ontoflow/ontoflow/ontology/domain"
+	"github.com/ontoflow/ontoflow/secrets"
 )
 
-// InvokeWebhook is the invoke_webhook kind. This release checks its
-// definition only: running it answers 422 OperationNotSupported. The
-// webhook issue builds it as an EffectKind (the call as its own activity,
-// retried with the execution id as idempotency key).
-type InvokeWebhook struct{}
+// InvokeWebhook is the invoke_webhook kind: an HTTP call to an external
+// system, made by its own effect step (a regular Temporal activity,
+// retried, outside any transaction; webhook_call.go), whose outcome — and
+// any response_mappings written back to the target — the run step records
+// with the execution, exactly once.
+//
+// Client must be an outbound (SSRF-guarded) client and Secrets resolves
+// {{ secrets.NAME }}; the zero value, as BuiltinKinds lists it, checks
+// definitions but cannot call (app/app.go puts in one that can).
+type InvokeWebhook struct {
+	Client  *http.Client
+	Secrets SecretSource
+}
+
+// SecretSource resolves secret references at call time and checks them
+// when a definition is saved (secrets.Store is one).
+type SecretSource interface {
+	secrets.Resolver
+	CheckRefs(ctx context.Context, member, text string) error
+}
+
+// Webhook limits and defaults (docs/actions.md, "invoke_webhook").
+const (
+	WebhookDefaultTimeout  = 10 * time.Second
+	WebhookMaxTimeout      = 30 * time.Second
+	WebhookDefaultAttempts = 5
+	WebhookMaxAttempts     = 10
+	webhookInitialBackoff  = time.Second
+	webhookMaxBackoff      = time.Minute
+	webhookExcerptMax      = 1024
+	webhookResponseMax     = 1 << 20
+)
 
 // webhookConfig is invoke_webhook's operation config.
 type webhookConfig struct {
-	Method  string            `json:"method,omitempty"`
-	URL     string            `json:"url,omitempty"`
-	Headers map[string]string `json:"headers,omitempty"`
+	Method           string            `json:"method,omitempty"`
+	URL              string            `json:"url,omitempty"`
+	Headers          map[string]string `json:"headers,omitempty"`
+	Body             string            `json:"body,omitempty"`
+	Timeout          string            `json:"timeout,omitempty"`
+	MaxAttempts      int               `json:"max_attempts,omitempty"`
+	SigningSecret    string            `json:"signing_secret,omitempty"`
+	ResponseMappings []responseMapping `json:"response_mappings,omitempty"`
+}
+
+// responseMapping writes the member at Path (dot-separated) of the JSON
+// response to the target's Property.
+type responseMapping struct {
+	Property string `json:"property"`
+	Path     string `json:"path"`
+}
+
+func (c *webhookConfig) method() string {
+	if c.Method == "" {
+		return http.MethodPost
+	}
+	return c.Method
+}
+
+func (c *webhookConfig) timeout() time.Duration {
+	d, err := time.ParseDuration(c.Timeout)
+	if err != nil || d <= 0 {
+		return WebhookDefaultTimeout
+	}
+	return min(d, WebhookMaxTimeout)
+}
+
+func (c *webhookConfig) attempts() int32 {
+	if c.MaxAttempts <= 0 {
+		return WebhookDefaultAttempts
+	}
+	return int32(min(c.MaxAttempts, WebhookMaxAttempts))
 }
 
 // Name implements domain.OperationKind.
@@ -34,37 +100,149 @@ func (InvokeWebhook) HasTarget(objectTypeID string) bool { return objectTypeID !
 func (InvokeWebhook) NewConfig() any { return &webhookConfig{} }
 
 // CheckConfig implements domain.OperationKind.
-func (InvokeWebhook) CheckConfig(s *domain.KindScope, cfg any) error {
+func (k InvokeWebhook) CheckConfig(s *domain.KindScope, cfg any) error {
 	c := cfg.(*webhookConfig)
-	return domain.CheckWebhook(s.Field, c.Method, c.URL, c.Headers)
+	if err := domain.CheckWebhook(s.Field, c.method(), c.URL, c.Headers); err != nil {
+		return err
+	}
+	if c.Timeout != "" {
+		if d, err := time.ParseDuration(c.Timeout); err != nil || d <= 0 || d > WebhookMaxTimeout {
+			return s.Err(".timeout", "range", "timeout must be a duration such as \"10s\", at most %s", WebhookMaxTimeout)
+		}
+	}
+	if c.MaxAttempts < 0 || c.MaxAttempts > WebhookMaxAttempts {
+		return s.Err(".max_attempts", "range", "max_attempts must be between 1 and %d", WebhookMaxAttempts)
+	}
+	if c.SigningSecret != "" && len(secrets.Refs(c.SigningSecret)) != 1 {
+		return s.Err(".signing_secret", "invalid_secret_reference", "signing_secret must be one secret reference, {{ secrets.NAME }}")
+	}
+	if err := checkMappings(s, c.ResponseMappings); err != nil {
+		return err
+	}
+	return k.checkSecrets(s.Field, c)
+}
+
+// checkMappings checks response_mappings against the action's object type.
+func checkMappings(s *domain.KindScope, ms []responseMapping) error {
+	for i, m := range ms {
+		f := fmt.Sprintf(".response_mappings[%d]", i)
+		if s.ObjectType == nil {
+			return s.Err(f, "no_target", "response_mappings write to the target: the action needs an object type")
+		}
+		if _, ok := s.ObjectType.Property(m.Property); !ok {
+			return s.Err(f+".property", "unknown_property", "object type %s has no property %q", s.ObjectType.Name, domain.Clip(m.Property))
+		}
+		if strings.TrimSpace(m.Path) == "" {
+			return s.Err(f+".path", "required", "a response mapping needs the path of a member of the response")
+		}
+	}
+	return nil
+}
+
+// checkSecrets refuses references to secrets that do not exist, naming
+// the member. Definition checks carry no context; the lookup is one row.
+func (k InvokeWebhook) checkSecrets(field string, c *webhookConfig) error {
+	if k.Secrets == nil {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	check := map[string]string{field + ".url": c.URL, field + ".signing_secret": c.SigningSecret, field + ".body": c.Body}
+	for h, v := range c.Headers {
+		check[field+".headers."+h] = v
+	}
+	for member, text := range check {
+		if err := k.Secrets.CheckRefs(ctx, member, text); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // References implements domain.OperationKind.
-func (InvokeWebhook) References(any) domain.References { return domain.References{} }
+func (InvokeWebhook) References(cfg any) domain.References {
+	var r domain.References
+	for _, m := range cfg.(*webhookConfig).ResponseMappings {
+		r.Properties = append(r.Properties, m.Property)
+	}
+	return r
+}
 
 // RedactSecrets implements domain.SecretRedactor: header values commonly
-// carry credentials; the names stay.
+// carry credentials; the names stay. A secret reference is not a secret
+// and stays.
 func (InvokeWebhook) RedactSecrets(cfg any, redacted string) {
 	c := cfg.(*webhookConfig)
-	if len(c.Headers) == 0 {
-		return
-	}
-	red := make(map[string]string, len(c.Headers))
-	for k := range c.Headers {
-		red[k] = redacted
-	}
-	c.Headers = red
+	c.Headers = RedactHeaders(c.Headers, redacted, secrets.Ref)
 }
 
-// Preview implements Kind: nothing is known before the call.
+// RedactHeaders is the one rule for showing configured webhook headers to
+// someone who may not see their values (the definition view without
+// ontology:write, and every what-if preview, which any runner of the
+// action reads): a value that is exactly one secret reference is shown as
+// ref(name); anything else, a literal or a template that may render one,
+// is redacted.
+func RedactHeaders(headers map[string]string, redacted string, ref func(name string) string) map[string]string {
+	if headers == nil {
+		return nil
+	}
+	out := make(map[string]string, len(headers))
+	for k, v := range headers {
+		if name, ok := onlySecretRef(v); ok {
+			out[k] = ref(name)
+		} else {
+			out[k] = redacted
+		}
+	}
+	return out
+}
+
+// onlySecretRef returns the secret name when v is exactly one secret
+// reference, {{ secrets.NAME }}.
+func onlySecretRef(v string) (string, bool) {
+	refs := secrets.Refs(v)
+	if len(refs) != 1 || strings.TrimSpace(v) != secrets.Ref(refs[0]) {
+		return "", false
+	}
+	return refs[0], true
+}
+
+// Preview implements Kind: the edits depend on the answer, unknown before
+// the call.
 func (InvokeWebhook) Preview(context.Context, *Op) ([]models.Edit, error) { return nil, nil }
 
-// Apply implements Kind: not available in this release.
-func (InvokeWebhook) Apply(context.Context, *Op) (*Outcome, error) {
-	return nil, notSupported(domain.KindInvokeWebhook)
+// EffectOptions implements EffectKind: each attempt is bounded by the
+// config's timeout; the backoff between attempts is the effect's own
+// (NextRetryDelay, with jitter and Retry-After), so the policy's
+// intervals are only its floor.
+func (InvokeWebhook) EffectOptions(op *Op) EffectOptions {
+	c := op.Config.(*webhookConfig)
+	return EffectOptions{StartToClose: c.timeout() + 5*time.Second, MaxAttempts: c.attempts(),
+		InitialInterval: webhookInitialBackoff, MaxInterval: webhookMaxBackoff}
 }
 
-// Invert implements Kind: a webhook's call is not undone.
+// Apply implements Kind: records the call and writes response_mappings
+// back to the target in the execution's transaction.
+func (InvokeWebhook) Apply(ctx context.Context, op *Op) (*Outcome, error) {
+	var call WebhookCall
+	if err := json.Unmarshal(op.Effect, &call); err != nil {
+		return nil, fmt.Errorf("decode the webhook call's record: %w", err)
+	}
+	out := &Outcome{Result: map[string]any{"webhook": call}}
+	if len(call.Mapped) == 0 || op.Target == nil {
+		return out, nil
+	}
+	after, err := op.Ontology.UpdateObject(ctx, op.Tx, op.Target.ID, call.Mapped)
+	if err != nil {
+		return nil, err
+	}
+	out.Edits = []models.Edit{{Op: models.EditUpdateObject, ObjectTypeID: after.ObjectTypeID, ObjectID: after.ID,
+		Before: pick(op.Target.Properties, call.Mapped), After: pick(after.Properties, call.Mapped),
+		UpdatedAtBefore: timePtr(op.Target.UpdatedAt), UpdatedAtAfter: timePtr(after.UpdatedAt)}}
+	return out, nil
+}
+
+// Invert implements Kind: the call is not undone; a written-back update is.
 func (InvokeWebhook) Invert(ed models.Edit) ([]models.Edit, error) {
-	return nil, fmt.Errorf("invoke_webhook records no edit to invert (got %s)", ed.Op)
+	return UpdateObject{}.Invert(ed)
 }

@@ -4,8 +4,8 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/ontoflow/ontoflow/domain"
 	"github.com/ontoflow/ontoflow/models"
-	"github.com/ontoflow/ontoflow/ontology/domain"
 )
 
 // UpdateObject is the update_object kind: it sets properties of the

@@ -3,13 +3,14 @@ package engine
 import (
 	"context"
 	"encoding/json"
+	"slices"
 	"time"
 
 	"gorm.io/gorm"
 
 	"github.com/ontoflow/ontoflow/apperr"
+	"github.com/ontoflow/ontoflow/domain"
 	"github.com/ontoflow/ontoflow/models"
-	"github.com/ontoflow/ontoflow/ontology/domain"
 )
 
 // Kind is an operation kind: the definition-time checks the ontology
@@ -26,7 +27,9 @@ type Kind interface {
 	// Apply makes the edits inside op.Tx, the transaction that also
 	// records the execution as succeeded, so they commit exactly once. The
 	// edits it returns are recorded on the execution and must hold what
-	// Invert needs (see models.Edit).
+	// Invert needs (see models.Edit). For a what-if op.Tx holds the
+	// branch's replayed edits and is rolled back (whatif.go): Apply must
+	// write only through op.Tx, which the contract already asks.
 	Apply(ctx context.Context, op *Op) (*Outcome, error)
 	// Invert returns the edits that undo ed, an edit this kind's Apply
 	// recorded (revert applies them). An edit that cannot be undone is an
@@ -47,7 +50,21 @@ type Kind interface {
 type EffectKind interface {
 	Kind
 	Effect(ctx context.Context, op *Op, key string) (json.RawMessage, error)
-	EffectOptions() EffectOptions
+	// EffectOptions are the step's options for op (its config may set a
+	// timeout or attempts). They are computed by the validate step and
+	// recorded in its result, so the workflow stays deterministic.
+	EffectOptions(op *Op) EffectOptions
+}
+
+// EffectPreviewer is implemented by effect kinds that can describe their
+// effect without performing it, for what-if: a webhook returns the request
+// it would send (secrets redacted, nothing sent), a function runs with
+// network refused. The result reaches Apply as op.Effect exactly as an
+// Effect's would, inside a transaction what-if rolls back, so Apply must
+// accept it (a previewed webhook has no response to write back). An effect
+// kind without it is previewed as having no effect.
+type EffectPreviewer interface {
+	PreviewEffect(ctx context.Context, op *Op) (json.RawMessage, error)
 }
 
 // EffectOptions are the activity options of an effect step.
@@ -61,6 +78,10 @@ type EffectOptions struct {
 	MaxAttempts int32
 	// InitialInterval and MaxInterval shape the exponential backoff.
 	InitialInterval, MaxInterval time.Duration
+	// Local runs the effect as a local activity (in the worker, no task
+	// queue round trip): for effects that stay in the process, such as a
+	// function without network access. Still its own step in the history.
+	Local bool `json:",omitempty"`
 }
 
 // Op is what a kind works on: one action execution (or a preview of one).
@@ -114,6 +135,22 @@ func BuiltinKinds() []Kind {
 		InvokeFunction{},
 		InvokeWebhook{},
 	}
+}
+
+// ReplaceKinds returns base with each kind of with put in place of the
+// base kind of the same name, or appended when base has none (assembly
+// swaps a built-in kind for one holding its dependencies this way).
+func ReplaceKinds(base []Kind, with ...Kind) []Kind {
+	out := append([]Kind(nil), base...)
+	for _, k := range with {
+		i := slices.IndexFunc(out, func(b Kind) bool { return b.Name() == k.Name() })
+		if i < 0 {
+			out = append(out, k)
+			continue
+		}
+		out[i] = k
+	}
+	return out
 }
 
 // Domain is the definition-time view of the registry, for the ontology

@@ -11,8 +11,8 @@ import (
 	"gorm.io/gorm"
 	"gorm.io/gorm/clause"
 
+	"github.com/ontoflow/ontoflow/domain"
 	"github.com/ontoflow/ontoflow/models"
-	"github.com/ontoflow/ontoflow/ontology/domain"
 )
 
 // Notification outcome statuses.
@@ -93,7 +93,8 @@ func (e *Engine) Deliver(ctx context.Context, executionID, channel string, last 
 	if err != nil {
 		return err
 	}
-	if ex.NotifiedAt != nil || recordedChannel(ex, channel) {
+	if ex.NotifiedAt != nil || recordedChannel(ex, channel) || ex.Kind == models.KindWhatIf {
+		// A what-if previews its notifications; none is ever delivered.
 		return nil
 	}
 	msgs, outcomes := e.messages(ctx, ex, at, actor, channel)
@@ -137,6 +138,13 @@ func (e *Engine) Deliver(ctx context.Context, executionID, channel string, last 
 // without an implementation of the channel here is skipped.
 func (e *Engine) messages(ctx context.Context, ex *models.Execution, at *ActionType, actor *models.User, channel string) ([]Message, []models.NotificationOutcome) {
 	before, after := e.beforeAfter(ctx, ex.TargetObjectID, &Outcome{Edits: ex.Edits.V})
+	return e.messagesFor(ctx, ex, at, actor, channel, before, after)
+}
+
+// messagesFor renders channel's side effects over the target as the
+// operation found it (before) and the object as it left it (after): the
+// main ontology's for a delivery, the branch's for a what-if preview.
+func (e *Engine) messagesFor(ctx context.Context, ex *models.Execution, at *ActionType, actor *models.User, channel string, before, after *Object) ([]Message, []models.NotificationOutcome) {
 	params := ex.Parameters.V // as Run recorded them, materialized
 	scopes := &recipientScopes{e: e, at: at, actor: actor, before: before, after: after, params: params, ex: ex}
 	_, have := e.channels[channel]
@@ -148,7 +156,15 @@ func (e *Engine) messages(ctx context.Context, ex *models.Execution, at *ActionT
 			continue
 		}
 		recipients, rerr := e.recipients(ctx, *n, actor, before, params)
-		o := models.NotificationOutcome{Index: i, Channel: channel, Recipients: len(recipients), Status: Delivered}
+		var settings map[string]*models.NotificationSettings
+		if rerr == nil && len(recipients) > e.maxRecipients {
+			rerr = fmt.Errorf("%d recipients, more than the %d a side effect may have (--max-recipients)", len(recipients), e.maxRecipients)
+		}
+		if rerr == nil {
+			settings, rerr = e.notificationSettings(ctx, recipients)
+		}
+		accepting := accepts(recipients, settings, channel)
+		o := models.NotificationOutcome{Index: i, Channel: channel, Recipients: len(accepting), Status: Delivered}
 		switch {
 		case rerr != nil:
 			o.Status, o.Error = Failed, rerr.Error()
@@ -156,9 +172,13 @@ func (e *Engine) messages(ctx context.Context, ex *models.Execution, at *ActionT
 			o.Status, o.Error = Skipped, "channel "+channel+" is not available in this release"
 		case len(recipients) == 0:
 			o.Status, o.Error = Skipped, "no recipients"
+		case len(accepting) == 0:
+			o.Status, o.Error = Skipped, "no recipient accepts "+channel+" notifications (their notification settings)"
 		default:
-			for _, r := range recipients {
-				msgs = append(msgs, e.message(n, i, scopes.forUser(r), ex, at, r))
+			for _, r := range accepting {
+				m := e.message(n, i, scopes.forUser(r), ex, at, r)
+				m.Settings = settings[r.ID]
+				msgs = append(msgs, m)
 			}
 		}
 		outcomes = append(outcomes, o)
@@ -168,15 +188,27 @@ func (e *Engine) messages(ctx context.Context, ex *models.Execution, at *ActionT
 
 // tally folds per-message results into their side effects' outcomes.
 func tally(outcomes []models.NotificationOutcome, msgs []Message, results []Result) []models.NotificationOutcome {
-	failed := map[int]error{}
+	failed, skipped, sent := map[int]error{}, map[int]error{}, map[int]bool{}
 	for i, r := range results {
-		if r.Err != nil {
-			failed[msgs[i].SideEffect] = r.Err
+		n := msgs[i].SideEffect
+		switch {
+		case r.Err != nil && r.Skipped:
+			skipped[n] = r.Err
+		case r.Err != nil:
+			failed[n] = r.Err
+		default:
+			sent[n] = true
 		}
 	}
 	for i := range outcomes {
-		if err, ok := failed[outcomes[i].Index]; ok && outcomes[i].Status == Delivered {
-			outcomes[i].Status, outcomes[i].Error = Failed, err.Error()
+		o := &outcomes[i]
+		if o.Status != Delivered {
+			continue
+		}
+		if err, ok := failed[o.Index]; ok {
+			o.Status, o.Error = Failed, err.Error()
+		} else if err, ok := skipped[o.Index]; ok && !sent[o.Index] {
+			o.Status, o.Error = Skipped, err.Error()
 		}
 	}
 	return outcomes
@@ -445,4 +477,35 @@ func (s *recipientScopes) forUser(u *models.User) map[string]any {
 		s.bare = templateScope(s.at, s.actor, nil, nil, s.params, s.ex)
 	}
 	return s.bare
+}
+
+// notificationSettings reads the recipients' notification settings by
+// user id; users without settings are absent (they take every channel).
+func (e *Engine) notificationSettings(ctx context.Context, users []*models.User) (map[string]*models.NotificationSettings, error) {
+	ids := make([]string, len(users))
+	for i, u := range users {
+		ids[i] = u.ID
+	}
+	var rows []models.NotificationSettings
+	if len(ids) > 0 {
+		if err := e.db.WithContext(ctx).Where("user_id IN ?", ids).Find(&rows).Error; err != nil {
+			return nil, fmt.Errorf("read recipients' notification settings: %w", err)
+		}
+	}
+	out := make(map[string]*models.NotificationSettings, len(rows))
+	for i := range rows {
+		out[rows[i].UserID] = &rows[i]
+	}
+	return out, nil
+}
+
+// accepts keeps the users whose settings accept channel.
+func accepts(users []*models.User, settings map[string]*models.NotificationSettings, channel string) []*models.User {
+	var out []*models.User
+	for _, u := range users {
+		if settings[u.ID].Accepts(channel) {
+			out = append(out, u)
+		}
+	}
+	return out
 }

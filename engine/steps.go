@@ -114,8 +114,12 @@ func (e *Engine) request(ctx context.Context, ex *models.Execution) (*input, err
 	if err != nil {
 		return nil, err
 	}
-	return e.load(ctx, Request{Action: at, Actor: actor, Guest: ex.ActorGuest, TargetID: ex.TargetObjectID,
-		Parameters: ex.Parameters.V, Justification: ex.Justification})
+	r := Request{Action: at, Actor: actor, Guest: ex.ActorGuest, TargetID: ex.TargetObjectID,
+		Parameters: ex.Parameters.V, Justification: ex.Justification}
+	if err := e.whatIfRequest(ctx, ex, &r); err != nil {
+		return nil, err
+	}
+	return e.load(ctx, r)
 }
 
 // finished reports whether an execution row already records its outcome.
@@ -178,13 +182,36 @@ func (e *Engine) Prepare(ctx context.Context, executionID string) (*Prepared, er
 	e.memo.put(ex, in)
 	p := &Prepared{ExecutionID: ex.ID, ActionTypeID: in.Action.ID, ActorID: ex.ActorID, TargetID: ex.TargetObjectID,
 		HasNotifications: len(in.Action.Config.NotificationSideEffects) > 0, Deliveries: e.deliveries(in.Action)}
-	if k, ok := e.kinds.Get(in.Action.OperationKind); ok {
-		if ek, ok := k.(EffectKind); ok {
-			o := ek.EffectOptions()
-			p.Effect = &o
-		}
+	if ex.Kind == models.KindWhatIf {
+		// The run step previews notifications and the effect: the
+		// workflow delivers nothing and calls nothing.
+		p.HasNotifications, p.Deliveries = false, nil
+		return p, nil
+	}
+	if err := e.effectOptions(in, p); err != nil {
+		return nil, err
 	}
 	return p, nil
+}
+
+// effectOptions records on p the effect step's options when in's kind
+// has one.
+func (e *Engine) effectOptions(in *input, p *Prepared) error {
+	k, ok := e.kinds.Get(in.Action.OperationKind)
+	if !ok {
+		return nil
+	}
+	ek, ok := k.(EffectKind)
+	if !ok {
+		return nil
+	}
+	_, op, err := e.op(in.Action, in.Actor, in.Target, in.Params)
+	if err != nil {
+		return err
+	}
+	o := ek.EffectOptions(op)
+	p.Effect = &o
+	return nil
 }
 
 // Effect is the effect step of a kind whose work leaves the process: it
@@ -201,12 +228,11 @@ func (e *Engine) Effect(ctx context.Context, executionID string) (json.RawMessag
 	if in == nil {
 		return nil, recorded(ex)
 	}
-	if in.Params == nil {
-		params, v := e.materialize(ctx, in)
-		if err := v.refusal(); err != nil {
-			return nil, err
-		}
-		in.Params = params
+	if ex.Kind == models.KindWhatIf {
+		return nil, nil // previewed by the run step, never performed
+	}
+	if err := e.ensureParams(ctx, in); err != nil {
+		return nil, err
 	}
 	k, op, err := e.op(in.Action, in.Actor, in.Target, in.Params)
 	if err != nil {
@@ -227,7 +253,7 @@ func (e *Engine) prepared(ctx context.Context, ex *models.Execution) (*Prepared,
 		return nil, err
 	}
 	p := &Prepared{ExecutionID: ex.ID, ActionTypeID: ex.ActionTypeID, ActorID: ex.ActorID, TargetID: ex.TargetObjectID}
-	if ex.NotifiedAt == nil {
+	if ex.NotifiedAt == nil && ex.Kind != models.KindWhatIf {
 		at, err := e.onto.ActionType(ctx, ex.ActionTypeID)
 		if err != nil && !apperr.Is(err, apperr.ActionTypeNotFound) {
 			return nil, err
@@ -276,6 +302,9 @@ func (e *Engine) Run(ctx context.Context, p *Prepared, last bool) (_ *Outcome, e
 		}
 		return &Outcome{Edits: ex0.Edits.V, Result: ex0.Result.V}, nil
 	}
+	if ex0.Kind == models.KindWhatIf {
+		return e.runWhatIf(ctx, ex0, in0)
+	}
 	if last {
 		defer e.memo.drop(p.ExecutionID)
 	}
@@ -289,14 +318,8 @@ func (e *Engine) Run(ctx context.Context, p *Prepared, last bool) (_ *Outcome, e
 	// The operation works on a copy: the memo's entry stays as validated
 	// for Notify.
 	in := *in0
-	if in.Params == nil {
-		// Not validated in this process (a retry elsewhere, or the memo
-		// expired): validate again, against the objects as they are now.
-		params, v := e.materialize(ctx, &in)
-		if err := v.refusal(); err != nil {
-			return nil, err
-		}
-		in.Params = params
+	if err := e.ensureParams(ctx, &in); err != nil {
+		return nil, err
 	}
 	// The kind and its decoded config, before the transaction: nothing
 	// that can wait runs while the row is locked.
@@ -397,5 +420,20 @@ func (e *Engine) RecordFailure(ctx context.Context, executionID string, f Failur
 		}
 	}
 	e.settle(executionID)
+	return nil
+}
+
+// ensureParams materializes in's parameters when this process did not
+// validate them (a retry elsewhere, or the memo expired): validated again,
+// against the objects as they are now; a refusal is the step's error.
+func (e *Engine) ensureParams(ctx context.Context, in *input) error {
+	if in.Params != nil {
+		return nil
+	}
+	params, v := e.materialize(ctx, in)
+	if err := v.refusal(); err != nil {
+		return err
+	}
+	in.Params = params
 	return nil
 }

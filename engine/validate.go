@@ -10,8 +10,8 @@ import (
 	"gorm.io/gorm"
 
 	"github.com/ontoflow/ontoflow/apperr"
+	"github.com/ontoflow/ontoflow/domain"
 	"github.com/ontoflow/ontoflow/models"
-	"github.com/ontoflow/ontoflow/ontology/domain"
 )
 
 // Parameter validation results, in Foundry's shape.
@@ -49,6 +49,10 @@ type Validation struct {
 	// confirmation rule without enforcing it (the validate route).
 	JustificationRequired bool `json:"justification_required"`
 	JustificationSupplied bool `json:"justification_supplied"`
+	// Form is the form schema as this validation resolved it (sections,
+	// labels, defaults...), for the console to render exactly what the
+	// engine enforces; the API's JSON leaves it out.
+	Form domain.ResolvedForm `json:"-"`
 }
 
 // Request is an execution request as the engine sees it.
@@ -59,6 +63,13 @@ type Request struct {
 	TargetID      string
 	Parameters    map[string]any
 	Justification string
+	// WhatIf runs the request on a branch: Branch are the branch's edits,
+	// in order, which the target (and every object the request reads) is
+	// seen through.
+	WhatIf bool
+	Branch []models.Edit
+	// BranchSteps counts the steps Branch holds the edits of.
+	BranchSteps int
 }
 
 // input is the loaded state of a request: the target object (nil when the
@@ -92,6 +103,9 @@ func (e *Engine) load(ctx context.Context, r Request) (*input, error) {
 	t, err := e.onto.Object(ctx, nil, r.TargetID)
 	if err != nil {
 		return nil, fmt.Errorf("load target object %s: %w", r.TargetID, err)
+	}
+	if r.WhatIf {
+		t = overlay(t, r.TargetID, r.Branch)
 	}
 	// The read rule comes before anything looks at the target: its type,
 	// its properties in form conditions and defaults, its marking in the
@@ -133,7 +147,11 @@ func (e *Engine) materialize(ctx context.Context, in *input) (map[string]any, *V
 		env.Target = &domain.EvalTarget{ID: in.Target.ID, Marking: in.Target.Marking, CreatedBy: in.Target.CreatedBy, Properties: in.Target.Properties}
 	}
 	form := at.FormSchema.Resolve(at.Inputs, env)
+	v.Form = form
 	check := e.checkEnv(ctx, in.Actor)
+	if in.WhatIf {
+		check.ResolveReference = e.branchResolver(ctx, in.Actor, in.Branch)
+	}
 	params := map[string]any{}
 	for _, field := range at.Inputs {
 		rp, _ := form.Parameter(field.Name)
@@ -163,7 +181,7 @@ func (e *Engine) materialize(ctx context.Context, in *input) (map[string]any, *V
 		}
 		if present {
 			if err := field.Type.Check("parameters."+field.Name, val, check); err != nil {
-				bad("type", errMessage(err))
+				bad("type", apperr.MessageOf(err))
 			} else {
 				params[field.Name] = field.Type.Normalize(val)
 				pr.Value = params[field.Name]
@@ -212,13 +230,6 @@ func (v *Validation) refusal() error {
 	}
 	e.Data = v
 	return e
-}
-
-func errMessage(err error) string {
-	if ae, ok := apperr.As(err); ok {
-		return ae.Message
-	}
-	return err.Error()
 }
 
 // preview describes the edits the operation would make, without writing

@@ -27,14 +27,15 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"go.temporal.io/sdk/client"
 	"gorm.io/gorm"
 
 	"github.com/ontoflow/ontoflow/apperr"
+	"github.com/ontoflow/ontoflow/domain"
 	"github.com/ontoflow/ontoflow/engine"
 	"github.com/ontoflow/ontoflow/internal/printable"
 	"github.com/ontoflow/ontoflow/models"
 	"github.com/ontoflow/ontoflow/ontology"
-	"github.com/ontoflow/ontoflow/ontology/domain"
 	"github.com/ontoflow/ontoflow/workflows"
 )
 
@@ -54,7 +55,13 @@ type Options struct {
 	LocalWorker bool
 	// UIURL and Namespace build workflow links ("" = none).
 	UIURL, Namespace string
+	// BranchTTL is how long a what-if branch lives (0: DefaultBranchTTL).
+	BranchTTL time.Duration
 }
+
+// PermAuditExecutions lets a user read every execution in the action log;
+// others read their own (the API's and the console's rule, one constant).
+const PermAuditExecutions = "executions:read"
 
 // Service runs the execution lifecycle.
 type Service struct {
@@ -67,6 +74,9 @@ type Service struct {
 
 // New returns a Service.
 func New(db *gorm.DB, store *ontology.Store, eng *engine.Engine, starter *workflows.Starter, opts Options) *Service {
+	if opts.BranchTTL <= 0 {
+		opts.BranchTTL = DefaultBranchTTL
+	}
 	return &Service{db: db, store: store, eng: eng, starter: starter, opts: opts}
 }
 
@@ -88,6 +98,8 @@ type Request struct {
 	// IdempotencyKey ("" = none) and Identity, what the key stands for
 	// ("" = the action, kind, target, parameters and justification).
 	IdempotencyKey, Identity string
+	// BranchID is the branch a what-if runs on (WhatIf sets it).
+	BranchID string
 }
 
 // Handle is a submitted execution: its row as submitted and how to wait
@@ -116,6 +128,9 @@ func (s *Service) Submit(ctx context.Context, r Request, listen bool) (*Handle, 
 		return nil, apperr.New(apperr.ObjectNotFound, "object %q not found", r.TargetID)
 	}
 	ex := newExecution(r.Action, r.Actor, r.Guest, r.Kind, r.TargetID, r.Parameters, r.Justification)
+	if r.BranchID != "" {
+		ex.BranchID = &r.BranchID
+	}
 	if r.IdempotencyKey != "" {
 		if r.Identity == "" {
 			r.Identity = Identity(r.Action.ID, r.Kind, requestShape{r.TargetID, r.Parameters, r.Justification})
@@ -131,12 +146,20 @@ func (s *Service) Submit(ctx context.Context, r Request, listen bool) (*Handle, 
 		}
 		return nil, fmt.Errorf("record execution: %w", err)
 	}
+	return s.start(ctx, ex, listen, s.starter.StartAction)
+}
+
+// start starts ex's workflow with startFn and returns a Handle; a
+// workflow that cannot start is answered by notStarted. listen: a wait
+// may use the local worker's settlement.
+func (s *Service) start(ctx context.Context, ex *models.Execution, listen bool,
+	startFn func(context.Context, *models.Execution) (client.WorkflowRun, error)) (*Handle, error) {
 	h := &Handle{Execution: ex}
 	var settled <-chan struct{}
 	if listen && s.opts.LocalWorker {
 		settled, h.release = s.eng.Settled(ex.ID)
 	}
-	run, err := s.starter.StartAction(ctx, ex)
+	run, err := startFn(ctx, ex)
 	if err != nil {
 		h.Release()
 		return nil, s.notStarted(ctx, err, ex.IdempotencyKey != nil, ex.ID)
@@ -346,7 +369,7 @@ func (s *Service) Totals(ctx context.Context, batchID string) (*engine.BatchTota
 // BatchItems lists a batch's items in order, outcome columns only.
 func (s *Service) BatchItems(ctx context.Context, batchID string) ([]models.Execution, error) {
 	var rows []models.Execution
-	err := s.db.WithContext(ctx).Select("id", "batch_index", "status", "error_code", "error_message").
+	err := s.db.WithContext(ctx).Select("id", "batch_index", "status", "error_code", "error_message", "reverted_by").
 		Where("batch_id = ?", batchID).Order("batch_index").Find(&rows).Error
 	if err != nil {
 		return nil, fmt.Errorf("list items of batch %s: %w", batchID, err)
@@ -366,7 +389,7 @@ type Filter struct {
 // Statuses and Kinds are the values Filter accepts.
 var (
 	Statuses = []string{models.StatusQueued, models.StatusRunning, models.StatusSucceeded, models.StatusFailed, models.StatusPartial}
-	Kinds    = []string{models.KindExecute, models.KindBatch, models.KindBatchItem, models.KindInlineEdit, models.KindWhatIf}
+	Kinds    = []string{models.KindExecute, models.KindBatch, models.KindBatchItem, models.KindInlineEdit, models.KindWhatIf, models.KindRevert}
 )
 
 // List lists executions newest first, limit rows from offset.

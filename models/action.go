@@ -1,6 +1,10 @@
 package models
 
-import "time"
+import (
+	"time"
+
+	"github.com/ontoflow/ontoflow/domain"
+)
 
 // actionModels are the action engine's records.
 var actionModels = []any{&Execution{}, &Notification{}}
@@ -22,6 +26,7 @@ const (
 	KindBatchItem  = "batch-item"
 	KindInlineEdit = "inline-edit"
 	KindWhatIf     = "what-if"
+	KindRevert     = "revert"
 )
 
 // Execution is one row of the action log: the request (written by the API
@@ -55,12 +60,18 @@ type Execution struct {
 	NotifiedAt     *time.Time                  `json:"notified_at,omitempty"`
 	// IdempotencyKey is unique per actor; RequestHash detects a reused key
 	// with a different body.
-	IdempotencyKey *string    `gorm:"size:255;uniqueIndex:idx_exec_idem,priority:2" json:"idempotency_key,omitempty"`
-	RequestHash    string     `gorm:"size:64" json:"-"`
-	TotalItems     int        `gorm:"not null;default:0" json:"total_items,omitempty"`
-	CreatedAt      time.Time  `gorm:"index" json:"created_at"`
-	StartedAt      *time.Time `json:"started_at,omitempty"`
-	FinishedAt     *time.Time `json:"finished_at,omitempty"`
+	IdempotencyKey *string `gorm:"size:255;uniqueIndex:idx_exec_idem,priority:2" json:"idempotency_key,omitempty"`
+	RequestHash    string  `gorm:"size:64" json:"-"`
+	TotalItems     int     `gorm:"not null;default:0" json:"total_items,omitempty"`
+	// RevertOf (on a revert) and RevertedBy (on the execution it undid)
+	// link the two both ways.
+	RevertOf   *string `gorm:"size:36;index" json:"revert_of,omitempty"`
+	RevertedBy *string `gorm:"size:36" json:"reverted_by,omitempty"`
+	// BranchID is the what-if branch a what-if execution ran on.
+	BranchID   *string    `gorm:"size:36;index" json:"branch_id,omitempty"`
+	CreatedAt  time.Time  `gorm:"index" json:"created_at"`
+	StartedAt  *time.Time `json:"started_at,omitempty"`
+	FinishedAt *time.Time `json:"finished_at,omitempty"`
 	// Redacted is set (never stored) when the reader may not read the
 	// execution's objects and its object data were blanked
 	// (ontology.RedactExecutions).
@@ -146,4 +157,29 @@ type Notification struct {
 	Metadata     JSON[map[string]any] `json:"metadata,omitempty"`
 	ReadAt       *time.Time           `json:"read_at,omitempty"`
 	CreatedAt    time.Time            `gorm:"index:idx_notif_user,priority:2" json:"created_at"`
+}
+
+// CreatedObject is the object a create_object edit describes (as the
+// inverse of a deletion records it): the same id, properties, marking,
+// organization, creator and times. Revert and branch replay recreate it.
+func (ed Edit) CreatedObject() domain.Object {
+	o := domain.Object{ID: ed.ObjectID, ObjectTypeID: ed.ObjectTypeID, Properties: ed.After, Marking: ed.Marking,
+		Organization: ed.Organization, CreatedBy: ed.CreatedBy}
+	if ed.CreatedAt != nil {
+		o.CreatedAt = *ed.CreatedAt
+	}
+	if ed.UpdatedAtAfter != nil {
+		o.UpdatedAt = *ed.UpdatedAtAfter
+	}
+	return o
+}
+
+// CreatedLink is the link a create_link edit describes, same id.
+func (ed Edit) CreatedLink() domain.Link {
+	l := domain.Link{ID: ed.LinkID, LinkTypeID: ed.LinkTypeID, SourceID: ed.SourceID, TargetID: ed.TargetID,
+		Properties: ed.After, CreatedBy: ed.CreatedBy}
+	if ed.CreatedAt != nil {
+		l.CreatedAt = *ed.CreatedAt
+	}
+	return l
 }

@@ -136,7 +136,7 @@ func Ping(ctx context.Context, db *gorm.DB) error { return ping(ctx, db) }
 // in its own file.
 func all() []any {
 	var out []any
-	for _, group := range [][]any{userModels, davModels, ontologyModels, actionModels, secretModels} {
+	for _, group := range [][]any{userModels, davModels, ontologyModels, actionModels, secretModels, branchModels, functionModels} {
 		out = append(out, group...)
 	}
 	return out

@@ -7,7 +7,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/ontoflow/ontoflow/ontology/domain"
+	"github.com/ontoflow/ontoflow/domain"
 )
 
 // ontologyModels are the ontology records: object types and their

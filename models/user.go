@@ -2,7 +2,7 @@ package models
 
 import "time"
 
-var userModels = []any{&User{}, &APIToken{}}
+var userModels = []any{&User{}, &APIToken{}, &NotificationSettings{}}
 
 // User is a service user: the same account logs in to the API and WebDAV.
 // MaxOrganizationLen is the longest organization, in characters: the size
@@ -15,17 +15,19 @@ type User struct {
 	PasswordHash string `gorm:"size:256;not null" json:"-"`
 	// PasswordEpoch changes with every password change, so cached
 	// verifications and issued tokens of the old password die with it.
-	PasswordEpoch int64                   `gorm:"not null;default:0" json:"-"`
-	Roles         JSON[[]string]          `json:"roles"`
-	Permissions   JSON[[]string]          `json:"permissions"`
-	Attributes    JSON[map[string]any]    `json:"attributes"`
-	Clearance     string                  `gorm:"size:64;not null" json:"clearance"`
-	Organization  string                  `gorm:"size:128;index" json:"organization"` // at most MaxOrganizationLen
-	Disabled      bool                    `gorm:"not null;default:false" json:"disabled"`
-	QuotaBytes    int64                   `gorm:"not null;default:0" json:"quota_bytes"`
-	CreatedAt     time.Time               `json:"created_at"`
-	UpdatedAt     time.Time               `json:"updated_at"`
-	Extra         JSON[map[string]string] `json:"-"`
+	PasswordEpoch int64                `gorm:"not null;default:0" json:"-"`
+	Roles         JSON[[]string]       `json:"roles"`
+	Permissions   JSON[[]string]       `json:"permissions"`
+	Attributes    JSON[map[string]any] `json:"attributes"`
+	Clearance     string               `gorm:"size:64;not null" json:"clearance"`
+	Organization  string               `gorm:"size:128;index" json:"organization"` // at most MaxOrganizationLen
+	// Email is where the email notification channel delivers ("" = none).
+	Email      string                  `gorm:"size:254" json:"email,omitempty"`
+	Disabled   bool                    `gorm:"not null;default:false" json:"disabled"`
+	QuotaBytes int64                   `gorm:"not null;default:0" json:"quota_bytes"`
+	CreatedAt  time.Time               `json:"created_at"`
+	UpdatedAt  time.Time               `json:"updated_at"`
+	Extra      JSON[map[string]string] `json:"-"`
 }
 
 // HasRole reports whether u has role r.

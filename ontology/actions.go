@@ -10,8 +10,8 @@ import (
 	"gorm.io/gorm"
 
 	"github.com/ontoflow/ontoflow/apperr"
+	"github.com/ontoflow/ontoflow/domain"
 	"github.com/ontoflow/ontoflow/models"
-	"github.com/ontoflow/ontoflow/ontology/domain"
 )
 
 // ActionTypeView is an action type as the API shows it: its definition
@@ -28,8 +28,9 @@ type ActionTypeView struct {
 }
 
 // RedactedValue replaces a secret in an action type shown to a caller
-// who may not change it.
-const RedactedValue = "***"
+// who may not change it (one value: domain.RedactedValue, which a
+// what-if's preview uses too).
+const RedactedValue = domain.RedactedValue
 
 // RedactSecrets replaces the values of v's webhook headers (they commonly
 // carry credentials) with RedactedValue; the header names stay. The API

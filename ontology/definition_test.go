@@ -10,9 +10,9 @@ import (
 	"gorm.io/gorm"
 
 	"github.com/ontoflow/ontoflow/apperr"
+	"github.com/ontoflow/ontoflow/domain"
 	"github.com/ontoflow/ontoflow/internal/testdb"
 	"github.com/ontoflow/ontoflow/ontology"
-	"github.com/ontoflow/ontoflow/ontology/domain"
 )
 
 // defFixture is the ontology action definitions are checked against:
@@ -262,8 +262,7 @@ func TestDefinitionErrors(t *testing.T) {
 			{"webhook scheme", domain.KindInvokeWebhook, func(d *domain.ActionDefinition) { op(d).URL = "ftp://x/y" }, "config.operation.url"},
 			{"webhook relative url", domain.KindInvokeWebhook, func(d *domain.ActionDefinition) { op(d).URL = "/hook" }, "config.operation.url"},
 			{"webhook credentials", domain.KindInvokeWebhook, func(d *domain.ActionDefinition) { op(d).URL = "https://u:p@x/y" }, "config.operation.url"},
-			{"webhook method", domain.KindInvokeWebhook, func(d *domain.ActionDefinition) { op(d).Method = "GET" }, "config.operation.method"},
-			{"webhook method missing", domain.KindInvokeWebhook, func(d *domain.ActionDefinition) { op(d).Method = "" }, "config.operation.method"},
+			{"webhook method", domain.KindInvokeWebhook, func(d *domain.ActionDefinition) { op(d).Method = "TRACE" }, "config.operation.method"},
 			{"webhook header name", domain.KindInvokeWebhook, func(d *domain.ActionDefinition) { op(d).Headers = map[string]string{"Bad Header": "x"} }, "config.operation.headers"},
 			{"webhook header value", domain.KindInvokeWebhook, func(d *domain.ActionDefinition) { op(d).Headers = map[string]string{"X-A": "a\r\nb"} }, "config.operation.headers.X-A"},
 			{"function two references", domain.KindInvokeFunction, func(d *domain.ActionDefinition) { op(d).PackageID = "aaaaaaaa-0000-4000-8000-000000000009" }, "config.operation"},

@@ -82,15 +82,9 @@ func (s *Store) executionsReadable(ctx context.Context, u *models.User, sc auth.
 			batches = append(batches, ex.ID)
 		}
 	}
-	var objs []models.Object
-	if len(ids) > 0 {
-		if err := s.db.WithContext(ctx).Select("id", "marking", "organization").Where("id IN ?", sortedKeys(ids)).Find(&objs).Error; err != nil {
-			return nil, fmt.Errorf("load the objects of executions: %w", err)
-		}
-	}
-	readable := map[string]bool{} // object id -> readable; absent: gone
-	for _, o := range objs {
-		readable[o.ID] = sc.Allows(o.Marking, o.Organization)
+	readable, err := s.objectsReadable(ctx, sc, sortedKeys(ids))
+	if err != nil {
+		return nil, err
 	}
 	hiddenBatch, err := s.batchesWithHiddenItems(ctx, u, sc, batches)
 	if err != nil {
@@ -104,6 +98,64 @@ func (s *Store) executionsReadable(ctx context.Context, u *models.User, sc auth.
 			ok = ok && (r || !exists && u != nil && ex.ActorID == u.ID)
 		}
 		out[ex.ID] = ok
+	}
+	return out, nil
+}
+
+// idChunk bounds the ids of one IN list: a function's run names up to
+// 5,000 objects, a page many runs, and both databases cap bound
+// parameters.
+const idChunk = 500
+
+// objectsReadable maps each of ids that exists to whether sc may read it;
+// an id absent from the map is gone.
+func (s *Store) objectsReadable(ctx context.Context, sc auth.ReadScope, ids []string) (map[string]bool, error) {
+	readable := map[string]bool{}
+	for start := 0; start < len(ids); start += idChunk {
+		var objs []models.Object
+		chunk := ids[start:min(start+idChunk, len(ids))]
+		if err := s.db.WithContext(ctx).Select("id", "marking", "organization").Where("id IN ?", chunk).Find(&objs).Error; err != nil {
+			return nil, fmt.Errorf("load the objects of executions: %w", err)
+		}
+		for _, o := range objs {
+			readable[o.ID] = sc.Allows(o.Marking, o.Organization)
+		}
+	}
+	return readable, nil
+}
+
+// NamedRecord is a record of something an actor did that names objects
+// (a function's run: its target and what it read).
+type NamedRecord struct {
+	ActorID string
+	Objects []string
+}
+
+// ReadableRecords reports, per record, whether u may read every object it
+// names, by the action log's rule: an object that no longer exists counts
+// as readable to the record's actor only (admins read everything).
+func (s *Store) ReadableRecords(ctx context.Context, u *models.User, recs []NamedRecord) ([]bool, error) {
+	sc := s.levels.ReadScope(u)
+	out := make([]bool, len(recs))
+	ids := map[string]bool{}
+	for _, r := range recs {
+		for _, id := range r.Objects {
+			ids[id] = true
+		}
+	}
+	readable := map[string]bool{}
+	if !sc.All {
+		var err error
+		if readable, err = s.objectsReadable(ctx, sc, sortedKeys(ids)); err != nil {
+			return nil, err
+		}
+	}
+	for i, r := range recs {
+		out[i] = true
+		for _, id := range r.Objects {
+			ok, exists := readable[id]
+			out[i] = out[i] && (sc.All || ok || !exists && u != nil && r.ActorID == u.ID)
+		}
 	}
 	return out, nil
 }
@@ -149,7 +201,27 @@ func namedObjects(ex *models.Execution) []string {
 			}
 		}
 	}
-	return ids
+	return append(ids, functionReads(ex)...)
+}
+
+// functionReads are the objects an invoke_function execution's function
+// read (operation_result.function.reads): its console and result may
+// quote them.
+func functionReads(ex *models.Execution) []string {
+	f, _ := ex.Result.V["function"].(map[string]any)
+	switch v := f["reads"].(type) {
+	case []string: // as the engine recorded it, before a round trip
+		return v
+	case []any:
+		ids := make([]string, 0, len(v))
+		for _, id := range v {
+			if s, ok := id.(string); ok && s != "" {
+				ids = append(ids, s)
+			}
+		}
+		return ids
+	}
+	return nil
 }
 
 // redactExecution blanks what of ex came from or went into objects: the

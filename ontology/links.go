@@ -9,8 +9,8 @@ import (
 	"gorm.io/gorm"
 
 	"github.com/ontoflow/ontoflow/apperr"
+	"github.com/ontoflow/ontoflow/domain"
 	"github.com/ontoflow/ontoflow/models"
-	"github.com/ontoflow/ontoflow/ontology/domain"
 )
 
 // LinkTypeSpec is the body that creates or replaces a link type. Object
@@ -415,6 +415,19 @@ func (s *Store) DeleteLinkAs(ctx context.Context, u *models.User, id string) err
 	}
 	if err := s.db.WithContext(ctx).Delete(l).Error; err != nil {
 		return fmt.Errorf("delete link %s: %w", id, err)
+	}
+	return nil
+}
+
+// DeleteLink deletes the link id inside tx (revert's inverse of a
+// create_link edit); a link that no longer exists is LinkNotFound.
+func (s *Store) DeleteLink(ctx context.Context, tx *gorm.DB, id string) error {
+	res := tx.WithContext(ctx).Where("id = ?", id).Delete(&models.Link{})
+	if res.Error != nil {
+		return fmt.Errorf("delete link %s: %w", id, res.Error)
+	}
+	if res.RowsAffected == 0 {
+		return apperr.New(apperr.LinkNotFound, "link %q does not exist", id)
 	}
 	return nil
 }

@@ -15,8 +15,8 @@ import (
 	"gorm.io/gorm"
 
 	"github.com/ontoflow/ontoflow/apperr"
+	"github.com/ontoflow/ontoflow/domain"
 	"github.com/ontoflow/ontoflow/models"
-	"github.com/ontoflow/ontoflow/ontology/domain"
 )
 
 // ObjectSpec is the body that creates an object or replaces its
@@ -333,6 +333,19 @@ func (s *Store) CreateObject(ctx context.Context, tx *gorm.DB, objectTypeID stri
 		return nil, err
 	}
 	return toDomain(out), nil
+}
+
+// UpdateObjectFor is UpdateObject with reader's read rule on the
+// reference values written (As): the engine applies a function's edits
+// through it, values it has not checked itself.
+func (s *Store) UpdateObjectFor(ctx context.Context, tx *gorm.DB, reader *models.User, id string, patch map[string]any) (*domain.Object, error) {
+	return s.As(reader).UpdateObject(ctx, tx, id, patch)
+}
+
+// CreateObjectFor is CreateObject with reader's read rule on the
+// reference values written (As).
+func (s *Store) CreateObjectFor(ctx context.Context, tx *gorm.DB, reader *models.User, objectTypeID string, props map[string]any, marking, createdBy, organization string) (*domain.Object, error) {
+	return s.As(reader).CreateObject(ctx, tx, objectTypeID, props, marking, createdBy, organization)
 }
 
 // DeleteObject deletes an object, its links and its unique values, and

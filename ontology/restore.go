@@ -3,12 +3,14 @@ package ontology
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"gorm.io/gorm"
+	"gorm.io/gorm/clause"
 
 	"github.com/ontoflow/ontoflow/apperr"
+	"github.com/ontoflow/ontoflow/domain"
 	"github.com/ontoflow/ontoflow/models"
-	"github.com/ontoflow/ontoflow/ontology/domain"
 )
 
 // objectLinks are the links of object id, either end, by id.
@@ -93,4 +95,30 @@ func (s *Store) RestoreLink(ctx context.Context, tx *gorm.DB, l domain.Link) err
 		}
 		return nil
 	})
+}
+
+// LockObject locks the object's row until tx ends (Postgres: SELECT ...
+// FOR UPDATE; SQLite runs one write transaction at a time).
+func (s *Store) LockObject(ctx context.Context, tx *gorm.DB, id string) error {
+	if !models.IsPostgres(tx) {
+		return nil
+	}
+	var ids []string
+	err := tx.WithContext(ctx).Model(&models.Object{}).Clauses(clause.Locking{Strength: "UPDATE"}).
+		Where("id = ?", id).Pluck("id", &ids).Error
+	if err != nil {
+		return fmt.Errorf("lock object %s: %w", id, err)
+	}
+	return nil
+}
+
+// SetUpdatedAt sets the object's update time (revert; see
+// engine.Ontology).
+func (s *Store) SetUpdatedAt(ctx context.Context, tx *gorm.DB, id string, at time.Time) error {
+	err := tx.WithContext(ctx).Model(&models.Object{}).Where("id = ?", id).
+		Update("updated_at", at.UTC().Truncate(time.Microsecond)).Error
+	if err != nil {
+		return fmt.Errorf("restore the update time of object %s: %w", id, err)
+	}
+	return nil
 }

@@ -31,8 +31,8 @@ import (
 
 	"github.com/ontoflow/ontoflow/apperr"
 	"github.com/ontoflow/ontoflow/auth"
+	"github.com/ontoflow/ontoflow/domain"
 	"github.com/ontoflow/ontoflow/models"
-	"github.com/ontoflow/ontoflow/ontology/domain"
 )
 
 // PermWrite is the permission key that creating, changing and deleting
@@ -59,6 +59,15 @@ type Store struct {
 func (s *Store) As(u *models.User) *Store {
 	c := *s
 	c.reader = u
+	return &c
+}
+
+// Over is the store reading and writing through tx (a caller's
+// transaction): a what-if's function reads the branch that tx replayed,
+// which the store's own connections do not see.
+func (s *Store) Over(tx *gorm.DB) *Store {
+	c := *s
+	c.db = tx
 	return &c
 }
 

@@ -10,11 +10,11 @@ import (
 
 	"github.com/ontoflow/ontoflow/apperr"
 	"github.com/ontoflow/ontoflow/auth"
+	"github.com/ontoflow/ontoflow/domain"
 	"github.com/ontoflow/ontoflow/engine"
 	"github.com/ontoflow/ontoflow/internal/testdb"
 	"github.com/ontoflow/ontoflow/models"
 	"github.com/ontoflow/ontoflow/ontology"
-	"github.com/ontoflow/ontoflow/ontology/domain"
 )
 
 // The engine reads and writes the ontology through this interface.

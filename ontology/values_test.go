@@ -9,10 +9,10 @@ import (
 	"gorm.io/gorm"
 
 	"github.com/ontoflow/ontoflow/apperr"
+	"github.com/ontoflow/ontoflow/domain"
 	"github.com/ontoflow/ontoflow/internal/testdb"
 	"github.com/ontoflow/ontoflow/models"
 	"github.com/ontoflow/ontoflow/ontology"
-	"github.com/ontoflow/ontoflow/ontology/domain"
 )
 
 // everything creates Project and an object type with a property of every

@@ -11,6 +11,7 @@ import (
 	"errors"
 	"fmt"
 	"regexp"
+	"strings"
 	"unicode/utf8"
 
 	"github.com/google/uuid"
@@ -107,11 +108,28 @@ func checkSpec(sp Spec, create bool) error {
 	return nil
 }
 
+// UserPrefix starts the names of secrets owned by a user (their own chat
+// destinations, users.Notifications): the secrets API neither shows nor
+// changes them, and no action may reference them, so nobody but their
+// owner can read, redirect or exfiltrate them.
+const UserPrefix = "USER_"
+
+// Reserved reports whether name belongs to a user (UserPrefix).
+func Reserved(name string) bool { return strings.HasPrefix(strings.ToUpper(name), UserPrefix) }
+
 // Create stores a new secret; a name already taken is Conflict.
 func (s *Store) Create(ctx context.Context, name string, sp Spec, by string) (*models.Secret, error) {
 	if err := checkName(name); err != nil {
 		return nil, err
 	}
+	if Reserved(name) {
+		return nil, apperr.New(apperr.InvalidArgument, "secret names starting with %s are reserved for users' own destinations", UserPrefix).
+			WithDetails(apperr.Detail{Field: "name", Reason: "reserved", Message: "reserved prefix " + UserPrefix})
+	}
+	return s.create(ctx, name, sp, by)
+}
+
+func (s *Store) create(ctx context.Context, name string, sp Spec, by string) (*models.Secret, error) {
 	if err := checkSpec(sp, true); err != nil {
 		return nil, err
 	}
@@ -138,13 +156,20 @@ func (s *Store) Create(ctx context.Context, name string, sp Spec, by string) (*m
 
 // Update replaces the value and/or the description of a secret.
 func (s *Store) Update(ctx context.Context, name string, sp Spec, by string) (*models.Secret, error) {
+	if Reserved(name) {
+		return nil, notFound(name)
+	}
+	return s.update(ctx, name, sp, by)
+}
+
+func (s *Store) update(ctx context.Context, name string, sp Spec, by string) (*models.Secret, error) {
 	if err := checkSpec(sp, false); err != nil {
 		return nil, err
 	}
 	if sp.Value != nil && s.keys == nil {
 		return nil, ErrNoKey
 	}
-	row, err := s.Get(ctx, name)
+	row, err := s.get(ctx, name)
 	if err != nil {
 		return nil, err
 	}
@@ -166,11 +191,19 @@ func (s *Store) Update(ctx context.Context, name string, sp Spec, by string) (*m
 	if res.RowsAffected == 0 { // deleted meanwhile
 		return nil, notFound(name)
 	}
-	return s.Get(ctx, name)
+	return s.get(ctx, name)
 }
 
-// Get reads a secret's metadata (its Ciphertext too, never shown).
+// Get reads a secret's metadata (its Ciphertext too, never shown); a
+// user's own secret is not found.
 func (s *Store) Get(ctx context.Context, name string) (*models.Secret, error) {
+	if Reserved(name) {
+		return nil, notFound(name)
+	}
+	return s.get(ctx, name)
+}
+
+func (s *Store) get(ctx context.Context, name string) (*models.Secret, error) {
 	if !ValidName(name) {
 		return nil, notFound(name)
 	}
@@ -188,15 +221,44 @@ func (s *Store) Get(ctx context.Context, name string) (*models.Secret, error) {
 // List reads secrets' metadata by name.
 func (s *Store) List(ctx context.Context, offset, limit int) ([]models.Secret, error) {
 	var rows []models.Secret
-	err := s.db.WithContext(ctx).Omit("ciphertext").Order("name").Offset(offset).Limit(limit).Find(&rows).Error
+	err := s.db.WithContext(ctx).Omit("ciphertext").Where("UPPER(name) NOT LIKE ?", UserPrefix+"%").
+		Order("name").Offset(offset).Limit(limit).Find(&rows).Error
 	if err != nil {
 		return nil, fmt.Errorf("list secrets: %w", err)
 	}
 	return rows, nil
 }
 
+// PutOwned stores or replaces the value of a user's own secret (name
+// Reserved), which the secrets API does not reach.
+func (s *Store) PutOwned(ctx context.Context, name, value, description, by string) error {
+	if !Reserved(name) {
+		return apperr.New(apperr.Internal, "secret %q is not a user's own", name)
+	}
+	sp := Spec{Value: &value, Description: &description}
+	_, err := s.update(ctx, name, sp, by)
+	if apperr.Is(err, apperr.SecretNotFound) {
+		_, err = s.create(ctx, name, sp, by)
+	}
+	return err
+}
+
+// DeleteOwned removes a user's own secret (absent is fine).
+func (s *Store) DeleteOwned(ctx context.Context, name string) error {
+	if !Reserved(name) {
+		return apperr.New(apperr.Internal, "secret %q is not a user's own", name)
+	}
+	if err := s.db.WithContext(ctx).Where("name = ?", name).Delete(&models.Secret{}).Error; err != nil {
+		return fmt.Errorf("delete secret %q: %w", name, err)
+	}
+	return nil
+}
+
 // Delete removes a secret (after InUse, when set, agrees).
 func (s *Store) Delete(ctx context.Context, name string) error {
+	if Reserved(name) {
+		return notFound(name)
+	}
 	if _, err := s.Get(ctx, name); err != nil {
 		return err
 	}
@@ -219,7 +281,23 @@ func (s *Store) Delete(ctx context.Context, name string) error {
 // SecretNotFound; a value the keyring cannot open is an internal error
 // (wrong or missing key), logged by the caller, never shown.
 func (s *Store) Resolve(ctx context.Context, name string) (string, error) {
-	row, err := s.Get(ctx, name)
+	if Reserved(name) {
+		return "", notFound(name)
+	}
+	return s.resolve(ctx, name)
+}
+
+// ResolveOwned decrypts a user's own secret (Reserved): for delivering to
+// that user's destination, never for a definition's references.
+func (s *Store) ResolveOwned(ctx context.Context, name string) (string, error) {
+	if !Reserved(name) {
+		return "", notFound(name)
+	}
+	return s.resolve(ctx, name)
+}
+
+func (s *Store) resolve(ctx context.Context, name string) (string, error) {
+	row, err := s.get(ctx, name)
 	if err != nil {
 		return "", err
 	}
@@ -260,6 +338,14 @@ func (s *Store) CheckRefs(ctx context.Context, member, text string) error {
 	if len(bad) > 0 {
 		return apperr.New(apperr.InvalidDefinition, "%s: %q is not a valid secret reference; write {{ secrets.NAME }}", member, bad[0]).
 			WithDetails(apperr.Detail{Field: member, Reason: "invalid_secret_reference", Message: fmt.Sprintf("invalid secret reference %q", bad[0])})
+	}
+	for _, n := range names {
+		if Reserved(n) {
+			// Answered as a missing secret: a definition must not learn
+			// which users have destinations.
+			return apperr.New(apperr.InvalidDefinition, "%s references the secret %q, which does not exist", member, n).
+				WithDetails(apperr.Detail{Field: member, Reason: "missing_secret", Message: "secret " + n + " does not exist"})
+		}
 	}
 	missing, err := s.Missing(ctx, names)
 	if err != nil {

@@ -9,6 +9,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/mail"
 	"regexp"
 	"strings"
 	"unicode/utf8"
@@ -38,6 +39,7 @@ type Spec struct {
 	Organization *string         `json:"organization,omitempty"`
 	Disabled     *bool           `json:"disabled,omitempty"`
 	QuotaBytes   *int64          `json:"quota_bytes,omitempty"`
+	Email        *string         `json:"email,omitempty"`
 }
 
 var usernameRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._@-]{0,127}$`)
@@ -90,6 +92,9 @@ func (s *Store) check(sp Spec) error {
 			return apperr.New(apperr.InvalidArgument, "organization must be valid UTF-8").
 				WithDetails(apperr.Detail{Field: "organization", Reason: "encoding", Message: "invalid UTF-8"})
 		}
+	}
+	if err := checkEmail(sp.Email); err != nil {
+		return err
 	}
 	if sp.QuotaBytes != nil && *sp.QuotaBytes < 0 {
 		return apperr.New(apperr.InvalidArgument, "quota_bytes must be >= 0 (0 = server default)")
@@ -149,6 +154,9 @@ func apply(u *models.User, sp Spec) error {
 	}
 	if sp.Disabled != nil {
 		u.Disabled = *sp.Disabled
+	}
+	if sp.Email != nil {
+		u.Email = *sp.Email
 	}
 	if sp.QuotaBytes != nil {
 		u.QuotaBytes = *sp.QuotaBytes
@@ -225,4 +233,18 @@ func (s *Store) Count(ctx context.Context) (int64, error) {
 	var n int64
 	err := s.DB.WithContext(ctx).Model(&models.User{}).Count(&n).Error
 	return n, err
+}
+
+// checkEmail accepts a bare address (user@example.org) or "" to clear it:
+// no display name, nothing that could smuggle a second header.
+func checkEmail(e *string) error {
+	if e == nil || *e == "" {
+		return nil
+	}
+	a, err := mail.ParseAddress(*e)
+	if err != nil || a.Address != *e || len(*e) > 254 {
+		return apperr.New(apperr.InvalidArgument, "email must be a plain address such as user@example.org").
+			WithDetails(apperr.Detail{Field: "email", Reason: "format", Message: "not a plain e-mail address"})
+	}
+	return nil
 }

@@ -28,14 +28,14 @@ const maxCommitBatch = 64
 // transaction (group commit): on SQLite every write transaction takes the
 // database's single write lock, and eight clients each committing their
 // own would spend their time in SQLite's busy-wait sleeps.
-func (h *Handler) commitPut(ctx context.Context, m *putMeta) error {
-	h.commitOnce.Do(func() {
-		h.commitCh = make(chan *putMeta, maxCommitBatch)
-		go h.commitLoop()
+func (s *dbStore) commitPut(ctx context.Context, m *putMeta) error {
+	s.commitOnce.Do(func() {
+		s.commitCh = make(chan *putMeta, maxCommitBatch)
+		go s.commitLoop()
 	})
 	m.done = make(chan error, 1)
 	select {
-	case h.commitCh <- m:
+	case s.commitCh <- m:
 	case <-ctx.Done():
 		return ctx.Err()
 	}
@@ -44,20 +44,20 @@ func (h *Handler) commitPut(ctx context.Context, m *putMeta) error {
 	return <-m.done
 }
 
-func (h *Handler) commitLoop() {
+func (s *dbStore) commitLoop() {
 	batch := make([]*putMeta, 0, maxCommitBatch)
-	for first := range h.commitCh {
+	for first := range s.commitCh {
 		batch = append(batch[:0], first)
 	drain:
 		for len(batch) < maxCommitBatch {
 			select {
-			case m := <-h.commitCh:
+			case m := <-s.commitCh:
 				batch = append(batch, m)
 			default:
 				break drain
 			}
 		}
-		err := h.db.Transaction(func(tx *gorm.DB) error {
+		err := s.db.Transaction(func(tx *gorm.DB) error {
 			for _, m := range batch {
 				if err := applyPut(tx, m); err != nil {
 					return err
@@ -68,7 +68,7 @@ func (h *Handler) commitLoop() {
 		if err != nil && len(batch) > 1 {
 			// One bad entry must not fail its neighbours: retry alone.
 			for _, m := range batch {
-				m.done <- h.db.Transaction(func(tx *gorm.DB) error { return applyPut(tx, m) })
+				m.done <- s.db.Transaction(func(tx *gorm.DB) error { return applyPut(tx, m) })
 			}
 			continue
 		}

@@ -77,24 +77,20 @@ type Handler struct {
 	log   *slog.Logger
 	m     *metrics
 	realm string
-	// usage holds one usage entry per user who used WebDAV since the
-	// start (quota.go): bounded by the number of service users, about 100
-	// bytes each; not a cache that may be dropped, since it carries the
-	// reservations of uploads under way.
-	usage  sync.Map  // user id -> *usageEntry
-	made   cappedMap // user id -> struct{}: root directory exists (maxCachedUsers)
-	stripe [256]sync.Mutex
-	sweep  atomic.Int64
+	// meta keeps dead properties and checksums (meta.go), in the
+	// database or partly on the files, chosen by New; quota admits writes.
+	meta  metaStore
+	quota *quotas
+	made  cappedMap // user id -> struct{}: root directory exists (maxCachedUsers)
+	sweep atomic.Int64
 	// hashing holds the files queued for background hashing (dedupe;
 	// at most maxHashQueue); hashSem lets one hash run at a time.
 	hashing    sync.Map
 	hashSem    chan struct{}
 	hashQueued atomic.Int64
 	// gen counts changes to the locks and properties (gen.go);
-	// noProps caches users without dead properties (dropStaleProps),
-	// lockCache users' active locks (activeLocks), lockTTL bounds it.
+	// lockCache caches users' active locks (activeLocks), lockTTL bounds it.
 	gen       generations
-	noProps   cappedMap // user id -> noPropsEntry (maxCachedUsers)
 	lockCache cappedMap // user id -> lockCacheEntry (maxCachedUsers, maxCachedLockBytes each)
 	lockTTL   time.Duration
 	// stmtMu guards locksStmt, activeLocks' prepared query.
@@ -105,12 +101,6 @@ type Handler struct {
 	// maxUnhashable, then cleared).
 	unhashableSet sync.Map
 	unhashableN   atomic.Int64
-	// xattrSums: checksums are kept in extended attributes on the files,
-	// not in dav_checksums.
-	xattrSums bool
-	// commitCh feeds the group-commit writer (commit.go).
-	commitOnce sync.Once
-	commitCh   chan *putMeta
 }
 
 // Defaults of Options, and of the flags that set them (config uses these
@@ -164,34 +154,17 @@ func New(db *gorm.DB, authn *auth.Service, opts Options) (*Handler, error) {
 		return nil, err
 	}
 	h := &Handler{db: db, authn: authn, opts: opts, log: opts.Logger, m: m, realm: "Ontoflow WebDAV", hashSem: make(chan struct{}, 1), lockTTL: lockCacheTTL}
-	h.made.max, h.noProps.max, h.lockCache.max = maxCachedUsers, maxCachedUsers, maxCachedUsers
+	h.made.max, h.lockCache.max = maxCachedUsers, maxCachedUsers
 	h.gen, err = openGenerations(context.Background(), db)
 	if err != nil {
 		// Correct without them, only slower: every write reads the locks.
 		h.log.Warn("webdav: change counters unavailable; locks are read from the database on every write", "err", err)
 	}
-	if !opts.ChecksumsInDB {
-		if err := probeXattrs(root); err != nil {
-			h.log.Warn("webdav: the data directory keeps no user extended attributes; checksums go to the database", "root", root, "err", err)
-		} else {
-			h.xattrSums = true
-		}
+	if h.meta, err = chooseMetaStore(db, &h.gen, opts, h.log); err != nil {
+		return nil, err
 	}
-	if h.xattrSums {
-		// Rows from a period on the database store would outlive the
-		// files they describe (the attribute store never updates them)
-		// and could match a later file of the same size and mtime if
-		// the database store came back. Every replica on this volume
-		// probes the same filesystem, so they agree on the store.
-		if err := db.Exec("DELETE FROM dav_checksums").Error; err != nil {
-			return nil, fmt.Errorf("webdav: drop database checksums: %w", err)
-		}
-	}
-	store := "database"
-	if h.xattrSums {
-		store = "extended attributes"
-	}
-	h.log.Info("webdav checksum store", "store", store, "root", root)
+	h.quota = &quotas{defaultQuota: opts.DefaultQuota, dataDir: root, props: h.meta}
+	h.log.Info("webdav checksum store", "store", h.meta.kind(), "root", root)
 	return h, nil
 }
 
@@ -221,7 +194,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		r2.Body = body
 		r = &r2
 	}
-	var username string
+	rq := &request{h: h, w: rw, r: r}
 	defer func() {
 		if p := recover(); p != nil {
 			if p == http.ErrAbortHandler {
@@ -236,6 +209,10 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		if status == 0 {
 			status = http.StatusOK
 		}
+		username := ""
+		if rq.user != nil {
+			username = rq.user.Username
+		}
 		d := time.Since(start)
 		h.m.observe(r.Method, status, d, body.n, rw.n)
 		h.log.Info("webdav",
@@ -243,44 +220,57 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			"status", status, "bytes_in", body.n, "bytes_out", rw.n,
 			"duration_ms", float64(d.Microseconds())/1000)
 	}()
-	w = rw
+	defer rq.close()
+	rq.respond(rq.serveAny())
+}
 
+// serveAny answers the probes outside the tree, or authenticates the
+// caller and serves the request in their tree.
+func (rq *request) serveAny() (int, error) {
 	// A literal '#' in the request line is part of the name: treating it
 	// as a fragment would let "DELETE /dir/#x" remove /dir.
-	p := r.URL.Path
-	if p != h.opts.Prefix && !strings.HasPrefix(p, h.opts.Prefix+"/") {
-		h.serveServerRoot(w, r, p)
-		return
+	p := rq.r.URL.Path
+	if p != rq.h.opts.Prefix && !strings.HasPrefix(p, rq.h.opts.Prefix+"/") {
+		return rq.h.serveServerRoot(rq.w, rq.r, p)
 	}
-	principal, ok := h.authenticate(w, r)
-	if !ok {
-		return
+	principal, err := rq.h.authenticate(rq.w, rq.r)
+	if err != nil {
+		return 0, err
 	}
-	username = principal.User.Username
-	ip, ok := h.internalPath(p)
+	rq.user = principal.User
+	return rq.serve(p)
+}
+
+// serve maps the URL path into the user's tree and runs the method's
+// handler; respond writes what it returns.
+func (rq *request) serve(p string) (int, error) {
+	ip, ok := rq.h.internalPath(p)
 	if !ok {
-		http.Error(w, "invalid path", http.StatusBadRequest)
-		return
+		return refuse(http.StatusBadRequest, "invalid path")
 	}
 	if isReserved(ip) {
-		http.Error(w, "reserved name", http.StatusForbidden)
-		return
+		return refuse(http.StatusForbidden, "reserved name")
 	}
-	root, err := h.openRoot(principal.User.ID)
+	root, err := rq.h.openRoot(rq.user.ID)
 	if err != nil {
-		h.log.Error("webdav open user root", "user", username, "err", err)
-		http.Error(w, "storage unavailable", http.StatusInternalServerError)
-		return
+		rq.h.log.Error("webdav open user root", "user", rq.user.Username, "err", err)
+		return refuse(http.StatusInternalServerError, "storage unavailable")
 	}
-	defer root.Close()
-	rq := &request{h: h, w: w, r: r, user: principal.User, root: root, path: ip}
-	rq.dispatch()
+	rq.root, rq.path = root, ip
+	return rq.handler()()
+}
+
+// close releases what serve opened.
+func (rq *request) close() {
+	if rq.root != nil {
+		rq.root.Close()
+	}
 }
 
 // authenticate admits HTTP Basic only: WebDAV clients send nothing else,
 // and a bearer token (a guest session's above all) must not reach the
-// user's files. It answers 401 or 429 itself and reports false.
-func (h *Handler) authenticate(w http.ResponseWriter, r *http.Request) (*auth.Principal, bool) {
+// user's files. A refusal is 401 or 429, with its header set.
+func (h *Handler) authenticate(w http.ResponseWriter, r *http.Request) (*auth.Principal, error) {
 	var principal *auth.Principal
 	var err error = auth.ErrUnauthorized
 	if _, _, basic := r.BasicAuth(); basic {
@@ -290,47 +280,50 @@ func (h *Handler) authenticate(w http.ResponseWriter, r *http.Request) (*auth.Pr
 		// Too many failed attempts: a 401 would invite the client to
 		// prompt again at once.
 		w.Header().Set("Retry-After", strconv.Itoa(te.RetryAfterSeconds()))
-		http.Error(w, "too many failed authentication attempts", http.StatusTooManyRequests)
-		return nil, false
+		return nil, refusal(http.StatusTooManyRequests, "too many failed authentication attempts")
 	}
 	if err != nil {
 		w.Header().Set("WWW-Authenticate", `Basic realm="`+h.realm+`", charset="UTF-8"`)
-		http.Error(w, "authentication required", http.StatusUnauthorized)
-		return nil, false
+		return nil, refusal(http.StatusUnauthorized, "authentication required")
 	}
-	return principal, true
+	return principal, nil
 }
 
-// dispatch runs the method's handler.
-func (rq *request) dispatch() {
-	w, r := rq.w, rq.r
-	switch r.Method {
+// handler picks the method's handler.
+func (rq *request) handler() func() (int, error) {
+	switch rq.r.Method {
 	case http.MethodOptions:
-		rq.h.writeOptions(w)
+		return rq.serveOptions
 	case http.MethodGet, http.MethodHead:
-		rq.serveGet()
+		return rq.serveGet
 	case http.MethodPut:
-		rq.servePut()
+		return rq.servePut
 	case http.MethodDelete:
-		rq.serveDelete()
+		return rq.serveDelete
 	case "MKCOL":
-		rq.serveMkcol()
+		return rq.serveMkcol
 	case "COPY", "MOVE":
-		rq.serveCopyMove()
+		return rq.serveCopyMove
 	case "PROPFIND":
-		rq.servePropfind()
+		return rq.servePropfind
 	case "PROPPATCH":
-		rq.serveProppatch()
+		return rq.serveProppatch
 	case "LOCK":
-		rq.serveLock()
+		return rq.serveLock
 	case "UNLOCK":
-		rq.serveUnlock()
+		return rq.serveUnlock
 	case http.MethodPost, http.MethodPatch, "TRACE", "CONNECT":
-		w.Header().Set("Allow", davMethods)
-		http.Error(w, "method not allowed", http.StatusMethodNotAllowed)
-	default:
-		http.Error(w, "unknown method", http.StatusNotImplemented)
+		return func() (int, error) {
+			rq.w.Header().Set("Allow", davMethods)
+			return refuse(http.StatusMethodNotAllowed, "method not allowed")
+		}
 	}
+	return func() (int, error) { return refuse(http.StatusNotImplemented, "unknown method") }
+}
+
+func (rq *request) serveOptions() (int, error) {
+	rq.h.writeOptions(rq.w)
+	return 0, nil
 }
 
 func (h *Handler) writeOptions(w http.ResponseWriter) {
@@ -347,14 +340,14 @@ func (h *Handler) writeOptions(w http.ResponseWriter) {
 // anything else outside the prefix that reaches the handler): OPTIONS with
 // the DAV headers, PROPFIND with a plain collection whose only member is
 // the WebDAV tree.
-func (h *Handler) serveServerRoot(w http.ResponseWriter, r *http.Request, p string) {
+func (h *Handler) serveServerRoot(w http.ResponseWriter, r *http.Request, p string) (int, error) {
 	switch r.Method {
 	case http.MethodOptions:
 		h.writeOptions(w)
+		return 0, nil
 	case "PROPFIND":
 		if p != "/" {
-			http.NotFound(w, r)
-			return
+			break
 		}
 		depth := r.Header.Get("Depth")
 		var b strings.Builder
@@ -369,9 +362,10 @@ func (h *Handler) serveServerRoot(w http.ResponseWriter, r *http.Request, p stri
 		w.Header().Set("DAV", "1, 2")
 		w.WriteHeader(http.StatusMultiStatus)
 		_, _ = w.Write([]byte(b.String()))
-	default:
-		http.NotFound(w, r)
+		return 0, nil
 	}
+	// http.NotFound's text, as before.
+	return refuse(http.StatusNotFound, "404 page not found")
 }
 
 func writeStaticCollection(b *strings.Builder, href, name string, t time.Time) {
@@ -522,16 +516,4 @@ func escapeSegment(s string) string {
 func segSafe(c byte) bool {
 	return 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' ||
 		c == '-' || c == '_' || c == '.' || c == '~'
-}
-
-// lockStripe serialises work on one path of one user within this process.
-func (h *Handler) lockStripe(userID, p string) *sync.Mutex {
-	var x uint32 = 2166136261
-	for i := 0; i < len(userID); i++ {
-		x = (x ^ uint32(userID[i])) * 16777619
-	}
-	for i := 0; i < len(p); i++ {
-		x = (x ^ uint32(p[i])) * 16777619
-	}
-	return &h.stripe[x%uint32(len(h.stripe))]
 }

@@ -781,8 +781,8 @@ func TestChecksumFollowsFile(t *testing.T) {
 		if err := db.Model(&models.DavChecksum{}).Where("user_id = ?", u.ID).Count(&rows).Error; err != nil {
 			t.Fatal(err)
 		}
-		if e.h.xattrSums != (rows == 0) {
-			t.Fatalf("xattr store %v, %d checksum rows in the database", e.h.xattrSums, rows)
+		if sumsOnFiles(e.h) != (rows == 0) {
+			t.Fatalf("xattr store %v, %d checksum rows in the database", sumsOnFiles(e.h), rows)
 		}
 	})
 }
@@ -929,7 +929,7 @@ func TestStoreSwitchDropsDatabaseChecksums(t *testing.T) {
 			t.Fatalf("database store: %s", b)
 		}
 		xattrStore := newEnv(t, db, dir, Options{})
-		if !xattrStore.h.xattrSums {
+		if !sumsOnFiles(xattrStore.h) {
 			t.Fatal("the test directory's filesystem keeps no user extended attributes")
 		}
 		xattrStore.want(http.StatusNoContent, "alice", "PUT", "/f", "bbbb", "X-OC-Mtime", "1600000000")

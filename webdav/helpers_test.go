@@ -132,3 +132,9 @@ func eachStore(t *testing.T, fn func(t *testing.T, db *gorm.DB, opts Options)) {
 		testdb.Each(t, func(t *testing.T, db *gorm.DB) { fn(t, db, Options{ChecksumsInDB: true}) })
 	})
 }
+
+// sumsOnFiles reports whether h chose the extended-attribute store.
+func sumsOnFiles(h *Handler) bool {
+	_, ok := h.meta.(*xattrStore)
+	return ok
+}

@@ -83,36 +83,11 @@ func parseIf(s string) ([]ifList, error) {
 					i++
 					break
 				}
-				c := ifCondition{}
-				if strings.HasPrefix(s[i:], "Not") || strings.HasPrefix(s[i:], "not") || strings.HasPrefix(s[i:], "NOT") {
-					c.Not = true
-					i += 3
-					skip()
+				c, next, err := parseIfCondition(s, i)
+				if err != nil {
+					return nil, err
 				}
-				if i >= len(s) {
-					return nil, errBadIf
-				}
-				switch s[i] {
-				case '<':
-					j := strings.IndexByte(s[i:], '>')
-					if j < 0 {
-						return nil, errBadIf
-					}
-					c.Token = s[i+1 : i+j]
-					i += j + 1
-				case '[':
-					j := strings.IndexByte(s[i:], ']')
-					if j < 0 {
-						return nil, errBadIf
-					}
-					c.ETag = s[i+1 : i+j]
-					i += j + 1
-				default:
-					return nil, errBadIf
-				}
-				if c.Token == "" && c.ETag == "" {
-					return nil, errBadIf
-				}
+				i = next
 				l.Conds = append(l.Conds, c)
 			}
 			if len(l.Conds) == 0 {
@@ -127,6 +102,45 @@ func parseIf(s string) ([]ifList, error) {
 		return nil, errBadIf
 	}
 	return out, nil
+}
+
+// parseIfCondition reads the condition starting at s[i] ("Not"
+// optionally, then a <state-token> or an [entity-tag]) and returns the
+// index after it.
+func parseIfCondition(s string, i int) (ifCondition, int, error) {
+	c := ifCondition{}
+	if strings.HasPrefix(s[i:], "Not") || strings.HasPrefix(s[i:], "not") || strings.HasPrefix(s[i:], "NOT") {
+		c.Not = true
+		i += 3
+		for i < len(s) && (s[i] == ' ' || s[i] == '\t' || s[i] == '\r' || s[i] == '\n') {
+			i++
+		}
+	}
+	if i >= len(s) {
+		return c, i, errBadIf
+	}
+	var end byte
+	switch s[i] {
+	case '<':
+		end = '>'
+	case '[':
+		end = ']'
+	default:
+		return c, i, errBadIf
+	}
+	j := strings.IndexByte(s[i:], end)
+	if j < 0 {
+		return c, i, errBadIf
+	}
+	if end == '>' {
+		c.Token = s[i+1 : i+j]
+	} else {
+		c.ETag = s[i+1 : i+j]
+	}
+	if c.Token == "" && c.ETag == "" {
+		return c, i, errBadIf
+	}
+	return c, i + j + 1, nil
 }
 
 // target is a resource a write touches.
@@ -151,15 +165,14 @@ func covers(l *models.DavLock, p string) bool {
 	return l.Infinite && isUnder(p, l.Path)
 }
 
-// precheck evaluates the If header and the locks for a write to targets.
-// On failure it writes 400, 412 or 423 and returns nil.
-func (rq *request) precheck(targets ...target) *preconds {
+// precheck evaluates the If header and the locks for a write to targets:
+// a refusal (400, 412 or 423) when the write may not go ahead.
+func (rq *request) precheck(targets ...target) (*preconds, error) {
 	pc := &preconds{tokens: map[string]bool{}}
 	if v := rq.r.Header.Values("If"); len(v) > 0 {
 		ifs, err := parseIf(strings.Join(v, " "))
 		if err != nil {
-			http.Error(rq.w, "malformed If header", http.StatusBadRequest)
-			return nil
+			return nil, refusal(http.StatusBadRequest, "malformed If header")
 		}
 		pc.ifs = ifs
 		for _, l := range ifs {
@@ -172,8 +185,7 @@ func (rq *request) precheck(targets ...target) *preconds {
 	}
 	locks, err := rq.h.activeLocks(rq.r.Context(), rq.user.ID)
 	if err != nil {
-		rq.fail(err)
-		return nil
+		return nil, err
 	}
 	pc.locks = locks
 	// A target is blocked when a lock protecting it has not been
@@ -217,18 +229,15 @@ func (rq *request) precheck(targets ...target) *preconds {
 	// of its If header says; otherwise a false If header is 412 and a
 	// lock alone is 423 (RFC 4918 §10.4.1, §12.1).
 	if isBlocked && pc.presentedLockToken() {
-		rq.writeLocked(blocked)
-		return nil
+		return nil, rq.lockedError(blocked)
 	}
 	if len(pc.ifs) > 0 && !rq.evalIf(pc) {
-		http.Error(rq.w, "precondition failed", http.StatusPreconditionFailed)
-		return nil
+		return nil, refusal(http.StatusPreconditionFailed, "precondition failed")
 	}
 	if isBlocked {
-		rq.writeLocked(blocked)
-		return nil
+		return nil, rq.lockedError(blocked)
 	}
-	return pc
+	return pc, nil
 }
 
 // presentedLockToken reports whether the If header names, positively, a
@@ -311,22 +320,10 @@ func (h *Handler) tagPath(tag, host string) (string, bool) {
 	return h.internalPath(p)
 }
 
-func (rq *request) writeLocked(root string) {
-	rq.writeLockError("lock-token-submitted", root)
-}
-
-// writeLockError answers 423 with the precondition element cond naming
-// root: lock-token-submitted where a write lacks a token, and
-// no-conflicting-lock where a LOCK meets an incompatible lock (RFC 4918
-// §9.10.6).
-func (rq *request) writeLockError(cond, root string) {
-	rq.w.Header().Set("Content-Type", `application/xml; charset="utf-8"`)
-	rq.w.WriteHeader(http.StatusLocked)
-	var b strings.Builder
-	b.WriteString(xmlHeader + `<D:error xmlns:D="DAV:"><D:` + cond + `><D:href>`)
-	escapeText(&b, rq.h.href(root, false))
-	b.WriteString(`</D:href></D:` + cond + `></D:error>`)
-	_, _ = io.WriteString(rq.w, b.String())
+// lockedError is the 423 of a write whose lock token was not submitted,
+// naming the lock root (RFC 4918 §9.10.6 and §16, lock-token-submitted).
+func (rq *request) lockedError(root string) error {
+	return condError(http.StatusLocked, "lock-token-submitted", rq.h.href(root, false))
 }
 
 // maxLockOwner caps a lock's owner XML: every write and lockdiscovery
@@ -372,7 +369,7 @@ func (h *Handler) parseTimeout(v string) time.Duration {
 	return max
 }
 
-func (rq *request) serveLock() {
+func (rq *request) serveLock() (int, error) {
 	h := rq.h
 	depthInf := true
 	switch rq.r.Header.Get("Depth") {
@@ -380,26 +377,23 @@ func (rq *request) serveLock() {
 	case "0":
 		depthInf = false
 	default:
-		http.Error(rq.w, "invalid Depth", http.StatusBadRequest)
-		return
+		return refuse(http.StatusBadRequest, "invalid Depth")
 	}
 	doc, err := h.readXML(rq.r)
 	if err != nil {
-		rq.xmlError(err)
-		return
+		return 0, xmlFailure(err)
 	}
 	timeout := h.parseTimeout(rq.r.Header.Get("Timeout"))
 	if doc == nil {
-		rq.refreshLock(timeout)
-		return
+		return rq.refreshLock(timeout)
 	}
-	shared, owner, ok := rq.parseLockInfo(doc)
-	if !ok {
-		return
+	shared, owner, err := parseLockInfo(doc)
+	if err != nil {
+		return 0, err
 	}
-	exists, ok := rq.lockable()
-	if !ok {
-		return
+	exists, err := rq.lockable()
+	if err != nil {
+		return 0, err
 	}
 	lock := models.DavLock{
 		Token:          "opaquelocktoken:" + uuid.NewString(),
@@ -411,15 +405,14 @@ func (rq *request) serveLock() {
 		TimeoutSeconds: int64(timeout / time.Second),
 		Expires:        time.Now().Add(timeout).Unix(),
 	}
-	if !rq.insertLock(&lock) {
-		return
+	if err := rq.insertLock(&lock); err != nil {
+		return 0, err
 	}
 	status := http.StatusOK
 	if !exists {
 		created, err := rq.createLocked(&lock)
 		if err != nil {
-			rq.fail(err)
-			return
+			return internal(err)
 		}
 		if created {
 			status = http.StatusCreated
@@ -427,68 +420,62 @@ func (rq *request) serveLock() {
 	}
 	rq.w.Header().Set("Lock-Token", "<"+lock.Token+">")
 	rq.writeLockDiscovery(status, &lock)
+	return 0, nil
 }
 
-// parseLockInfo reads a LOCK body's scope and owner; on bad input it
-// answers 400 and reports false.
-func (rq *request) parseLockInfo(doc *xmlNode) (shared bool, owner string, ok bool) {
+// parseLockInfo reads a LOCK body's scope and owner.
+func parseLockInfo(doc *xmlNode) (shared bool, owner string, err error) {
 	if doc.Name != (xmlName{"DAV:", "lockinfo"}) {
-		http.Error(rq.w, "expected lockinfo", http.StatusBadRequest)
-		return false, "", false
+		return false, "", refusal(http.StatusBadRequest, "expected lockinfo")
 	}
 	scope := doc.child("DAV:", "lockscope")
 	ltype := doc.child("DAV:", "locktype")
 	if scope == nil || ltype == nil || ltype.child("DAV:", "write") == nil {
-		http.Error(rq.w, "lockinfo needs lockscope and write locktype", http.StatusBadRequest)
-		return false, "", false
+		return false, "", refusal(http.StatusBadRequest, "lockinfo needs lockscope and write locktype")
 	}
 	switch {
 	case scope.child("DAV:", "exclusive") != nil:
 	case scope.child("DAV:", "shared") != nil:
 		shared = true
 	default:
-		http.Error(rq.w, "unknown lockscope", http.StatusBadRequest)
-		return false, "", false
+		return false, "", refusal(http.StatusBadRequest, "unknown lockscope")
 	}
 	if o := doc.child("DAV:", "owner"); o != nil {
 		owner = o.inner()
 	}
 	if len(owner) > maxLockOwner {
-		http.Error(rq.w, fmt.Sprintf("lock owner is longer than %d bytes", maxLockOwner), http.StatusBadRequest)
-		return false, "", false
+		return false, "", refusal(http.StatusBadRequest, fmt.Sprintf("lock owner is longer than %d bytes", maxLockOwner))
 	}
-	return shared, owner, true
+	return shared, owner, nil
 }
 
 // lockable checks that the resource exists or may be created by the LOCK
 // (RFC 4918 §7.3: an unmapped URL becomes an empty file, which needs the
 // parent collection and its lock tokens), and evaluates the If header.
-func (rq *request) lockable() (exists, ok bool) {
-	_, err := rq.root.Stat(rel(rq.path))
-	exists = err == nil
-	if !exists {
-		if !errors.Is(err, os.ErrNotExist) {
-			rq.statFail(err)
-			return false, false
+func (rq *request) lockable() (exists bool, err error) {
+	_, err = rq.root.Stat(rel(rq.path))
+	if err == nil {
+		if len(rq.r.Header.Values("If")) > 0 {
+			// Evaluate a given If header like any other request.
+			_, err = rq.precheck()
 		}
-		if pfi, err := rq.root.Stat(rel(pathParent(rq.path))); err != nil || !pfi.IsDir() {
-			http.Error(rq.w, "parent collection does not exist", http.StatusConflict)
-			return false, false
-		}
-		// Creating the file changes the parent's membership.
-		return false, rq.precheck(target{path: pathParent(rq.path)}) != nil
+		return true, err
 	}
-	if len(rq.r.Header.Values("If")) > 0 {
-		// Evaluate a given If header like any other request.
-		return true, rq.precheckIfOnly()
+	if !errors.Is(err, os.ErrNotExist) {
+		return false, statError(err)
 	}
-	return true, true
+	if pfi, err := rq.root.Stat(rel(pathParent(rq.path))); err != nil || !pfi.IsDir() {
+		return false, refusal(http.StatusConflict, "parent collection does not exist")
+	}
+	// Creating the file changes the parent's membership.
+	_, err = rq.precheck(target{path: pathParent(rq.path)})
+	return false, err
 }
 
 // insertLock stores lock unless the user holds too many or it conflicts
-// with an active lock, in a transaction serialised per user; it answers
-// and reports false when the lock was not taken.
-func (rq *request) insertLock(lock *models.DavLock) bool {
+// with an active lock, in a transaction serialised per user: a refusal
+// (507, 423) when it may not be taken.
+func (rq *request) insertLock(lock *models.DavLock) error {
 	h := rq.h
 	var conflict *models.DavLock
 	tooMany := false
@@ -523,19 +510,17 @@ func (rq *request) insertLock(lock *models.DavLock) bool {
 	})
 	switch {
 	case err != nil:
-		rq.fail(err)
-		return false
+		return fmt.Errorf("take lock: %w", err)
 	case tooMany:
 		// Shared locks never conflict, so without a cap one user could
 		// pile up locks that every later request of theirs reads.
-		http.Error(rq.w, fmt.Sprintf("too many active locks (at most %d per user)", h.opts.MaxLocksPerUser), http.StatusInsufficientStorage)
-		return false
+		return refusal(http.StatusInsufficientStorage, fmt.Sprintf("too many active locks (at most %d per user)", h.opts.MaxLocksPerUser))
 	case conflict != nil:
-		rq.writeLockError("no-conflicting-lock", conflict.Path)
-		return false
+		// RFC 4918 §9.10.6: no-conflicting-lock names the lock met.
+		return condError(http.StatusLocked, "no-conflicting-lock", h.href(conflict.Path, false))
 	}
 	h.locksChanged()
-	return true
+	return nil
 }
 
 // createLocked creates the empty file a LOCK of an unmapped URL locks,
@@ -550,7 +535,7 @@ func (rq *request) createLocked(lock *models.DavLock) (bool, error) {
 	case err == nil:
 		f.Close()
 		created = true
-		err = h.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error { return deleteMeta(tx, rq.user.ID, rq.path, false) })
+		err = h.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error { return h.meta.dropTx(tx, rq.user.ID, rq.path) })
 	case errors.Is(err, os.ErrExist):
 		err = nil
 	}
@@ -566,15 +551,12 @@ func (rq *request) createLocked(lock *models.DavLock) (bool, error) {
 	return false, fmt.Errorf("create the locked resource: %w", err)
 }
 
-// precheckIfOnly evaluates the If header (no lock enforcement).
-func (rq *request) precheckIfOnly() bool {
-	return rq.precheck() != nil
-}
-
-func (rq *request) refreshLock(timeout time.Duration) {
-	pc := rq.precheck()
-	if pc == nil {
-		return
+// refreshLock extends the lock whose token the If header submits for the
+// request's resource (a LOCK without a body, RFC 4918 §9.10.2).
+func (rq *request) refreshLock(timeout time.Duration) (int, error) {
+	pc, err := rq.precheck()
+	if err != nil {
+		return 0, err
 	}
 	var found *models.DavLock
 	for i := range pc.locks {
@@ -585,18 +567,17 @@ func (rq *request) refreshLock(timeout time.Duration) {
 		}
 	}
 	if found == nil {
-		http.Error(rq.w, "no lock to refresh: submit its token in the If header", http.StatusPreconditionFailed)
-		return
+		return refuse(http.StatusPreconditionFailed, "no lock to refresh: submit its token in the If header")
 	}
 	found.TimeoutSeconds = int64(timeout / time.Second)
 	found.Expires = time.Now().Add(timeout).Unix()
 	if err := rq.h.db.WithContext(rq.r.Context()).Model(&models.DavLock{}).Where("token = ?", found.Token).
 		Updates(map[string]any{"timeout_seconds": found.TimeoutSeconds, "expires": found.Expires}).Error; err != nil {
-		rq.fail(err)
-		return
+		return internal(fmt.Errorf("refresh lock: %w", err))
 	}
 	rq.h.locksChanged()
 	rq.writeLockDiscovery(http.StatusOK, found)
+	return 0, nil
 }
 
 func (rq *request) writeLockDiscovery(status int, l *models.DavLock) {
@@ -637,31 +618,26 @@ func (h *Handler) writeActiveLock(b stringWriter, l *models.DavLock) {
 	b.WriteString(`</D:href></D:lockroot></D:activelock>`)
 }
 
-func (rq *request) serveUnlock() {
+func (rq *request) serveUnlock() (int, error) {
 	tok := strings.TrimSpace(rq.r.Header.Get("Lock-Token"))
 	if len(tok) < 3 || tok[0] != '<' || tok[len(tok)-1] != '>' {
-		http.Error(rq.w, "missing or malformed Lock-Token", http.StatusBadRequest)
-		return
+		return refuse(http.StatusBadRequest, "missing or malformed Lock-Token")
 	}
 	tok = tok[1 : len(tok)-1]
 	locks, err := rq.h.activeLocks(rq.r.Context(), rq.user.ID)
 	if err != nil {
-		rq.fail(err)
-		return
+		return internal(err)
 	}
 	for i := range locks {
 		if locks[i].Token == tok && covers(&locks[i], rq.path) {
 			if err := rq.h.db.WithContext(rq.r.Context()).Where("token = ? AND user_id = ?", tok, rq.user.ID).
 				Delete(&models.DavLock{}).Error; err != nil {
-				rq.fail(err)
-				return
+				return internal(fmt.Errorf("unlock: %w", err))
 			}
 			rq.h.locksChanged()
-			rq.w.WriteHeader(http.StatusNoContent)
-			return
+			return http.StatusNoContent, nil
 		}
 	}
-	rq.w.Header().Set("Content-Type", `application/xml; charset="utf-8"`)
-	rq.w.WriteHeader(http.StatusConflict)
-	_, _ = io.WriteString(rq.w, xmlHeader+`<D:error xmlns:D="DAV:"><D:lock-token-matches-request-uri/></D:error>`)
+	// RFC 4918 §9.11.1.
+	return http.StatusConflict, condError(http.StatusConflict, "lock-token-matches-request-uri", "")
 }

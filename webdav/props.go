@@ -3,6 +3,7 @@ package webdav
 import (
 	"bufio"
 	"context"
+	"fmt"
 	"io"
 	"io/fs"
 	"net/http"
@@ -14,7 +15,6 @@ import (
 	"unicode/utf8"
 
 	"gorm.io/gorm"
-	"gorm.io/gorm/clause"
 
 	"github.com/ontoflow/ontoflow/internal/printable"
 	"github.com/ontoflow/ontoflow/models"
@@ -86,47 +86,61 @@ func statusLine(code int) string {
 	return "HTTP/1.1 " + strconv.Itoa(code) + " " + http.StatusText(code)
 }
 
-func (rq *request) servePropfind() {
-	h := rq.h
-	ctx := rq.r.Context()
+func (rq *request) servePropfind() (int, error) {
 	depth := rq.r.Header.Get("Depth")
 	switch depth {
 	case "0", "1":
 	case "", "infinity", "Infinity":
-		rq.w.Header().Set("Content-Type", `application/xml; charset="utf-8"`)
-		rq.w.WriteHeader(http.StatusForbidden)
-		_, _ = io.WriteString(rq.w, xmlHeader+`<D:error xmlns:D="DAV:"><D:propfind-finite-depth/></D:error>`)
-		return
+		// RFC 4918 §9.1: a server may refuse Depth infinity with this
+		// precondition.
+		return http.StatusForbidden, condError(http.StatusForbidden, "propfind-finite-depth", "")
 	default:
-		http.Error(rq.w, "invalid Depth", http.StatusBadRequest)
-		return
+		return refuse(http.StatusBadRequest, "invalid Depth")
 	}
-	kind, names, include, ok := rq.parsePropfind()
-	if !ok {
-		return
+	kind, names, include, err := rq.parsePropfind()
+	if err != nil {
+		return 0, err
 	}
 	fi, err := rq.root.Stat(rel(rq.path))
 	if err != nil {
-		rq.statFail(err)
-		return
+		return statFailure(err)
 	}
+	pw, err := rq.newPropWriter(kind, names, include)
+	if err != nil {
+		return internal(err)
+	}
+	rq.w.Header().Set("Content-Type", `application/xml; charset="utf-8"`)
+	rq.w.WriteHeader(http.StatusMultiStatus)
+	pw.bw = bufio.NewWriterSize(rq.w, 64<<10)
+	_, _ = pw.bw.WriteString(xmlHeader + `<D:multistatus xmlns:D="DAV:">`)
+	batch := []entry{{path: rq.path, fi: fi}}
+	ctx := rq.r.Context()
+	if depth == "1" && fi.IsDir() {
+		err = rq.listDir(ctx, batch, pw)
+	} else {
+		err = pw.writeBatch(ctx, nil, batch)
+	}
+	if err != nil {
+		// The status line is out: respond logs it and writes nothing
+		// more, so the client sees a truncated body.
+		return 0, fmt.Errorf("propfind: %w", err)
+	}
+	_, _ = pw.bw.WriteString(`</D:multistatus>`)
+	_ = pw.bw.Flush()
+	return 0, nil
+}
+
+// newPropWriter prepares what every entry of the answer needs: the
+// user's locks, whether dead properties and checksums are to be read, and
+// the quota figures when asked for.
+func (rq *request) newPropWriter(kind propfindKind, names, include []xmlName) (*propWriter, error) {
+	h, ctx := rq.h, rq.r.Context()
 	want := func(n xmlName) bool {
-		for _, x := range names {
-			if x == n {
-				return true
-			}
-		}
-		for _, x := range include {
-			if x == n {
-				return true
-			}
-		}
-		return false
+		return slices.Contains(names, n) || slices.Contains(include, n)
 	}
 	locks, err := h.activeLocks(ctx, rq.user.ID)
 	if err != nil {
-		rq.fail(err)
-		return
+		return nil, err
 	}
 	pw := &propWriter{
 		rq: rq, kind: kind, names: names, include: include, locks: locks,
@@ -134,57 +148,34 @@ func (rq *request) servePropfind() {
 		withSums:  want(xmlName{nsOC, "checksums"}),
 	}
 	if pw.withProps {
-		if pw.withProps, err = h.hasProps(ctx, rq.user.ID); err != nil {
-			rq.fail(err)
-			return
+		if pw.withProps, err = h.meta.hasProps(ctx, rq.user.ID); err != nil {
+			return nil, err
 		}
 	}
 	if want(xmlName{nsDAV, "quota-available-bytes"}) || want(xmlName{nsDAV, "quota-used-bytes"}) {
-		avail, used, err := h.quotaValues(rq.root, rq.user)
+		avail, used, err := h.quota.values(rq.root, rq.user)
 		if err != nil {
-			rq.fail(err)
-			return
+			return nil, fmt.Errorf("quota: %w", err)
 		}
 		pw.quota = true
 		pw.quotaAvail, pw.quotaUsed = avail, used
 	}
-	rq.w.Header().Set("Content-Type", `application/xml; charset="utf-8"`)
-	rq.w.WriteHeader(http.StatusMultiStatus)
-	bw := bufio.NewWriterSize(rq.w, 64<<10)
-	pw.bw = bw
-	_, _ = bw.WriteString(xmlHeader + `<D:multistatus xmlns:D="DAV:">`)
-	batch := []entry{{path: rq.path, fi: fi}}
-	if depth == "1" && fi.IsDir() {
-		if err := rq.listDir(ctx, batch, pw); err != nil {
-			// The status line is out: the client sees a truncated body,
-			// which is the only honest signal left (no second header).
-			h.log.Error("webdav propfind", "user", rq.user.Username, "path", rq.path, "err", err)
-			return
-		}
-	} else if err := pw.writeBatch(ctx, nil, batch); err != nil {
-		h.log.Error("webdav propfind", "user", rq.user.Username, "path", rq.path, "err", err)
-		return
-	}
-	_, _ = bw.WriteString(`</D:multistatus>`)
-	_ = bw.Flush()
+	return pw, nil
 }
 
 // parsePropfind reads the PROPFIND body: allprop (also for an empty
-// body) with its include list, propname, or the named properties. On bad
-// input it answers and reports false.
-func (rq *request) parsePropfind() (kind propfindKind, names, include []xmlName, ok bool) {
+// body) with its include list, propname, or the named properties.
+func (rq *request) parsePropfind() (kind propfindKind, names, include []xmlName, err error) {
 	doc, err := rq.h.readXML(rq.r)
 	if err != nil {
-		rq.xmlError(err)
-		return 0, nil, nil, false
+		return 0, nil, nil, xmlFailure(err)
 	}
 	kind = pfAllprop
 	if doc == nil {
-		return kind, nil, nil, true
+		return kind, nil, nil, nil
 	}
 	if doc.Name != (xmlName{nsDAV, "propfind"}) {
-		http.Error(rq.w, "expected propfind", http.StatusBadRequest)
-		return 0, nil, nil, false
+		return 0, nil, nil, refusal(http.StatusBadRequest, "expected propfind")
 	}
 	switch {
 	case doc.child(nsDAV, "propname") != nil:
@@ -201,10 +192,9 @@ func (rq *request) parsePropfind() (kind propfindKind, names, include []xmlName,
 			names = append(names, k.Name)
 		}
 	default:
-		http.Error(rq.w, "propfind needs prop, allprop or propname", http.StatusBadRequest)
-		return 0, nil, nil, false
+		return 0, nil, nil, refusal(http.StatusBadRequest, "propfind needs prop, allprop or propname")
 	}
-	return kind, names, include, true
+	return kind, names, include, nil
 }
 
 func anyDead(names []xmlName) bool {
@@ -289,25 +279,22 @@ type propWriter struct {
 // writeBatch renders entries. dir is the open directory holding them, or
 // nil when they are not all members of one listed directory.
 func (pw *propWriter) writeBatch(ctx context.Context, dir *os.File, batch []entry) error {
+	rq := pw.rq
 	var props map[string][]models.DavProp
 	var sums map[string]models.DavChecksum
-	if pw.withProps || pw.withSums {
+	var err error
+	if pw.withProps {
 		paths := make([]string, len(batch))
 		for i, e := range batch {
 			paths[i] = e.path
 		}
-		var err error
-		if pw.withProps {
-			if props, err = pw.rq.h.propsFor(ctx, pw.rq.user.ID, paths); err != nil {
-				return err
-			}
+		if props, err = rq.h.meta.propsFor(ctx, rq.user.ID, paths); err != nil {
+			return err
 		}
-		if pw.withSums && pw.rq.h.xattrSums {
-			sums = pw.rq.xattrSumsFor(dir, batch)
-		} else if pw.withSums {
-			if sums, err = pw.rq.h.sumsFor(ctx, pw.rq.user.ID, paths); err != nil {
-				return err
-			}
+	}
+	if pw.withSums {
+		if sums, err = rq.h.meta.sumsFor(ctx, rq.root, rq.user.ID, dir, batch); err != nil {
+			return err
 		}
 	}
 	for _, e := range batch {
@@ -315,29 +302,6 @@ func (pw *propWriter) writeBatch(ctx context.Context, dir *os.File, batch []entr
 		pw.writeEntry(e, props[e.path], sum, ok)
 	}
 	return nil
-}
-
-// xattrSumsFor reads the checksums the files of batch carry: one system
-// call per file when the directory is open, else the file is opened.
-func (rq *request) xattrSumsFor(dir *os.File, batch []entry) map[string]models.DavChecksum {
-	out := make(map[string]models.DavChecksum, len(batch))
-	for _, e := range batch {
-		if !e.fi.Mode().IsRegular() {
-			continue
-		}
-		var s models.DavChecksum
-		var ok bool
-		if dir != nil && !e.link {
-			s, ok = getSumAt(dir, pathBase(e.path))
-		} else if f, err := rq.root.Open(rel(e.path)); err == nil {
-			s, ok = getSum(f)
-			f.Close()
-		}
-		if ok {
-			out[e.path] = s
-		}
-	}
-	return out
 }
 
 func (pw *propWriter) writeEntry(e entry, dead []models.DavProp, sum models.DavChecksum, hasSum bool) {
@@ -419,18 +383,7 @@ func (pw *propWriter) writeLive(n xmlName, e entry, dir bool, sum models.DavChec
 	case xmlName{nsDAV, "displayname"}:
 		b.WriteString(`<D:displayname>`)
 		if e.path != "/" {
-			name := pathBase(e.path)
-			if !printable.String(name) {
-				// Put on disk by other means: shown with U+FFFD in place
-				// of what XML cannot carry (the href keeps the bytes).
-				name = strings.Map(func(r rune) rune {
-					if r < 0x20 || r == 0x7f {
-						return utf8.RuneError
-					}
-					return r
-				}, strings.ToValidUTF8(name, string(utf8.RuneError)))
-			}
-			escapeText(b, name)
+			escapeText(b, displayName(pathBase(e.path)))
 		}
 		b.WriteString(`</D:displayname>`)
 	case xmlName{nsDAV, "getcontentlength"}:
@@ -467,13 +420,7 @@ func (pw *propWriter) writeLive(n xmlName, e entry, dir bool, sum models.DavChec
 			`<D:lockentry><D:lockscope><D:shared/></D:lockscope><D:locktype><D:write/></D:locktype></D:lockentry>` +
 			`</D:supportedlock>`)
 	case xmlName{nsDAV, "lockdiscovery"}:
-		b.WriteString(`<D:lockdiscovery>`)
-		for i := range pw.locks {
-			if covers(&pw.locks[i], e.path) {
-				pw.rq.h.writeActiveLock(b, &pw.locks[i])
-			}
-		}
-		b.WriteString(`</D:lockdiscovery>`)
+		pw.writeLockDiscovery(e.path)
 	case xmlName{nsDAV, "quota-available-bytes"}:
 		if !pw.quota {
 			return false
@@ -485,22 +432,55 @@ func (pw *propWriter) writeLive(n xmlName, e entry, dir bool, sum models.DavChec
 		}
 		b.WriteString(`<D:quota-used-bytes>` + strconv.FormatInt(pw.quotaUsed, 10) + `</D:quota-used-bytes>`)
 	case xmlName{nsOC, "checksums"}:
-		// Valid only while the file is the one that was hashed.
-		if dir || !fi.Mode().IsRegular() {
-			return false
-		}
-		if !hasSum || sum.Size != fi.Size() || sum.MtimeNs != fi.ModTime().UnixNano() {
-			// Not hashed yet (large upload still queued, or lost
-			// across a restart): queue it, publish none this time.
-			if !pw.rq.h.unhashable(pw.rq.user.ID, e.path, fi) {
-				pw.rq.h.hashLater(pw.rq.user.ID, e.path)
-			}
-			return false
-		}
-		b.WriteString(`<checksums xmlns="` + nsOC + `"><checksum>SHA1:` + sum.SHA1 + ` MD5:` + sum.MD5 + `</checksum></checksums>`)
+		return pw.writeSum(e, sum, hasSum)
 	default:
 		return false
 	}
+	return true
+}
+
+// displayName is the name shown for a member: one put on disk by other
+// means is shown with U+FFFD in place of what XML cannot carry (the href
+// keeps the bytes).
+func displayName(name string) string {
+	if printable.String(name) {
+		return name
+	}
+	return strings.Map(func(r rune) rune {
+		if r < 0x20 || r == 0x7f {
+			return utf8.RuneError
+		}
+		return r
+	}, strings.ToValidUTF8(name, string(utf8.RuneError)))
+}
+
+func (pw *propWriter) writeLockDiscovery(p string) {
+	b := pw.bw
+	b.WriteString(`<D:lockdiscovery>`)
+	for i := range pw.locks {
+		if covers(&pw.locks[i], p) {
+			pw.rq.h.writeActiveLock(b, &pw.locks[i])
+		}
+	}
+	b.WriteString(`</D:lockdiscovery>`)
+}
+
+// writeSum writes ownCloud's checksums property, valid only while the
+// file is the one that was hashed; it reports false when there is none.
+func (pw *propWriter) writeSum(e entry, sum models.DavChecksum, hasSum bool) bool {
+	fi := e.fi
+	if fi.IsDir() || !fi.Mode().IsRegular() {
+		return false
+	}
+	if !hasSum || !sumValid(sum, fi) {
+		// Not hashed yet (large upload still queued, or lost across a
+		// restart): queue it, publish none this time.
+		if !pw.rq.h.unhashable(pw.rq.user.ID, e.path, fi) {
+			pw.rq.h.hashLater(pw.rq.user.ID, e.path)
+		}
+		return false
+	}
+	pw.bw.WriteString(`<checksums xmlns="` + nsOC + `"><checksum>SHA1:` + sum.SHA1 + ` MD5:` + sum.MD5 + `</checksum></checksums>`)
 	return true
 }
 
@@ -543,29 +523,25 @@ type propOp struct {
 	node   *xmlNode
 }
 
-func (rq *request) serveProppatch() {
+func (rq *request) serveProppatch() (int, error) {
 	h := rq.h
 	doc, err := h.readXML(rq.r)
 	if err != nil {
-		rq.xmlError(err)
-		return
+		return 0, xmlFailure(err)
 	}
 	if doc == nil || doc.Name != (xmlName{nsDAV, "propertyupdate"}) {
-		http.Error(rq.w, "expected propertyupdate", http.StatusBadRequest)
-		return
+		return refuse(http.StatusBadRequest, "expected propertyupdate")
 	}
 	ops := proppatchOps(doc)
 	if len(ops) == 0 {
-		http.Error(rq.w, "propertyupdate without properties", http.StatusBadRequest)
-		return
+		return refuse(http.StatusBadRequest, "propertyupdate without properties")
 	}
 	fi, err := rq.root.Stat(rel(rq.path))
 	if err != nil {
-		rq.statFail(err)
-		return
+		return statFailure(err)
 	}
-	if rq.precheck(target{path: rq.path}) == nil {
-		return
+	if _, err := rq.precheck(target{path: rq.path}); err != nil {
+		return 0, err
 	}
 	// Validate everything first: PROPPATCH is all or nothing (§9.2).
 	status, mtime, failed := validateProppatch(ops)
@@ -574,8 +550,7 @@ func (rq *request) serveProppatch() {
 	if !failed {
 		var ok bool
 		if grow, ok, err = rq.admitProps(ops); err != nil {
-			rq.fail(err)
-			return
+			return internal(err)
 		} else if !ok {
 			for i, op := range ops {
 				if !op.remove && !(op.node.Name.Space == nsDAV && mtimeProp(op.node.Name)) {
@@ -592,23 +567,16 @@ func (rq *request) serveProppatch() {
 			}
 		}
 		rq.writePropstat(ops, status)
-		return
+		return 0, nil
 	}
-	timeSet, err := rq.applyProppatch(ops, fi, mtime)
-	h.propsWritten()
-	h.settle(rq.user.ID, grow, err == nil)
+	err = rq.applyProppatch(ops, fi, mtime)
+	h.meta.propsWritten()
+	h.quota.settle(rq.user.ID, grow, err == nil)
 	if err != nil {
-		if timeSet {
-			// All or nothing: the properties were not stored, so the
-			// modification time goes back too.
-			if rerr := rq.restoreMtime(fi); rerr != nil {
-				h.log.Error("webdav restore mtime after failed PROPPATCH", "user", rq.user.Username, "path", rq.path, "err", rerr)
-			}
-		}
-		rq.fail(err)
-		return
+		return internal(fmt.Errorf("proppatch: %w", err))
 	}
 	rq.writePropstat(ops, status)
+	return 0, nil
 }
 
 // proppatchOps lists a propertyupdate's set and remove operations in
@@ -667,59 +635,41 @@ func validateProppatch(ops []propOp) (status []int, mtime time.Time, failed bool
 }
 
 // applyProppatch stores the dead properties and sets the modification
-// time in one transaction; timeSet says whether the time was changed
-// (to be restored if the transaction failed).
-func (rq *request) applyProppatch(ops []propOp, fi fs.FileInfo, mtime time.Time) (timeSet bool, err error) {
-	h := rq.h
-	err = h.db.WithContext(rq.r.Context()).Transaction(func(tx *gorm.DB) error {
-		for _, op := range ops {
-			n := op.node.Name
-			if n.Space == nsDAV && mtimeProp(n) {
-				continue
-			}
-			if op.remove {
-				if err := tx.Where("user_id = ? AND path = ? AND space = ? AND name = ?", rq.user.ID, rq.path, n.Space, n.Local).
-					Delete(&models.DavProp{}).Error; err != nil {
-					return err
-				}
-				continue
-			}
-			row := models.DavProp{UserID: rq.user.ID, Path: rq.path, Space: n.Space, Name: n.Local, Value: op.node.inner(), Lang: op.node.Lang}
-			if err := tx.Clauses(clause.OnConflict{UpdateAll: true}).Create(&row).Error; err != nil {
-				return err
-			}
+// time in one transaction. All or nothing: when the properties cannot be
+// stored after the time was set, the time goes back.
+func (rq *request) applyProppatch(ops []propOp, fi fs.FileInfo, mtime time.Time) error {
+	meta := rq.h.meta
+	timeSet := false
+	err := rq.h.db.WithContext(rq.r.Context()).Transaction(func(tx *gorm.DB) error {
+		if err := meta.setProps(tx, rq.user.ID, rq.path, ops); err != nil {
+			return err
 		}
 		if mtime.IsZero() {
 			return nil
 		}
-		if h.xattrSums {
-			if err := rq.chtimesKeepSum(fi, mtime); err != nil {
-				return err
-			}
-			timeSet = true
-			return nil
-		}
-		if err := rq.root.Chtimes(rel(rq.path), mtime, mtime); err != nil {
-			return err
+		if err := meta.chtimes(tx, rq.root, rq.user.ID, rq.path, fi, mtime); err != nil {
+			return fmt.Errorf("set modification time: %w", err)
 		}
 		timeSet = true
-		// The content did not change: the recorded checksum follows.
-		return tx.Model(&models.DavChecksum{}).
-			Where("user_id = ? AND path = ? AND size = ? AND mtime_ns = ?", rq.user.ID, rq.path, fi.Size(), fi.ModTime().UnixNano()).
-			Update("mtime_ns", mtime.UnixNano()).Error
+		return nil
 	})
-	return timeSet, err
+	if err != nil && timeSet {
+		if rerr := rq.restoreMtime(fi); rerr != nil {
+			rq.h.log.Error("webdav restore mtime after failed PROPPATCH", "user", rq.user.Username, "path", rq.path, "err", rerr)
+		}
+	}
+	return err
 }
 
 // admitProps reserves against the user's quota the growth of the dead
 // properties ops set or remove on the request's resource; ok is false
 // when it does not fit. The caller settles grow.
 func (rq *request) admitProps(ops []propOp) (grow int64, ok bool, err error) {
-	quota := rq.h.quotaOf(rq.user)
+	quota := rq.h.quota.of(rq.user)
 	if quota <= 0 {
 		return 0, true, nil
 	}
-	old, err := rq.h.propsFor(rq.r.Context(), rq.user.ID, []string{rq.path})
+	old, err := rq.h.meta.propsFor(rq.r.Context(), rq.user.ID, []string{rq.path})
 	if err != nil {
 		return 0, false, err
 	}
@@ -739,51 +689,21 @@ func (rq *request) admitProps(ops []propOp) (grow int64, ok bool, err error) {
 			grow += size[n]
 		}
 	}
-	ok, err = rq.h.admit(rq.root, rq.user.ID, quota, grow)
+	ok, err = rq.h.quota.admit(rq.root, rq.user.ID, quota, grow)
 	return grow, ok, err
 }
 
-// chtimesKeepSum sets the modification time of the resource (fi describes
-// it now) and moves a valid checksum attribute along: the content did not
-// change.
-func (rq *request) chtimesKeepSum(fi fs.FileInfo, mtime time.Time) error {
-	var s models.DavChecksum
-	var f *os.File
-	ok := false
-	if fi.Mode().IsRegular() {
-		var err error
-		if f, err = rq.root.Open(rel(rq.path)); err == nil {
-			defer f.Close()
-			s, ok = getSum(f)
-			ok = ok && sumValid(s, fi)
-		}
-	}
-	if err := rq.root.Chtimes(rel(rq.path), mtime, mtime); err != nil {
-		return err
-	}
-	if !ok {
-		return nil
-	}
-	s.MtimeNs = mtime.UnixNano()
-	if err := setSum(f, s); err != nil {
-		// The old attribute no longer matches the new mtime, so nothing
-		// stale is published; the file is hashed again when asked.
-		rq.h.log.Warn("webdav checksum", "user", rq.user.Username, "path", rq.path, "err", err)
-	}
-	return nil
-}
-
 // restoreMtime puts back the modification time fi had before a PROPPATCH
-// whose properties could not be stored set it.
+// whose properties could not be stored set it (the store's record of the
+// checksum went back with the transaction; an attribute is moved back).
 func (rq *request) restoreMtime(fi fs.FileInfo) error {
-	if !rq.h.xattrSums {
-		return rq.root.Chtimes(rel(rq.path), fi.ModTime(), fi.ModTime())
-	}
 	now, err := rq.root.Stat(rel(rq.path))
 	if err != nil {
 		return err
 	}
-	return rq.chtimesKeepSum(now, fi.ModTime())
+	// Even if the client has gone: the time must not stay half-changed.
+	db := rq.h.db.WithContext(context.WithoutCancel(rq.r.Context()))
+	return rq.h.meta.chtimes(db, rq.root, rq.user.ID, rq.path, now, fi.ModTime())
 }
 
 // parsePropTime reads Unix seconds or an HTTP date.

@@ -2,7 +2,6 @@ package webdav
 
 import (
 	"context"
-	"fmt"
 	"io"
 	"io/fs"
 	"os"
@@ -17,7 +16,7 @@ import (
 // properties' bytes (propBytes). It is computed by walking the tree and
 // summing the properties (at most every usageTTL) and adjusted in place by
 // this process's writes; other replicas' writes show up at the next walk.
-// Handler.usage holds one entry (about 100 bytes) per user who used WebDAV
+// quotas.usage holds one entry (about 100 bytes) per user who used WebDAV
 // since the process started: bounded by the number of service users.
 type usageEntry struct {
 	mu    sync.Mutex
@@ -32,25 +31,38 @@ type usageEntry struct {
 
 const usageTTL = 30 * time.Second
 
-// quotaOf is the user's quota in bytes, or <= 0 for unlimited.
-func (h *Handler) quotaOf(u *models.User) int64 {
+// quotas admits writes against each user's quota (RFC 4331) and knows
+// each user's usage.
+type quotas struct {
+	// usage holds one usage entry per user who used WebDAV since the
+	// start: bounded by the number of service users, about 100 bytes
+	// each; not a cache that may be dropped, since it carries the
+	// reservations of uploads under way.
+	usage        sync.Map // user id -> *usageEntry
+	defaultQuota int64
+	dataDir      string    // for the file system's free space
+	props        deadProps // the dead properties' bytes
+}
+
+// of is the user's quota in bytes, or <= 0 for unlimited.
+func (h *quotas) of(u *models.User) int64 {
 	if u.QuotaBytes > 0 {
 		return u.QuotaBytes
 	}
 	if u.QuotaBytes < 0 {
 		return -1
 	}
-	return h.opts.DefaultQuota
+	return h.defaultQuota
 }
 
-func (h *Handler) usageEntry(userID string) *usageEntry {
+func (h *quotas) usageEntry(userID string) *usageEntry {
 	e, _ := h.usage.LoadOrStore(userID, &usageEntry{})
 	return e.(*usageEntry)
 }
 
-// usedBytes returns the bytes used by the user's tree, counting writes
+// used returns the bytes used by the user's tree, counting writes
 // admitted and still under way.
-func (h *Handler) usedBytes(root *os.Root, userID string) (int64, error) {
+func (h *quotas) used(root *os.Root, userID string) (int64, error) {
 	e := h.usageEntry(userID)
 	e.mu.Lock()
 	defer e.mu.Unlock()
@@ -58,7 +70,7 @@ func (h *Handler) usedBytes(root *os.Root, userID string) (int64, error) {
 	return n + e.pending, err
 }
 
-func (h *Handler) usedLocked(e *usageEntry, root *os.Root, userID string) (int64, error) {
+func (h *quotas) usedLocked(e *usageEntry, root *os.Root, userID string) (int64, error) {
 	if e.valid && time.Since(e.at) < usageTTL {
 		return e.bytes, nil
 	}
@@ -66,7 +78,7 @@ func (h *Handler) usedLocked(e *usageEntry, root *os.Root, userID string) (int64
 	if err != nil {
 		return 0, err
 	}
-	p, err := h.propBytes(context.Background(), userID)
+	p, err := h.props.propBytes(context.Background(), userID)
 	if err != nil {
 		return 0, err
 	}
@@ -83,24 +95,10 @@ func propSize(space, name, value, lang string) int64 {
 	return int64(len(space) + len(name) + len(value) + len(lang))
 }
 
-// propBytes sums the sizes of the user's dead properties (issue 13 item 9:
-// they count against the quota like file bytes).
-func (h *Handler) propBytes(ctx context.Context, userID string) (int64, error) {
-	q := "SELECT COALESCE(SUM(length(CAST(space AS BLOB)) + length(CAST(name AS BLOB)) + length(CAST(value AS BLOB)) + length(CAST(lang AS BLOB))), 0) FROM dav_props WHERE user_id = ?"
-	if models.IsPostgres(h.db) {
-		q = "SELECT COALESCE(SUM(octet_length(space) + octet_length(name) + octet_length(value) + octet_length(lang)), 0) FROM dav_props WHERE user_id = ?"
-	}
-	var n int64
-	if err := h.db.WithContext(ctx).Raw(q, userID).Scan(&n).Error; err != nil {
-		return 0, fmt.Errorf("sum dead property sizes: %w", err)
-	}
-	return n, nil
-}
-
 // admit reserves delta bytes of growth of the user's tree against quota
 // (> 0), reporting false when they do not fit. Every admitted delta is
 // settled once the write is in place or abandoned.
-func (h *Handler) admit(root *os.Root, userID string, quota, delta int64) (bool, error) {
+func (h *quotas) admit(root *os.Root, userID string, quota, delta int64) (bool, error) {
 	e := h.usageEntry(userID)
 	e.mu.Lock()
 	defer e.mu.Unlock()
@@ -122,7 +120,7 @@ func (h *Handler) admit(root *os.Root, userID string, quota, delta int64) (bool,
 
 // settle ends an admission: the growth moves from pending into the cached
 // usage if the write took place.
-func (h *Handler) settle(userID string, delta int64, done bool) {
+func (h *quotas) settle(userID string, delta int64, done bool) {
 	e := h.usageEntry(userID)
 	e.mu.Lock()
 	if delta > 0 {
@@ -134,7 +132,7 @@ func (h *Handler) settle(userID string, delta int64, done bool) {
 	e.mu.Unlock()
 }
 
-func (h *Handler) addUsage(userID string, delta int64) {
+func (h *quotas) add(userID string, delta int64) {
 	e := h.usageEntry(userID)
 	e.mu.Lock()
 	if e.valid {
@@ -146,7 +144,7 @@ func (h *Handler) addUsage(userID string, delta int64) {
 	e.mu.Unlock()
 }
 
-func (h *Handler) invalidateUsage(userID string) {
+func (h *quotas) invalidate(userID string) {
 	e := h.usageEntry(userID)
 	e.mu.Lock()
 	e.valid = false
@@ -206,21 +204,21 @@ func treeSize(root *os.Root, dir string) (int64, error) {
 	}
 }
 
-// quotaValues returns (available, used) for RFC 4331. Without a quota,
+// values returns (available, used) for RFC 4331. Without a quota,
 // available is the free space of the file system.
-func (h *Handler) quotaValues(root *os.Root, u *models.User) (int64, int64, error) {
-	used, err := h.usedBytes(root, u.ID)
+func (h *quotas) values(root *os.Root, u *models.User) (int64, int64, error) {
+	used, err := h.used(root, u.ID)
 	if err != nil {
 		return 0, 0, err
 	}
-	if q := h.quotaOf(u); q > 0 {
+	if q := h.of(u); q > 0 {
 		avail := q - used
 		if avail < 0 {
 			avail = 0
 		}
 		return avail, used, nil
 	}
-	free, err := freeBytes(h.opts.Root)
+	free, err := freeBytes(h.dataDir)
 	if err != nil {
 		return 0, used, nil
 	}

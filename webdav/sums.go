@@ -1,6 +1,7 @@
 package webdav
 
 import (
+	"context"
 	"crypto/md5"
 	"crypto/sha1"
 	"encoding/binary"
@@ -8,9 +9,13 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
+	"time"
+
+	"gorm.io/gorm"
 
 	"github.com/ontoflow/ontoflow/models"
 )
@@ -96,6 +101,138 @@ func probeXattrs(root string) error {
 		return errors.New("the attribute could not be read back by directory entry")
 	}
 	return nil
+}
+
+// xattrStore keeps checksums in the attribute and everything else as
+// dbStore does; only the checksum methods differ.
+type xattrStore struct {
+	*dbStore
+	log *slog.Logger
+}
+
+func (s *xattrStore) kind() string { return "extended attributes" }
+
+// sumsFor reads the checksums the files of batch carry: one system call
+// per file when the directory is open, else the file is opened.
+func (s *xattrStore) sumsFor(_ context.Context, root *os.Root, _ string, dir *os.File, batch []entry) (map[string]models.DavChecksum, error) {
+	out := make(map[string]models.DavChecksum, len(batch))
+	for _, e := range batch {
+		if !e.fi.Mode().IsRegular() {
+			continue
+		}
+		var sum models.DavChecksum
+		var ok bool
+		if dir != nil && !e.link {
+			sum, ok = getSumAt(dir, pathBase(e.path))
+		} else if f, err := root.Open(rel(e.path)); err == nil {
+			sum, ok = getSum(f)
+			f.Close()
+		}
+		if ok {
+			out[e.path] = sum
+		}
+	}
+	return out, nil
+}
+
+// sealUpload sets the attribute on the temporary, so the checksum appears
+// with the content at the rename.
+func (s *xattrStore) sealUpload(f *os.File, sum *models.DavChecksum) error {
+	if sum == nil {
+		return nil
+	}
+	if err := setSum(f, *sum); err != nil {
+		// The upload matters more than its checksum: the file publishes
+		// none and is hashed again later.
+		s.log.Warn("webdav checksum", "path", sum.Path, "err", err)
+	}
+	return nil
+}
+
+// commitUpload has nothing to record: the checksum travels with the file.
+// Only a new path needs the check for properties a vanished file left.
+func (s *xattrStore) commitUpload(ctx context.Context, c uploadCommit) error {
+	if c.created {
+		if err := s.dropStaleProps(ctx, c.userID, c.path); err != nil {
+			return err
+		}
+	}
+	if err := c.publish(); err != nil {
+		return err
+	}
+	*c.published = true
+	return nil
+}
+
+// errSumNotSet: the attribute could not be set on a file (a read-only
+// file put there out of band, say: it needs write permission).
+var errSumNotSet = errors.New("checksum attribute not set")
+
+// recordSum sets the attribute on the very inode that was read: if the
+// path was replaced meanwhile, it goes with the old file, harmlessly.
+func (s *xattrStore) recordSum(_ context.Context, _ *os.Root, f *os.File, before fs.FileInfo, sum models.DavChecksum) error {
+	now, err := f.Stat()
+	if err != nil || etagOf(now) != etagOf(before) {
+		return nil
+	}
+	if err := setSum(f, sum); err != nil {
+		return fmt.Errorf("%w: %w", errSumNotSet, err)
+	}
+	return nil
+}
+
+// copySum: same content, size and modification time, so the checksum
+// holds for the copy.
+func (s *xattrStore) copySum(in, out *os.File, fi fs.FileInfo) error {
+	if sum, ok := getSum(in); ok && sumValid(sum, fi) {
+		return setSum(out, sum)
+	}
+	return nil
+}
+
+// chtimes moves a valid attribute along with the modification time.
+func (s *xattrStore) chtimes(_ *gorm.DB, root *os.Root, _, p string, fi fs.FileInfo, mtime time.Time) error {
+	var sum models.DavChecksum
+	var f *os.File
+	ok := false
+	if fi.Mode().IsRegular() {
+		var err error
+		if f, err = root.Open(rel(p)); err == nil {
+			defer f.Close()
+			sum, ok = getSum(f)
+			ok = ok && sumValid(sum, fi)
+		}
+	}
+	if err := root.Chtimes(rel(p), mtime, mtime); err != nil {
+		return err
+	}
+	if !ok {
+		return nil
+	}
+	sum.MtimeNs = mtime.UnixNano()
+	if err := setSum(f, sum); err != nil {
+		// The old attribute no longer matches the new mtime, so nothing
+		// stale is published; the file is hashed again when asked.
+		s.log.Warn("webdav checksum", "path", p, "err", err)
+	}
+	return nil
+}
+
+// propTables: the attribute follows the files by itself, so only the
+// dead properties' rows move with the resources (and dav_checksums, kept
+// empty by New, is never touched per request).
+var propTables = []string{"dav_props"}
+
+func (s *xattrStore) dropTx(tx *gorm.DB, userID, p string) error {
+	return dropRows(tx, propTables, userID, p)
+}
+
+func (s *xattrStore) moveTx(tx *gorm.DB, userID, src, dst string) error {
+	return moveRows(tx, propTables, userID, src, dst)
+}
+
+func (s *xattrStore) copyTx(tx *gorm.DB, userID, src, dst string, infinite bool) error {
+	return copyProps(tx, userID, src, dst, infinite)
 }
 
 // xattrsWork reports whether probeXattrs succeeds.

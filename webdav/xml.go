@@ -41,31 +41,7 @@ func parseXML(r io.Reader, max int64, maxDepth int) (*xmlNode, error) {
 	lr := &countingLimitReader{r: r, n: max}
 	d := xml.NewDecoder(lr)
 	d.Strict = true
-	type frame struct {
-		node *xmlNode
-		raw  xml.Name
-		ns   map[string]string
-	}
-	var (
-		stack    []frame
-		root     *xmlNode
-		seen     bool
-		elements int
-	)
-	lookup := func(prefix string) (string, bool) {
-		if prefix == "xml" {
-			return xmlNS, true
-		}
-		for i := len(stack) - 1; i >= 0; i-- {
-			if v, ok := stack[i].ns[prefix]; ok {
-				return v, true
-			}
-		}
-		if prefix == "" {
-			return "", true
-		}
-		return "", false
-	}
+	p := &xmlParser{maxDepth: maxDepth}
 	for {
 		tok, err := d.RawToken()
 		if lr.over {
@@ -77,95 +53,158 @@ func parseXML(r io.Reader, max int64, maxDepth int) (*xmlNode, error) {
 		if err != nil {
 			return nil, errXMLInvalid
 		}
-		switch t := tok.(type) {
-		case xml.StartElement:
-			if len(stack) == 0 && seen {
-				return nil, errXMLInvalid
-			}
-			seen = true
-			// A body of empty elements holds far more nodes than bytes'
-			// worth of memory; no WebDAV request needs this many.
-			if elements++; elements > maxXMLElements {
-				return nil, errXMLTooLarge
-			}
-			if len(stack) >= maxDepth {
-				return nil, errXMLInvalid
-			}
-			var ns map[string]string
-			for _, a := range t.Attr {
-				switch {
-				case a.Name.Space == "" && a.Name.Local == "xmlns":
-					if ns == nil {
-						ns = map[string]string{}
-					}
-					ns[""] = a.Value
-				case a.Name.Space == "xmlns":
-					if a.Value == "" || a.Name.Local == "xmlns" || (a.Name.Local == "xml" && a.Value != xmlNS) {
-						return nil, errXMLInvalid
-					}
-					if ns == nil {
-						ns = map[string]string{}
-					}
-					ns[a.Name.Local] = a.Value
-				}
-			}
-			n := &xmlNode{}
-			if len(stack) > 0 {
-				n.Lang = stack[len(stack)-1].node.Lang
-			}
-			stack = append(stack, frame{node: n, raw: t.Name, ns: ns})
-			space, ok := lookup(t.Name.Space)
-			if !ok {
-				return nil, errXMLInvalid
-			}
-			n.Name = xmlName{space, t.Name.Local}
-			for _, a := range t.Attr {
-				if (a.Name.Space == "" && a.Name.Local == "xmlns") || a.Name.Space == "xmlns" {
-					continue
-				}
-				as := ""
-				if a.Name.Space != "" {
-					as, ok = lookup(a.Name.Space)
-					if !ok {
-						return nil, errXMLInvalid
-					}
-				}
-				if as == xmlNS && a.Name.Local == "lang" {
-					n.Lang = a.Value
-				}
-				n.Attrs = append(n.Attrs, xml.Attr{Name: xml.Name{Space: as, Local: a.Name.Local}, Value: a.Value})
-			}
-			if len(stack) > 1 {
-				p := stack[len(stack)-2].node
-				p.Kids = append(p.Kids, n)
-				p.Content = append(p.Content, n)
-			} else {
-				root = n
-			}
-		case xml.EndElement:
-			if len(stack) == 0 || stack[len(stack)-1].raw != t.Name {
-				return nil, errXMLInvalid
-			}
-			stack = stack[:len(stack)-1]
-		case xml.CharData:
-			if len(stack) == 0 {
-				if strings.TrimSpace(string(t)) != "" {
-					return nil, errXMLInvalid
-				}
-				continue
-			}
-			top := stack[len(stack)-1].node
-			top.Content = append(top.Content, string(t))
-		case xml.ProcInst, xml.Comment:
-		case xml.Directive:
-			// DTDs are refused: no entity expansion games.
-			return nil, errXMLInvalid
+		if err := p.token(tok); err != nil {
+			return nil, err
 		}
 	}
-	if len(stack) != 0 {
+	if len(p.stack) != 0 {
 		return nil, errXMLInvalid
 	}
-	return root, nil
+	return p.root, nil
+}
+
+// xmlParser builds the tree of parseXML from raw tokens, resolving
+// namespace prefixes itself (RawToken does not, and encoding/xml's own
+// resolution accepts what RFC 4918 bodies must not carry).
+type xmlParser struct {
+	maxDepth int
+	stack    []xmlFrame
+	root     *xmlNode
+	seen     bool
+	elements int
+}
+
+type xmlFrame struct {
+	node *xmlNode
+	raw  xml.Name
+	ns   map[string]string
+}
+
+func (p *xmlParser) token(tok xml.Token) error {
+	switch t := tok.(type) {
+	case xml.StartElement:
+		return p.start(t)
+	case xml.EndElement:
+		if len(p.stack) == 0 || p.stack[len(p.stack)-1].raw != t.Name {
+			return errXMLInvalid
+		}
+		p.stack = p.stack[:len(p.stack)-1]
+	case xml.CharData:
+		if len(p.stack) == 0 {
+			if strings.TrimSpace(string(t)) != "" {
+				return errXMLInvalid
+			}
+			return nil
+		}
+		top := p.stack[len(p.stack)-1].node
+		top.Content = append(top.Content, string(t))
+	case xml.ProcInst, xml.Comment:
+	case xml.Directive:
+		// DTDs are refused: no entity expansion games.
+		return errXMLInvalid
+	}
+	return nil
+}
+
+func (p *xmlParser) lookup(prefix string) (string, bool) {
+	if prefix == "xml" {
+		return xmlNS, true
+	}
+	for i := len(p.stack) - 1; i >= 0; i-- {
+		if v, ok := p.stack[i].ns[prefix]; ok {
+			return v, true
+		}
+	}
+	if prefix == "" {
+		return "", true
+	}
+	return "", false
+}
+
+func (p *xmlParser) start(t xml.StartElement) error {
+	if len(p.stack) == 0 && p.seen {
+		return errXMLInvalid
+	}
+	p.seen = true
+	// A body of empty elements holds far more nodes than bytes' worth of
+	// memory; no WebDAV request needs this many.
+	if p.elements++; p.elements > maxXMLElements {
+		return errXMLTooLarge
+	}
+	if len(p.stack) >= p.maxDepth {
+		return errXMLInvalid
+	}
+	ns, err := nsDecls(t.Attr)
+	if err != nil {
+		return err
+	}
+	n := &xmlNode{}
+	if len(p.stack) > 0 {
+		n.Lang = p.stack[len(p.stack)-1].node.Lang
+	}
+	p.stack = append(p.stack, xmlFrame{node: n, raw: t.Name, ns: ns})
+	space, ok := p.lookup(t.Name.Space)
+	if !ok {
+		return errXMLInvalid
+	}
+	n.Name = xmlName{space, t.Name.Local}
+	if err := p.attrs(n, t.Attr); err != nil {
+		return err
+	}
+	if len(p.stack) > 1 {
+		parent := p.stack[len(p.stack)-2].node
+		parent.Kids = append(parent.Kids, n)
+		parent.Content = append(parent.Content, n)
+	} else {
+		p.root = n
+	}
+	return nil
+}
+
+// nsDecls reads an element's namespace declarations (nil when none),
+// refusing empty prefixed ones and rebinding xmlns or xml.
+func nsDecls(attrs []xml.Attr) (map[string]string, error) {
+	var ns map[string]string
+	for _, a := range attrs {
+		switch {
+		case a.Name.Space == "" && a.Name.Local == "xmlns":
+			if ns == nil {
+				ns = map[string]string{}
+			}
+			ns[""] = a.Value
+		case a.Name.Space == "xmlns":
+			if a.Value == "" || a.Name.Local == "xmlns" || (a.Name.Local == "xml" && a.Value != xmlNS) {
+				return nil, errXMLInvalid
+			}
+			if ns == nil {
+				ns = map[string]string{}
+			}
+			ns[a.Name.Local] = a.Value
+		}
+	}
+	return ns, nil
+}
+
+// attrs resolves n's attributes other than namespace declarations and
+// takes its xml:lang.
+func (p *xmlParser) attrs(n *xmlNode, attrs []xml.Attr) error {
+	for _, a := range attrs {
+		if (a.Name.Space == "" && a.Name.Local == "xmlns") || a.Name.Space == "xmlns" {
+			continue
+		}
+		as := ""
+		if a.Name.Space != "" {
+			var ok bool
+			if as, ok = p.lookup(a.Name.Space); !ok {
+				return errXMLInvalid
+			}
+		}
+		if as == xmlNS && a.Name.Local == "lang" {
+			n.Lang = a.Value
+		}
+		n.Attrs = append(n.Attrs, xml.Attr{Name: xml.Name{Space: as, Local: a.Name.Local}, Value: a.Value})
+	}
+	return nil
 }
 
 // text returns the character data directly inside n.

@@ -53,6 +53,7 @@ func (w *Workflows) Register(r worker.WorkflowRegistry) {
 	r.RegisterWorkflowWithOptions(w.Action, workflow.RegisterOptions{Name: ActionWorkflowName})
 	r.RegisterWorkflowWithOptions(w.Batch, workflow.RegisterOptions{Name: BatchWorkflowName})
 	r.RegisterWorkflowWithOptions(w.BatchChunk, workflow.RegisterOptions{Name: BatchChunkWorkflowName})
+	r.RegisterWorkflowWithOptions(w.Revert, workflow.RegisterOptions{Name: RevertWorkflowName})
 }
 
 // RegisterActivities registers the steps on r: the regular activities
@@ -120,7 +121,7 @@ func (w *Workflows) runItem(ctx workflow.Context, executionID string) ItemResult
 		v = workflow.GetVersion(ctx, changeSteps, workflow.DefaultVersion, stepsVersion)
 	}
 	if err == nil && v != workflow.DefaultVersion && prep.Effect != nil {
-		err = workflow.ExecuteActivity(effectOptions(ctx, prep.Effect), w.steps.Effect, executionID).Get(ctx, &prep.EffectResult)
+		err = w.effect(ctx, executionID, prep.Effect).Get(ctx, &prep.EffectResult)
 	}
 	var out engine.Outcome
 	if err == nil {
@@ -169,6 +170,19 @@ func (w *Workflows) deliver(ctx workflow.Context, executionID string, d engine.D
 		},
 	})
 	return workflow.ExecuteActivity(ctx, w.steps.Deliver, executionID, d, last)
+}
+
+// effect runs the effect step: a local activity when the kind says its
+// effect stays in the process, else a regular activity with its options.
+func (w *Workflows) effect(ctx workflow.Context, executionID string, o *engine.EffectOptions) workflow.Future {
+	if o.Local {
+		lctx := workflow.WithLocalActivityOptions(ctx, workflow.LocalActivityOptions{
+			StartToCloseTimeout: max(o.StartToClose, time.Second),
+			RetryPolicy:         &temporal.RetryPolicy{MaximumAttempts: max(o.MaxAttempts, 1)},
+		})
+		return workflow.ExecuteLocalActivity(lctx, w.steps.Effect, executionID)
+	}
+	return workflow.ExecuteActivity(effectOptions(ctx, o), w.steps.Effect, executionID)
 }
 
 // effectOptions are the activity options of an effect step, from its

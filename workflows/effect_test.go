@@ -13,11 +13,11 @@ import (
 	"gorm.io/gorm"
 
 	"github.com/ontoflow/ontoflow/activities"
+	"github.com/ontoflow/ontoflow/domain"
 	"github.com/ontoflow/ontoflow/engine"
 	"github.com/ontoflow/ontoflow/internal/testdb"
 	"github.com/ontoflow/ontoflow/models"
 	"github.com/ontoflow/ontoflow/ontology"
-	"github.com/ontoflow/ontoflow/ontology/domain"
 )
 
 // ticketKind is an operation kind that exists only in this test: its
@@ -37,7 +37,7 @@ func (*ticketKind) References(any) domain.References                           {
 func (*ticketKind) Invert(models.Edit) ([]models.Edit, error)                  { return nil, errors.New("not undoable") }
 func (*ticketKind) Preview(context.Context, *engine.Op) ([]models.Edit, error) { return nil, nil }
 
-func (k *ticketKind) EffectOptions() engine.EffectOptions {
+func (k *ticketKind) EffectOptions(*engine.Op) engine.EffectOptions {
 	return engine.EffectOptions{StartToClose: 10 * time.Second, MaxAttempts: 5, InitialInterval: 10 * time.Millisecond}
 }
 

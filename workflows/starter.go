@@ -75,6 +75,15 @@ func (s *Starter) StartAction(ctx context.Context, ex *models.Execution) (client
 	return run, nil
 }
 
+// StartRevert starts RevertWorkflow for a revert execution row.
+func (s *Starter) StartRevert(ctx context.Context, ex *models.Execution) (client.WorkflowRun, error) {
+	run, err := s.c.ExecuteWorkflow(ctx, s.options(ex), RevertWorkflowName, ActionInput{ExecutionID: ex.ID})
+	if err != nil {
+		return nil, fmt.Errorf("start workflow %s: %w", ex.WorkflowID, err)
+	}
+	return run, nil
+}
+
 // Resume starts the workflow of an execution row (single or batch) whose
 // workflow may never have started (the start failed, or the API died
 // between writing the row and starting it), and returns its run. If the
@@ -85,10 +94,13 @@ func (s *Starter) Resume(ctx context.Context, ex *models.Execution) (client.Work
 	opts.WorkflowIDReusePolicy = enumspb.WORKFLOW_ID_REUSE_POLICY_REJECT_DUPLICATE
 	var run client.WorkflowRun
 	var err error
-	if ex.Kind == models.KindBatch {
+	switch ex.Kind {
+	case models.KindBatch:
 		opts.EnableEagerStart = false
 		run, err = s.c.ExecuteWorkflow(ctx, opts, BatchWorkflowName, s.batchInput(ex))
-	} else {
+	case models.KindRevert:
+		run, err = s.c.ExecuteWorkflow(ctx, opts, RevertWorkflowName, ActionInput{ExecutionID: ex.ID})
+	default:
 		run, err = s.c.ExecuteWorkflow(ctx, opts, ActionWorkflowName, ActionInput{ExecutionID: ex.ID})
 	}
 	if err != nil {

@@ -48,6 +48,9 @@ var recordDir string
 // profileDir, when set, receives a CPU profile of each Ontoflow phase.
 var profileDir string
 
+// withWebhook adds the invoke_webhook scenario.
+var withWebhook bool
+
 // profiled runs f under a CPU profile named name when -profile is set.
 func profiled(name string, f func() error) error {
 	if profileDir == "" {
@@ -128,6 +131,8 @@ func main() {
 	children := flag.Int("children", 1000, "children of the bare parent")
 	batches := flag.String("batch", "1000,10000", "batch sizes")
 	flag.StringVar(&recordDir, "record", "", "only record the histories of the engine's workflows into this directory (for the replay test) and exit")
+	flag.BoolVar(&withWebhook, "webhook", true, "measure an invoke_webhook action against a loopback receiver too")
+	flag.BoolVar(&functionsOnly, "functions", false, "only compare a function-backed update (invoke_function) with update_object: p50, throughput and a batch of the first -batch size")
 	flag.StringVar(&profileDir, "profile", "", "write CPU profiles of Ontoflow's throughput and batch phases into this directory")
 	flag.Parse()
 	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelError}))
@@ -146,7 +151,9 @@ func run(log *slog.Logger, seq, conc, concTotal, children int, batchList string)
 	fs := flag.NewFlagSet("dev", flag.ContinueOnError)
 	cfg, check := config.Bind(fs, config.ModeDev)
 	if err := fs.Parse([]string{"--data-dir", dir, "--http-addr", "127.0.0.1:0", "--temporal-port", "0", "--ui-port", "-1",
-		"--admin-password", "bench-password-1", "--log-level", "error"}); err != nil {
+		"--admin-password", "bench-password-1", "--log-level", "error",
+		// The webhook scenario's receiver listens on loopback.
+		"--outbound-allow", "127.0.0.1/32"}); err != nil {
 		return err
 	}
 	if err := check(); err != nil {
@@ -175,6 +182,13 @@ func run(log *slog.Logger, seq, conc, concTotal, children int, batchList string)
 	}
 	if recordDir != "" {
 		return b.record(ctx, recordDir, actionID, targets)
+	}
+	if functionsOnly {
+		n, err := strconv.Atoi(strings.TrimSpace(strings.Split(batchList, ",")[0]))
+		if err != nil {
+			return err
+		}
+		return functionScenario(ctx, b, actionID, targets, seq, conc, concTotal, n)
 	}
 
 	bareRun := func(i int) error {
@@ -245,6 +259,13 @@ func run(log *slog.Logger, seq, conc, concTotal, children int, batchList string)
 		}
 	}
 	bareTput, exTput, directTput := median(bareTputs), median(exTputs), median(directTputs)
+	var hook *webhookFigures
+	if withWebhook {
+		if hook, err = b.webhook(ctx, seq, conc, concTotal); err != nil {
+			return fmt.Errorf("webhook scenario: %w", err)
+		}
+		defer hook.print(bareP50, bareTput, exP50, exTput, conc)
+	}
 	if profileDir != "" {
 		printSteps(a.Registry)
 	}
@@ -286,13 +307,6 @@ func run(log *slog.Logger, seq, conc, concTotal, children int, batchList string)
 		bres = append(bres, batchResult{n, d})
 	}
 
-	ms := func(d time.Duration) string { return fmt.Sprintf("%.1f ms", float64(d.Microseconds())/1000) }
-	met := func(ok bool) string {
-		if ok {
-			return "yes"
-		}
-		return "**no**"
-	}
 	fmt.Printf("Command: `go run ./cmd/actionbench %s`; %s, nproc %d, %s.\n\n", strings.Join(os.Args[1:], " "), time.Now().UTC().Format(time.RFC3339), runtime.NumCPU(), cpuModel())
 	fmt.Println("| figure | bare workflow (4 no-op activities) | Ontoflow | ratio | target | met |")
 	fmt.Println("|---|---|---|---|---|---|")
@@ -391,6 +405,17 @@ func median(v []float64) float64 {
 }
 
 func ratio(a, b time.Duration) float64 { return float64(a) / float64(b) }
+
+// ms formats a duration for the tables.
+func ms(d time.Duration) string { return fmt.Sprintf("%.1f ms", float64(d.Microseconds())/1000) }
+
+// met says whether a target holds, bold when it does not.
+func met(ok bool) string {
+	if ok {
+		return "yes"
+	}
+	return "**no**"
+}
 
 func cpuModel() string {
 	b, _ := os.ReadFile("/proc/cpuinfo")

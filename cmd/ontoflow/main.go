@@ -142,6 +142,7 @@ func printBanner(w io.Writer, a *app.App, took time.Duration) {
 	fmt.Fprintf(&b, "Ontoflow %s ready in %s\n", map[app.Mode]string{app.Dev: "dev", app.Serve: "serve", app.Worker: "worker"}[a.Mode], took.Round(time.Millisecond))
 	if a.APIURL != "" {
 		fmt.Fprintf(&b, "  API:         %s/api/v1/  (OpenAPI: %s/openapi.yaml)\n", a.APIURL, a.APIURL)
+		fmt.Fprintf(&b, "  Console:     %s/ui/\n", a.APIURL)
 		fmt.Fprintf(&b, "  WebDAV:      %s/webdav/\n", a.APIURL)
 		fmt.Fprintf(&b, "  Health:      %s/healthz  %s/readyz  metrics: %s/metrics\n", a.APIURL, a.APIURL, a.APIURL)
 	}

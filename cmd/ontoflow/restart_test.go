@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/http"
 	"sort"
+	"strings"
 	"testing"
 	"time"
 )
@@ -93,7 +94,62 @@ func TestBatchSurvivesKilledDev(t *testing.T) {
 	if succeeded < items {
 		t.Errorf("%d succeeded executions of open-ticket, want at least %d item executions", succeeded, items)
 	}
-	p2.stop()
+	revertSurvivesKill(t, dir, p2, admin, accepted.ID, items)
+}
+
+// revertSurvivesKill reverts the batch, crashes the process while the
+// reverts run, and repeats the request on a new process: every object is
+// gone, and each item was reverted by exactly one succeeded revert (a
+// revert whose workflow was cut off finishes after the restart; one
+// submitted twice is refused the second time).
+func revertSurvivesKill(t *testing.T, dir string, p *proc, admin client, batchID string, items int) {
+	revertPath := "/api/v1/ontology/executions/" + batchID + "/revert"
+	go func() {
+		// The process dies under this request; its answer does not matter.
+		req, _ := http.NewRequest("POST", admin.base+revertPath, strings.NewReader(`{"justification":"crash test"}`))
+		req.SetBasicAuth(admin.user, admin.pass)
+		req.Header.Set("Content-Type", "application/json")
+		if resp, err := http.DefaultClient.Do(req); err == nil {
+			resp.Body.Close()
+		}
+	}()
+	waitFor(t, 2*time.Minute, func() bool { return countObjects(t, admin) <= items-20 })
+	p.kill()
+
+	p3 := start(t, nil, devArgs(dir)...)
+	admin.base = p3.APIURL
+	var out struct {
+		Items []struct {
+			Status, ErrorCode string
+			RevertID          string `json:"revert_execution_id"`
+		} `json:"items"`
+	}
+	admin.must(http.StatusOK, "POST", revertPath, map[string]any{"justification": "after the crash"}).json(t, &out)
+	for i, it := range out.Items {
+		if it.Status != "succeeded" && it.Status != "reverted" {
+			t.Errorf("item %d: %+v", i, it)
+		}
+	}
+	waitFor(t, 2*time.Minute, func() bool { return countObjects(t, admin) == 0 })
+	var reverts struct {
+		Data []struct {
+			RevertOf string `json:"revert_of"`
+		} `json:"data"`
+	}
+	admin.must(http.StatusOK, "GET", "/api/v1/ontology/executions?kind=revert&status=succeeded&page_size=500", nil).json(t, &reverts)
+	per := map[string]int{}
+	for _, r := range reverts.Data {
+		per[r.RevertOf]++
+	}
+	if len(per) != items {
+		t.Errorf("%d items reverted, want %d", len(per), items)
+	}
+	for id, n := range per {
+		if n != 1 {
+			t.Errorf("item %s reverted by %d succeeded reverts", id, n)
+		}
+	}
+	p3.stop()
 }
 
 func waitFor(t *testing.T, d time.Duration, cond func() bool) {

@@ -46,7 +46,7 @@ var (
 )
 
 // Webhook methods.
-var WebhookMethods = []string{"POST", "PUT", "PATCH"}
+var WebhookMethods = []string{"POST", "GET", "PUT", "PATCH", "DELETE"}
 
 // Limits of a definition.
 const (
@@ -147,7 +147,16 @@ type NotificationSideEffect struct {
 	SendToTargetCreator    bool           `json:"send_to_target_creator,omitempty"`
 	Broadcast              bool           `json:"broadcast,omitempty"`
 	Metadata               map[string]any `json:"metadata,omitempty"`
+	// SlackWebhook and TeamsWebhook are the side effect's shared
+	// destinations for those channels: secret references
+	// ({{ secrets.NAME }}), since the URL itself is the credential.
+	SlackWebhook string `json:"slack_webhook,omitempty"`
+	TeamsWebhook string `json:"teams_webhook,omitempty"`
 }
+
+// secretRefRE is one whole secret reference (package secrets parses them;
+// domain sits below it).
+var secretRefRE = regexp.MustCompile(`^\{\{\s*secrets\.[A-Za-z][A-Za-z0-9_]{0,63}\s*\}\}$`)
 
 // EffectiveChannels are the channels, in_app when none is named.
 func (n NotificationSideEffect) EffectiveChannels() []string {
@@ -171,7 +180,13 @@ type ActionConfig struct {
 	// the kind into its own type (see OperationKind.NewConfig).
 	Operation               json.RawMessage          `json:"operation"`
 	NotificationSideEffects []NotificationSideEffect `json:"notification_side_effects,omitempty"`
+	// AllowRevert (default true) lets executions of the action be
+	// reverted (POST /executions/{id}/revert).
+	AllowRevert *bool `json:"allow_revert,omitempty"`
 }
+
+// Revertible reports whether executions of the action may be reverted.
+func (c ActionConfig) Revertible() bool { return c.AllowRevert == nil || *c.AllowRevert }
 
 // Policy is an action type's authorization policy; every member that is
 // set must hold (evaluated by the engine).
@@ -695,6 +710,11 @@ func (v *defValidator) checkNotification(f string, n NotificationSideEffect) err
 	}
 	if err := checkList(f+".channels", n.Channels, Channels); err != nil {
 		return err
+	}
+	for member, ref := range map[string]string{".slack_webhook": n.SlackWebhook, ".teams_webhook": n.TeamsWebhook} {
+		if ref != "" && !secretRefRE.MatchString(ref) {
+			return defErr(f+member, "invalid_secret_reference", "a chat destination is a secret reference, {{ secrets.NAME }}: the webhook URL is a credential")
+		}
 	}
 	for i, id := range n.UserIDs {
 		if !IsUUID(id) {

@@ -38,6 +38,10 @@ type OperationKind interface {
 	References(cfg any) References
 }
 
+// RedactedValue replaces a value that may be a secret wherever it is
+// shown to someone who may not see it.
+const RedactedValue = "***"
+
 // SecretRedactor is implemented by kinds whose config carries secrets
 // (e.g. webhook headers): RedactSecrets replaces them in cfg in place
 // before the config is shown to a caller who may not change it.

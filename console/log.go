@@ -1,0 +1,108 @@
+package console
+
+import (
+	"net/http"
+	"slices"
+	"strconv"
+	"time"
+
+	"github.com/gin-gonic/gin"
+
+	"github.com/ontoflow/ontoflow/apperr"
+	"github.com/ontoflow/ontoflow/auth"
+	"github.com/ontoflow/ontoflow/executions"
+	"github.com/ontoflow/ontoflow/models"
+	"github.com/ontoflow/ontoflow/ontology"
+)
+
+const logPageSize = 50
+
+type logView struct {
+	Action, Actor, Status, Kind, Since string
+	Statuses, Kinds                    []string
+	Actions                            []ontology.ActionTypeView
+	Rows                               []models.Execution
+	Page                               int
+	More                               bool
+	Error                              string
+}
+
+// logPage is the action log: the caller's executions (everyone's with
+// the audit permission), filtered, newest first, redacted as the API
+// redacts them.
+func (c *Console) logPage(g *gin.Context) {
+	ctx, p := g.Request.Context(), principal(g)
+	v := logView{Action: g.Query("action"), Actor: g.Query("actor"), Status: g.Query("status"), Kind: g.Query("kind"),
+		Since: g.Query("since"), Statuses: executions.Statuses, Kinds: executions.Kinds}
+	v.Page, _ = strconv.Atoi(g.Query("page"))
+	v.Page = max(v.Page, 0)
+	v.Actions, _ = c.d.Store.ListActionTypes(ctx, "", "", 0, maxListed)
+	f, err := c.logFilter(g, v)
+	if err != nil {
+		v.Error = err.Error()
+		c.page(g, http.StatusBadRequest, "log", "Action log", v)
+		return
+	}
+	if !auth.HasPermission(p.User, executions.PermAuditExecutions) {
+		f.OnlyActorID = p.User.ID
+	}
+	rows, err := c.d.Executions.List(ctx, f, v.Page*logPageSize, logPageSize+1)
+	if err != nil {
+		c.fail(g, err)
+		return
+	}
+	c.d.Store.RedactExecutions(ctx, p, rows)
+	if len(rows) > logPageSize {
+		rows, v.More = rows[:logPageSize], true
+	}
+	v.Rows = rows
+	c.page(g, http.StatusOK, "log", "Action log", v)
+}
+
+func (c *Console) logFilter(g *gin.Context, v logView) (executions.Filter, error) {
+	f := executions.Filter{Actor: v.Actor, Status: v.Status, Kind: v.Kind, ActionTypeID: v.Action}
+	if v.Status != "" && !slices.Contains(executions.Statuses, v.Status) {
+		return f, apperr.New(apperr.InvalidArgument, "unknown status %q", v.Status)
+	}
+	if v.Kind != "" && !slices.Contains(executions.Kinds, v.Kind) {
+		return f, apperr.New(apperr.InvalidArgument, "unknown kind %q", v.Kind)
+	}
+	if v.Since != "" {
+		t, err := time.Parse("2006-01-02", v.Since)
+		if err != nil {
+			return f, apperr.New(apperr.InvalidArgument, "the date must read YYYY-MM-DD")
+		}
+		f.Since = t
+	}
+	return f, nil
+}
+
+type executionView struct {
+	Execution   *models.Execution
+	WorkflowURL string
+	Failure     any
+	CanUndo     bool
+	CSRF        string
+}
+
+// executionPage is one execution: parameters, edits, result,
+// notifications and its workflow in the Temporal UI. The API's rule
+// applies: one's own executions, or every one with the audit permission.
+func (c *Console) executionPage(g *gin.Context) {
+	ctx, p := g.Request.Context(), principal(g)
+	ex, err := c.d.Executions.Get(ctx, g.Param("id"))
+	if err == nil && ex.ActorID != p.User.ID && !auth.HasPermission(p.User, executions.PermAuditExecutions) {
+		err = apperr.New(apperr.ExecutionNotFound, "execution %q not found", g.Param("id"))
+	}
+	if err != nil {
+		c.fail(g, err)
+		return
+	}
+	c.d.Store.RedactExecution(ctx, p, ex)
+	v := executionView{Execution: ex, WorkflowURL: c.d.Executions.WorkflowURL(ex), CSRF: g.GetString(csrfKey),
+		CanUndo: c.d.Undo != nil && ex.Status == models.StatusSucceeded && ex.RevertedBy == nil && !ex.Redacted}
+	if f := failureOf(ex); f != nil {
+		v.Failure = f
+	}
+	c.page(g, http.StatusOK, "execution", "Execution "+ex.ID, v)
+}

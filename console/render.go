@@ -1,0 +1,137 @@
+package console
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"html/template"
+	"net/http"
+	"sort"
+	"time"
+
+	"github.com/gin-gonic/gin"
+
+	"github.com/ontoflow/ontoflow/models"
+)
+
+// pageData is what every full page shows around its content.
+type pageData struct {
+	Title    string
+	User     string
+	CSRF     string
+	Unread   int64
+	Error    string
+	Username string // the sign-in form's, kept after a failure
+	Content  any
+}
+
+var funcs = template.FuncMap{
+	"json":     jsonText,
+	"value":    valueText,
+	"time":     func(t time.Time) string { return t.UTC().Format("2006-01-02 15:04:05Z") },
+	"timep":    timePtr,
+	"keys":     sortedKeys,
+	"add":      func(a, b int) int { return a + b },
+	"lookup":   func(m map[string]any, k string) any { return m[k] },
+	"hasKey":   func(m map[string]any, k string) bool { _, ok := m[k]; return ok },
+	"prefix":   func() string { return Prefix },
+	"editKeys": editKeys,
+}
+
+// jsonText renders v as indented JSON (as text: the template escapes it).
+func jsonText(v any) string {
+	b, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		return fmt.Sprint(v)
+	}
+	return string(b)
+}
+
+// valueText renders a property value compactly: strings as they are,
+// anything else as JSON.
+func valueText(v any) string {
+	switch x := v.(type) {
+	case nil:
+		return ""
+	case string:
+		return x
+	}
+	b, err := json.Marshal(v)
+	if err != nil {
+		return fmt.Sprint(v)
+	}
+	return string(b)
+}
+
+func timePtr(t *time.Time) string {
+	if t == nil {
+		return ""
+	}
+	return t.UTC().Format("2006-01-02 15:04:05Z")
+}
+
+func sortedKeys(m map[string]any) []string {
+	ks := make([]string, 0, len(m))
+	for k := range m {
+		ks = append(ks, k)
+	}
+	sort.Strings(ks)
+	return ks
+}
+
+// editKeys are the properties an edit touched, before or after.
+func editKeys(e models.Edit) []string {
+	seen := map[string]any{}
+	for k := range e.Before {
+		seen[k] = nil
+	}
+	for k := range e.After {
+		seen[k] = nil
+	}
+	return sortedKeys(seen)
+}
+
+// page renders a full page with the signed-in chrome.
+func (c *Console) page(g *gin.Context, status int, name, title string, content any) {
+	pd := pageData{Title: title, CSRF: g.GetString(csrfKey), Content: content}
+	if p := principal(g); p != nil {
+		pd.User = p.User.Username
+		pd.Unread = c.unread(g, p.User.ID)
+	}
+	c.render(g, status, name, pd)
+}
+
+func (c *Console) render(g *gin.Context, status int, name string, data any) {
+	var buf bytes.Buffer
+	if err := c.tpl.ExecuteTemplate(&buf, name, data); err != nil {
+		c.d.Logger.ErrorContext(g.Request.Context(), "render console template", "template", name, "err", err)
+		g.String(http.StatusInternalServerError, "internal error")
+		return
+	}
+	g.Data(status, "text/html; charset=utf-8", buf.Bytes())
+}
+
+// fragment renders a template without the page around it (htmx swaps).
+// htmx swaps only 2xx answers, so a refusal is rendered with 200 too.
+func (c *Console) fragment(g *gin.Context, name string, data any) {
+	c.render(g, http.StatusOK, name, data)
+}
+
+func (c *Console) errorPage(g *gin.Context, status int, msg string) {
+	if g.GetHeader("HX-Request") == "true" {
+		c.render(g, status, "message", msg)
+		return
+	}
+	c.page(g, status, "error", "Error", msg)
+}
+
+// unread counts the caller's unread notifications for the header.
+func (c *Console) unread(g *gin.Context, userID string) int64 {
+	var n int64
+	err := c.d.DB.WithContext(g.Request.Context()).Model(&models.Notification{}).
+		Where("user_id = ? AND read_at IS NULL", userID).Count(&n).Error
+	if err != nil {
+		c.d.Logger.WarnContext(g.Request.Context(), "count unread notifications", "err", err)
+	}
+	return n
+}

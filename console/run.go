@@ -1,0 +1,168 @@
+package console
+
+import (
+	"encoding/json"
+	"errors"
+	"net/http"
+
+	"github.com/gin-gonic/gin"
+
+	"github.com/ontoflow/ontoflow/apperr"
+	"github.com/ontoflow/ontoflow/engine"
+	"github.com/ontoflow/ontoflow/models"
+)
+
+// resultView is the answer to Run: the execution as recorded, or why it
+// did not run, and the form again (its messages beside the fields).
+type resultView struct {
+	Execution   *models.Execution
+	WorkflowURL string
+	Failure     *engine.Failure
+	Refusal     *refusalView
+	Form        *formView
+	CanUndo     bool
+	CSRF        string
+	Message     string
+}
+
+// run submits the form through the executions service, as POST
+// /execute does, and waits for the execution.
+func (c *Console) run(g *gin.Context) {
+	ctx, p := g.Request.Context(), principal(g)
+	in := postedInput(g, true)
+	at, err := c.d.Store.ActionType(ctx, in.ActionID)
+	if err != nil {
+		c.fail(g, err)
+		return
+	}
+	params, bad := parseParams(at.Inputs, in.Raw)
+	rv := resultView{CSRF: g.GetString(csrfKey)}
+	if len(bad) > 0 {
+		rv.Message = "Some fields could not be read; see the messages beside them."
+		c.renderResult(g, rv, in)
+		return
+	}
+	hd, err := c.d.Executions.Submit(ctx, c.request(at, p.User, p.Guest, in.TargetID, params, in.Justification), true)
+	if err != nil {
+		c.submitFailed(g, rv, in, err)
+		return
+	}
+	ex, err := c.d.Executions.Wait(ctx, hd)
+	if err != nil {
+		c.fail(g, err)
+		return
+	}
+	rv.Execution, rv.WorkflowURL = ex, c.d.Executions.WorkflowURL(ex)
+	rv.CanUndo = c.d.Undo != nil && ex.Status == models.StatusSucceeded
+	rv.Failure = failureOf(ex)
+	if rv.Failure != nil && rv.Failure.Code == string(apperr.PermissionDenied) {
+		rv.Refusal = &refusalView{Message: rv.Failure.Message, Reason: firstReason(rv.Failure.Details)}
+	}
+	c.renderResult(g, rv, in)
+}
+
+func (c *Console) submitFailed(g *gin.Context, rv resultView, in formInput, err error) {
+	ae, ok := apperr.As(err)
+	if !ok {
+		c.fail(g, err)
+		return
+	}
+	rv.Failure = &engine.Failure{Code: string(ae.Code), Message: ae.Message, Details: ae.Details}
+	c.renderResult(g, rv, in)
+}
+
+// renderResult renders the result and, out of band, the form evaluated
+// again with every message (so a missing required field says so beside
+// it, and a succeeded run shows the form over the changed target).
+func (c *Console) renderResult(g *gin.Context, rv resultView, in formInput) {
+	fv, err := c.evaluate(g, in)
+	if err != nil {
+		c.fail(g, err)
+		return
+	}
+	if rv.Execution != nil && rv.Execution.Status == models.StatusSucceeded {
+		// The run consumed the values; messages about them are stale.
+		in.Submitted = false
+		if fv, err = c.evaluate(g, in); err != nil {
+			c.fail(g, err)
+			return
+		}
+	}
+	if rv.Failure != nil && rv.Failure.Code == string(apperr.JustificationRequired) {
+		fv.JustError = rv.Failure.Message
+	}
+	rv.Form = fv
+	c.fragment(g, "result", rv)
+}
+
+// failureOf reads the refusal an execution recorded (nil unless failed).
+func failureOf(ex *models.Execution) *engine.Failure {
+	if ex.Status != models.StatusFailed {
+		return nil
+	}
+	f := &engine.Failure{Code: ex.ErrorCode, Message: ex.ErrorMessage}
+	if b, err := json.Marshal(ex.ErrorDetails.V); err == nil {
+		var rec engine.Failure
+		if json.Unmarshal(b, &rec) == nil {
+			f.Details = rec.Details
+		}
+	}
+	return f
+}
+
+func firstReason(ds []apperr.Detail) string {
+	if len(ds) == 0 {
+		return ""
+	}
+	return ds[0].Reason
+}
+
+type previewView struct {
+	Result  *PreviewResult
+	Failure *engine.Failure
+}
+
+// preview runs the what-if through Deps.Preview (when wired).
+func (c *Console) preview(g *gin.Context) {
+	if c.d.Preview == nil {
+		c.errorPage(g, http.StatusNotFound, "Preview is not available in this build.")
+		return
+	}
+	ctx, p := g.Request.Context(), principal(g)
+	in := postedInput(g, true)
+	at, err := c.d.Store.ActionType(ctx, in.ActionID)
+	if err != nil {
+		c.fail(g, err)
+		return
+	}
+	params, _ := parseParams(at.Inputs, in.Raw)
+	res, err := c.d.Preview(ctx, c.request(at, p.User, p.Guest, in.TargetID, params, in.Justification))
+	var pv previewView
+	if ae, ok := apperr.As(err); ok {
+		pv.Failure = &engine.Failure{Code: string(ae.Code), Message: ae.Message, Details: ae.Details}
+	} else if err != nil {
+		c.fail(g, err)
+		return
+	}
+	pv.Result = res
+	c.fragment(g, "preview", pv)
+}
+
+// undo reverts an execution through Deps.Undo (when wired).
+func (c *Console) undo(g *gin.Context) {
+	if c.d.Undo == nil {
+		c.errorPage(g, http.StatusNotFound, "Undo is not available in this build.")
+		return
+	}
+	ex, err := c.d.Undo(g.Request.Context(), principal(g), g.Param("id"), g.PostForm("justification"))
+	rv := resultView{CSRF: g.GetString(csrfKey)}
+	if ae, ok := apperr.As(err); ok {
+		rv.Failure = &engine.Failure{Code: string(ae.Code), Message: ae.Message, Details: ae.Details}
+	} else if err != nil {
+		c.fail(g, errors.Join(errors.New("undo"), err))
+		return
+	} else {
+		rv.Execution, rv.WorkflowURL, rv.Failure = ex, c.d.Executions.WorkflowURL(ex), failureOf(ex)
+	}
+	c.fragment(g, "undo-result", rv)
+}

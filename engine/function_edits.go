@@ -1,0 +1,325 @@
+package engine
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	"gorm.io/gorm"
+
+	"github.com/ontoflow/ontoflow/apperr"
+	"github.com/ontoflow/ontoflow/functions/runtime"
+	"github.com/ontoflow/ontoflow/models"
+)
+
+// functionEditsMax bounds the edits one run may return.
+const functionEditsMax = 1000
+
+// Edit types a function returns (docs/functions.md); OpenFoundry's names
+// are accepted as aliases.
+const (
+	FnEditUpdate = "update"
+	FnEditCreate = "create"
+	FnEditDelete = "delete"
+	FnEditLink   = "link"
+	FnEditUnlink = "unlink"
+)
+
+var fnEditAliases = map[string]string{
+	"object_patch": FnEditUpdate, "update_object": FnEditUpdate, "create_object": FnEditCreate,
+	"delete_object": FnEditDelete, "create_link": FnEditLink, "delete_link": FnEditUnlink,
+}
+
+// FunctionEdit is one edit a function returned, normalized.
+type FunctionEdit struct {
+	Type       string         `json:"type"`
+	ObjectID   string         `json:"object_id,omitempty"`
+	ObjectType string         `json:"object_type,omitempty"`
+	Properties map[string]any `json:"properties,omitempty"`
+	Marking    string         `json:"marking,omitempty"`
+	LinkType   string         `json:"link_type,omitempty"`
+	Source     string         `json:"source,omitempty"`
+	Target     string         `json:"target,omitempty"`
+}
+
+// rawEdit accepts the names both shapes use.
+type rawEdit struct {
+	Type           string         `json:"type"`
+	Op             string         `json:"op"`
+	ObjectID       string         `json:"object_id"`
+	ID             string         `json:"id"`
+	ObjectType     string         `json:"object_type"`
+	ObjectTypeID   string         `json:"object_type_id"`
+	Properties     map[string]any `json:"properties"`
+	Patch          map[string]any `json:"patch"`
+	Marking        string         `json:"marking"`
+	LinkType       string         `json:"link_type"`
+	LinkTypeID     string         `json:"link_type_id"`
+	Source         string         `json:"source"`
+	SourceID       string         `json:"source_object_id"`
+	Target         string         `json:"target"`
+	TargetObjectID string         `json:"target_object_id"`
+}
+
+func firstOf(s ...string) string {
+	for _, v := range s {
+		if v != "" {
+			return v
+		}
+	}
+	return ""
+}
+
+// normalize checks one edit's shape.
+func (r rawEdit) normalize(i int) (FunctionEdit, *apperr.Error) {
+	t := firstOf(r.Type, r.Op)
+	if a, ok := fnEditAliases[t]; ok {
+		t = a
+	}
+	e := FunctionEdit{Type: t, ObjectID: firstOf(r.ObjectID, r.ID), ObjectType: firstOf(r.ObjectType, r.ObjectTypeID),
+		Properties: r.Properties, Marking: r.Marking, LinkType: firstOf(r.LinkType, r.LinkTypeID),
+		Source: firstOf(r.Source, r.SourceID), Target: firstOf(r.Target, r.TargetObjectID)}
+	if e.Properties == nil {
+		e.Properties = r.Patch
+	}
+	missing := ""
+	switch t {
+	case FnEditUpdate:
+		missing = map[bool]string{true: "object_id and properties"}[e.ObjectID == "" || len(e.Properties) == 0]
+	case FnEditCreate:
+		missing = map[bool]string{true: "object_type"}[e.ObjectType == ""]
+	case FnEditDelete:
+		missing = map[bool]string{true: "object_id"}[e.ObjectID == ""]
+	case FnEditLink, FnEditUnlink:
+		missing = map[bool]string{true: "link_type, source and target"}[e.LinkType == "" || e.Source == "" || e.Target == ""]
+	default:
+		return e, editRefused(i, e, "type", "unknown edit type %q (update, create, delete, link, unlink)", t)
+	}
+	if missing != "" {
+		return e, editRefused(i, e, "shape", "a %s edit needs %s", t, missing)
+	}
+	return e, nil
+}
+
+// editRefused is the typed refusal of edit i.
+func editRefused(i int, e FunctionEdit, reason, format string, args ...any) *apperr.Error {
+	msg := fmt.Sprintf(format, args...)
+	return apperr.New(apperr.FunctionEditRefused, "the function's edit %d (%s %s) was refused: %s", i, e.Type, e.subject(), msg).
+		WithDetails(apperr.Detail{Field: fmt.Sprintf("edits[%d]", i), Reason: reason, Message: msg})
+}
+
+func (e FunctionEdit) subject() string {
+	switch e.Type {
+	case FnEditCreate:
+		return e.ObjectType
+	case FnEditLink, FnEditUnlink:
+		return e.LinkType + " " + e.Source + "->" + e.Target
+	}
+	return e.ObjectID
+}
+
+// parseReturn reads a function's return value: {edits, result} (or
+// OpenFoundry's output for result). A bare non-object value is the result.
+func parseReturn(v json.RawMessage) ([]FunctionEdit, json.RawMessage, error) {
+	d := json.NewDecoder(bytes.NewReader(v))
+	d.UseNumber()
+	var ret struct {
+		Edits  []json.RawMessage `json:"edits"`
+		Result json.RawMessage   `json:"result"`
+		Output json.RawMessage   `json:"output"`
+	}
+	if len(bytes.TrimSpace(v)) == 0 || v[0] != '{' || d.Decode(&ret) != nil {
+		return nil, v, nil
+	}
+	if len(ret.Edits) > functionEditsMax {
+		return nil, nil, apperr.New(apperr.FunctionEditRefused, "the function returned %d edits, at most %d", len(ret.Edits), functionEditsMax)
+	}
+	edits := make([]FunctionEdit, 0, len(ret.Edits))
+	for i, raw := range ret.Edits {
+		var r rawEdit
+		dd := json.NewDecoder(bytes.NewReader(raw))
+		dd.UseNumber()
+		if err := dd.Decode(&r); err != nil {
+			return nil, nil, editRefused(i, FunctionEdit{}, "shape", "not an edit object: %v", err)
+		}
+		e, rerr := r.normalize(i)
+		if rerr != nil {
+			return nil, nil, rerr
+		}
+		edits = append(edits, e)
+	}
+	result := ret.Result
+	if len(result) == 0 {
+		result = ret.Output
+	}
+	return edits, result, nil
+}
+
+// applyFunctionEdits applies edits in op.Tx, each through the store's
+// write path (type-checked as every write is) and with the actor's read
+// rule, and returns them as recorded edits. The first refusal names its
+// edit and, since it fails the transaction, nothing is applied.
+func applyFunctionEdits(ctx context.Context, op *Op, edits []FunctionEdit) ([]models.Edit, error) {
+	out := make([]models.Edit, 0, len(edits))
+	// The first edit may use the target as the run step has just read it
+	// in the transaction; later ones read again (an earlier edit may have
+	// changed it).
+	sub := *op
+	for i, e := range edits {
+		ed, err := applyFunctionEdit(ctx, &sub, e)
+		if err != nil {
+			return nil, wrapEditErr(i, e, err)
+		}
+		out = append(out, ed)
+		sub.Target = nil
+	}
+	return out, nil
+}
+
+// wrapEditErr names edit i in a typed refusal; other errors (the
+// database) are wrapped as they are.
+func wrapEditErr(i int, e FunctionEdit, err error) error {
+	ae, ok := apperr.As(err)
+	if !ok {
+		return fmt.Errorf("apply the function's edit %d (%s %s): %w", i, e.Type, e.subject(), err)
+	}
+	if ae.Code == apperr.FunctionEditRefused {
+		return err
+	}
+	return editRefused(i, e, string(ae.Code), "%s", ae.Message).WithDetails(ae.Details...)
+}
+
+func applyFunctionEdit(ctx context.Context, op *Op, e FunctionEdit) (models.Edit, error) {
+	switch e.Type {
+	case FnEditUpdate:
+		return fnUpdate(ctx, op, e)
+	case FnEditCreate:
+		return fnCreate(ctx, op, e)
+	case FnEditDelete:
+		if _, err := readableIn(ctx, op, e.ObjectID); err != nil {
+			return models.Edit{}, err
+		}
+		sub := *op
+		sub.Target = &Object{ID: e.ObjectID}
+		o, err := DeleteObject{}.Apply(ctx, &sub)
+		if err != nil {
+			return models.Edit{}, err
+		}
+		return o.Edits[0], nil
+	case FnEditLink:
+		return fnLink(ctx, op, e)
+	case FnEditUnlink:
+		return fnUnlink(ctx, op, e)
+	}
+	return models.Edit{}, fmt.Errorf("unknown edit type %q", e.Type)
+}
+
+// readableIn reads id in op.Tx (the target as the run step has just read
+// it there: every read here extends the write lock's hold on SQLite); one
+// the actor may not read is absent.
+func readableIn(ctx context.Context, op *Op, id string) (*Object, error) {
+	o := op.Target
+	if o == nil || o.ID != id {
+		var err error
+		if o, err = op.Ontology.Object(ctx, op.Tx, id); err != nil {
+			return nil, fmt.Errorf("read object %s: %w", id, err)
+		}
+	}
+	if o == nil || !op.Ontology.CanRead(op.Actor, o.Marking, o.Organization) {
+		return nil, apperr.New(apperr.ObjectNotFound, "object %q not found", id)
+	}
+	return o, nil
+}
+
+// fnUpdate applies an update as update_object does (its edit record).
+func fnUpdate(ctx context.Context, op *Op, e FunctionEdit) (models.Edit, error) {
+	o, err := readableIn(ctx, op, e.ObjectID)
+	if err != nil {
+		return models.Edit{}, err
+	}
+	// For the actor: a reference value it may not read is refused as a
+	// missing id, as REST and the built-in kinds' checkEnv refuse it.
+	after, err := op.Ontology.UpdateObjectFor(ctx, op.Tx, op.Actor, o.ID, e.Properties)
+	if err != nil {
+		return models.Edit{}, err
+	}
+	return models.Edit{Op: models.EditUpdateObject, ObjectTypeID: after.ObjectTypeID, ObjectID: after.ID,
+		Before: pick(o.Properties, e.Properties), After: pick(after.Properties, e.Properties),
+		UpdatedAtBefore: timePtr(o.UpdatedAt), UpdatedAtAfter: timePtr(after.UpdatedAt)}, nil
+}
+
+// fnCreate creates an object owned by the actor's organization; one the
+// actor could not read (a marking above its clearance) is refused.
+func fnCreate(ctx context.Context, op *Op, e FunctionEdit) (models.Edit, error) {
+	obj, err := op.Ontology.CreateObjectFor(ctx, op.Tx, op.Actor, e.ObjectType, e.Properties, e.Marking, op.Actor.ID, op.Actor.Organization)
+	if err != nil {
+		return models.Edit{}, err
+	}
+	if !op.Ontology.CanRead(op.Actor, obj.Marking, obj.Organization) {
+		return models.Edit{}, apperr.New(apperr.PermissionDenied, "the actor may not create an object marked %s", obj.Marking)
+	}
+	return models.Edit{Op: models.EditCreateObject, ObjectTypeID: obj.ObjectTypeID, ObjectID: obj.ID, After: obj.Properties,
+		Marking: obj.Marking, Organization: obj.Organization, CreatedBy: obj.CreatedBy,
+		CreatedAt: timePtr(obj.CreatedAt), UpdatedAtAfter: timePtr(obj.UpdatedAt)}, nil
+}
+
+// fnLink links two objects the actor may read (cardinality enforced by
+// the store).
+func fnLink(ctx context.Context, op *Op, e FunctionEdit) (models.Edit, error) {
+	for _, id := range []string{e.Source, e.Target} {
+		if _, err := readableIn(ctx, op, id); err != nil {
+			return models.Edit{}, err
+		}
+	}
+	id, err := op.Ontology.CreateLink(ctx, op.Tx, e.LinkType, e.Source, e.Target)
+	if err != nil {
+		return models.Edit{}, err
+	}
+	var l models.Link
+	if err := op.Tx.WithContext(ctx).Take(&l, "id = ?", id).Error; err != nil {
+		return models.Edit{}, fmt.Errorf("read link %s back: %w", id, err)
+	}
+	return models.Edit{Op: models.EditCreateLink, LinkTypeID: l.LinkTypeID, LinkID: id, SourceID: e.Source, TargetID: e.Target}, nil
+}
+
+// fnUnlink deletes the link of a type between two objects the actor may
+// read, recording what recreating it needs.
+func fnUnlink(ctx context.Context, op *Op, e FunctionEdit) (models.Edit, error) {
+	for _, id := range []string{e.Source, e.Target} {
+		if _, err := readableIn(ctx, op, id); err != nil {
+			return models.Edit{}, err
+		}
+	}
+	var l models.Link
+	err := op.Tx.WithContext(ctx).
+		Where("(link_type_id = ? OR link_type_id IN (SELECT id FROM link_types WHERE name = ?)) AND source_id = ? AND target_id = ?",
+			e.LinkType, e.LinkType, e.Source, e.Target).Take(&l).Error
+	if err != nil {
+		if isNotFound(err) {
+			return models.Edit{}, apperr.New(apperr.LinkNotFound, "no %s link from %s to %s", e.LinkType, e.Source, e.Target)
+		}
+		return models.Edit{}, fmt.Errorf("find the link to delete: %w", err)
+	}
+	if err := op.Ontology.DeleteLink(ctx, op.Tx, l.ID); err != nil {
+		return models.Edit{}, err
+	}
+	at := l.CreatedAt
+	return models.Edit{Op: models.EditDeleteLink, LinkTypeID: l.LinkTypeID, LinkID: l.ID, SourceID: l.SourceID, TargetID: l.TargetID,
+		Before: l.Properties.V, CreatedBy: l.CreatedBy, CreatedAt: &at}, nil
+}
+
+// invertUnlink recreates the deleted link with its id, properties,
+// creator and time.
+func invertUnlink(ed models.Edit) ([]models.Edit, error) {
+	if ed.LinkID == "" || ed.CreatedAt == nil {
+		return nil, fmt.Errorf("this delete_link edit does not record the whole link")
+	}
+	return []models.Edit{{Op: models.EditCreateLink, LinkTypeID: ed.LinkTypeID, LinkID: ed.LinkID, SourceID: ed.SourceID,
+		TargetID: ed.TargetID, After: ed.Before, CreatedBy: ed.CreatedBy, CreatedAt: ed.CreatedAt}}, nil
+}
+
+func asFailure(err error, f **runtime.Failure) bool { return errors.As(err, f) }
+
+func isNotFound(err error) bool { return errors.Is(err, gorm.ErrRecordNotFound) }

@@ -1,0 +1,291 @@
+package engine
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"time"
+
+	"gorm.io/gorm"
+
+	"github.com/ontoflow/ontoflow/apperr"
+	"github.com/ontoflow/ontoflow/auth"
+	"github.com/ontoflow/ontoflow/models"
+)
+
+// PermRevert lets a user revert executions other users ran.
+const PermRevert = "executions:revert"
+
+// CheckRevert refuses reverting orig by actor: only a succeeded single
+// execution (or batch item) that was not reverted, of an action that
+// allows it, by the actor who ran it or one with PermRevert. Run up front
+// by the service (a clear answer before anything is recorded) and again by
+// the revert step inside its transaction (the state may have moved).
+func CheckRevert(actor *models.User, orig *models.Execution, at *ActionType) error {
+	switch {
+	case orig.ActorID != actor.ID && !auth.HasPermission(actor, PermRevert):
+		return apperr.New(apperr.PermissionDenied, "only the actor who ran execution %s, or a user with %s, may revert it", orig.ID, PermRevert)
+	case !slices.Contains([]string{models.KindExecute, models.KindInlineEdit, models.KindBatchItem}, orig.Kind):
+		return apperr.New(apperr.Conflict, "an execution of kind %s cannot be reverted", orig.Kind)
+	case orig.Status != models.StatusSucceeded:
+		return apperr.New(apperr.Conflict, "execution %s did not succeed (%s): there is nothing to revert", orig.ID, orig.Status)
+	case orig.RevertedBy != nil:
+		return apperr.New(apperr.Conflict, "execution %s was already reverted by %s", orig.ID, *orig.RevertedBy)
+	case at != nil && !at.Config.Revertible():
+		return apperr.New(apperr.Conflict, "action %s does not allow revert (allow_revert: false)", at.Name)
+	}
+	return nil
+}
+
+// Revert is the step of a revert execution: in one transaction it checks
+// the execution it reverts again, applies the inverse of each recorded
+// edit, last edit first, refusing (409, naming the object and what
+// changed) when anything it touched changed since, and records both
+// executions — the revert succeeded with its edits, the original
+// reverted_by — so it happens exactly once however often the step runs.
+func (e *Engine) Revert(ctx context.Context, revertID string) (*Outcome, error) {
+	defer e.observe("revert", time.Now())
+	var out *Outcome
+	err := e.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+		rv, err := e.lockExecution(tx, revertID)
+		if err != nil {
+			return err
+		}
+		if done, err := revertRecorded(rv); done || err != nil {
+			out = &Outcome{Edits: rv.Edits.V, Result: rv.Result.V}
+			return err
+		}
+		out, err = e.revertIn(ctx, tx, rv)
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	e.settle(revertID) // a failure is settled by RecordFailure
+	return out, nil
+}
+
+// revertRecorded answers a revert that already finished from its record.
+func revertRecorded(rv *models.Execution) (bool, error) {
+	switch rv.Status {
+	case models.StatusSucceeded:
+		return true, nil
+	case models.StatusFailed:
+		return true, apperr.New(apperr.Code(rv.ErrorCode), "%s", rv.ErrorMessage)
+	}
+	if rv.RevertOf == nil {
+		return true, apperr.New(apperr.Internal, "execution %s is no revert", rv.ID)
+	}
+	return false, nil
+}
+
+// revertIn does the revert inside tx, rv locked.
+func (e *Engine) revertIn(ctx context.Context, tx *gorm.DB, rv *models.Execution) (*Outcome, error) {
+	orig, err := e.lockExecution(tx, *rv.RevertOf)
+	if err != nil {
+		return nil, err
+	}
+	actor, at, err := e.revertParties(ctx, tx, rv, orig)
+	if err != nil {
+		return nil, err
+	}
+	if err := CheckRevert(actor, orig, at); err != nil {
+		return nil, err
+	}
+	// A revert writes through the action as much as a run does: the
+	// reverting user must pass its policy now (guest sessions, permission,
+	// roles, attributes, clearance).
+	if err := e.MayRun(at, actor, rv.ActorGuest); err != nil {
+		return nil, err
+	}
+	kind, ok := e.kinds.Get(at.OperationKind)
+	if !ok {
+		return nil, notSupported(at.OperationKind)
+	}
+	var edits []models.Edit
+	for i := len(orig.Edits.V) - 1; i >= 0; i-- {
+		inv, err := kind.Invert(orig.Edits.V[i])
+		if err != nil {
+			return nil, apperr.New(apperr.Conflict, "execution %s cannot be reverted: %v", orig.ID, err)
+		}
+		for _, ed := range inv {
+			done, err := e.applyInverse(ctx, tx, actor, ed)
+			if err != nil {
+				return nil, err
+			}
+			if done, err = e.restoreStamp(ctx, tx, orig.Edits.V[i], done); err != nil {
+				return nil, err
+			}
+			edits = append(edits, done)
+		}
+	}
+	out := &Outcome{Edits: edits, Result: map[string]any{"reverted": orig.ID, "not_undone": externalEffects(orig)}}
+	return out, e.recordRevert(tx, rv, orig, out)
+}
+
+// revertParties loads the revert's actor and the action type.
+func (e *Engine) revertParties(ctx context.Context, tx *gorm.DB, rv, orig *models.Execution) (*models.User, *ActionType, error) {
+	var actor models.User
+	if err := tx.WithContext(ctx).Take(&actor, "id = ?", rv.ActorID).Error; err != nil {
+		return nil, nil, fmt.Errorf("load the actor of revert %s: %w", rv.ID, err)
+	}
+	at, err := e.onto.ActionType(ctx, orig.ActionTypeID)
+	if err != nil {
+		return nil, nil, err
+	}
+	return &actor, at, nil
+}
+
+// recordRevert marks rv succeeded with its edits and orig reverted by it.
+func (e *Engine) recordRevert(tx *gorm.DB, rv, orig *models.Execution, out *Outcome) error {
+	now := e.now()
+	rv.Status, rv.FinishedAt = models.StatusSucceeded, &now
+	rv.Edits, rv.Result = models.NewNumJSON(out.Edits), models.NewJSON(out.Result)
+	if err := tx.Select("status", "finished_at", "edits", "result").Save(rv).Error; err != nil {
+		return fmt.Errorf("record revert %s: %w", rv.ID, err)
+	}
+	if err := tx.Model(&models.Execution{}).Where("id = ?", orig.ID).Update("reverted_by", rv.ID).Error; err != nil {
+		return fmt.Errorf("mark %s reverted: %w", orig.ID, err)
+	}
+	return nil
+}
+
+// externalEffects lists what a revert does not undo: the webhook called
+// and the notifications sent.
+func externalEffects(orig *models.Execution) []string {
+	var out []string
+	if _, ok := orig.Result.V["webhook"]; ok {
+		out = append(out, "a webhook was called")
+	}
+	for _, n := range orig.Notifications.V {
+		if n.Status == Delivered {
+			out = append(out, fmt.Sprintf("%s notification sent to %d recipient(s)", n.Channel, n.Recipients))
+		}
+	}
+	return out
+}
+
+// applyInverse applies one inverse edit for actor, refusing when its
+// object changed since the edit it undoes or actor may not read what it
+// touches (answered as a missing object: the read rule comes before any
+// use of an object's data), and returns the edit as applied.
+func (e *Engine) applyInverse(ctx context.Context, tx *gorm.DB, actor *models.User, ed models.Edit) (models.Edit, error) {
+	if err := e.linkEndsReadable(ctx, tx, actor, ed); err != nil {
+		return ed, err
+	}
+	switch ed.Op {
+	case models.EditUpdateObject:
+		return e.inverseUpdate(ctx, tx, actor, ed)
+	case models.EditDeleteObject:
+		if _, err := e.unchanged(ctx, tx, actor, ed.ObjectID, ed.UpdatedAtBefore); err != nil {
+			return ed, err
+		}
+		_, _, err := e.onto.DeleteObject(ctx, tx, ed.ObjectID)
+		return ed, err
+	case models.EditCreateObject:
+		if !e.onto.CanRead(actor, ed.Marking, ed.Organization) {
+			return ed, notFound(ed.ObjectID)
+		}
+		return ed, conflictIfExists(e.onto.RestoreObject(ctx, tx, ed.CreatedObject()), ed.ObjectID)
+	case models.EditCreateLink:
+		return ed, e.onto.RestoreLink(ctx, tx, ed.CreatedLink())
+	case models.EditDeleteLink:
+		err := e.onto.DeleteLink(ctx, tx, ed.LinkID)
+		if apperr.Is(err, apperr.LinkNotFound) {
+			return ed, apperr.New(apperr.Conflict, "link %s was deleted since; the revert would not undo what is there now", ed.LinkID)
+		}
+		return ed, err
+	}
+	return ed, apperr.New(apperr.Conflict, "an edit %s cannot be reverted", ed.Op)
+}
+
+// inverseUpdate sets the properties back, expecting the object as the
+// edit left it.
+func (e *Engine) inverseUpdate(ctx context.Context, tx *gorm.DB, actor *models.User, ed models.Edit) (models.Edit, error) {
+	if _, err := e.unchanged(ctx, tx, actor, ed.ObjectID, ed.UpdatedAtBefore); err != nil {
+		return ed, err
+	}
+	after, err := e.onto.UpdateObject(ctx, tx, ed.ObjectID, ed.After)
+	if err != nil {
+		return ed, err
+	}
+	ed.UpdatedAtAfter = timePtr(after.UpdatedAt)
+	return ed, nil
+}
+
+// restoreStamp gives an object whose update orig was undone by done the
+// update time it had before orig: every property orig changed is back, and
+// nothing else changed since (unchanged checked that), so the object is
+// again exactly as it was then. An earlier edit of the same execution (or
+// an earlier item of a batch) then finds the time it left, and is undone in
+// turn instead of being refused as changed.
+func (e *Engine) restoreStamp(ctx context.Context, tx *gorm.DB, orig, done models.Edit) (models.Edit, error) {
+	if orig.Op != models.EditUpdateObject || done.Op != models.EditUpdateObject || orig.UpdatedAtBefore == nil || orig.ObjectID != done.ObjectID {
+		return done, nil
+	}
+	if err := e.onto.SetUpdatedAt(ctx, tx, done.ObjectID, *orig.UpdatedAtBefore); err != nil {
+		return done, err
+	}
+	done.UpdatedAtAfter = timePtr(*orig.UpdatedAtBefore)
+	return done, nil
+}
+
+// unchanged reads the object id in tx and refuses it when actor may not
+// read it, it is gone or was updated after want (the update time the
+// undone edit left).
+func (e *Engine) unchanged(ctx context.Context, tx *gorm.DB, actor *models.User, id string, want *time.Time) (*Object, error) {
+	// Locked first: a concurrent write must not land between this check
+	// and the revert's write.
+	if err := e.onto.LockObject(ctx, tx, id); err != nil {
+		return nil, err
+	}
+	o, err := e.onto.Object(ctx, tx, id)
+	if err != nil {
+		return nil, err
+	}
+	if o != nil && !e.onto.CanRead(actor, o.Marking, o.Organization) {
+		return nil, notFound(id)
+	}
+	if o == nil {
+		return nil, apperr.New(apperr.Conflict, "object %s was deleted since; nothing to revert it to", id).
+			WithDetails(apperr.Detail{Field: id, Reason: "deleted", Message: "deleted since the execution"})
+	}
+	if want != nil && !o.UpdatedAt.Equal(*want) {
+		return nil, apperr.New(apperr.Conflict, "object %s changed since the execution (updated at %s); the revert would overwrite a later edit", id, o.UpdatedAt.UTC().Format(time.RFC3339Nano)).
+			WithDetails(apperr.Detail{Field: id, Reason: "changed", Message: "updated at " + o.UpdatedAt.UTC().Format(time.RFC3339Nano)})
+	}
+	return o, nil
+}
+
+func conflictIfExists(err error, id string) error {
+	if apperr.Is(err, apperr.Conflict) {
+		return apperr.New(apperr.Conflict, "object %s exists again; the revert would not recreate it over what is there now", id)
+	}
+	return err
+}
+
+// linkEndsReadable refuses a link edit when actor may not read one of the
+// link's ends as they are now (a missing end is left to the edit itself).
+func (e *Engine) linkEndsReadable(ctx context.Context, tx *gorm.DB, actor *models.User, ed models.Edit) error {
+	if ed.Op != models.EditCreateLink && ed.Op != models.EditDeleteLink {
+		return nil
+	}
+	for _, id := range []string{ed.SourceID, ed.TargetID} {
+		if id == "" {
+			continue
+		}
+		o, err := e.onto.Object(ctx, tx, id)
+		if err != nil {
+			return err
+		}
+		if o != nil && !e.onto.CanRead(actor, o.Marking, o.Organization) {
+			return notFound(id)
+		}
+	}
+	return nil
+}
+
+// notFound answers an object the actor may not read as a missing one.
+func notFound(id string) error {
+	return apperr.New(apperr.ObjectNotFound, "object %q not found", id)
+}

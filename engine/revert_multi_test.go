@@ -1,0 +1,41 @@
+package engine_test
+
+import (
+	"context"
+	"fmt"
+	"testing"
+
+	"gorm.io/gorm"
+
+	"github.com/ontoflow/ontoflow/domain"
+	"github.com/ontoflow/ontoflow/internal/testdb"
+	"github.com/ontoflow/ontoflow/models"
+	"github.com/ontoflow/ontoflow/ontology"
+)
+
+// A function that updates one object twice is reverted: the second
+// update is undone first and gives the object back the update time the
+// first one left, so the first is not taken for a later edit.
+func TestRevertTwoUpdatesOfOneObject(t *testing.T) {
+	testdb.Each(t, func(t *testing.T, db *gorm.DB) {
+		ctx := context.Background()
+		e := fnEngineEnv(t, db)
+		ot := must(e.store.CreateObjectType(ctx, admin.ID, ontology.ObjectTypeSpec{Name: "Ticket", Properties: []ontology.PropertySpec{
+			{Name: "title", Type: domain.T(domain.TypeString)}, {Name: "notes", Type: domain.T(domain.TypeString)}}}))(t)
+		src := `export default function (ctx) { return { edits: [
+    { type: "update", object_id: ctx.target.id, properties: { notes: "one" } },
+    { type: "update", object_id: ctx.target.id, properties: { title: "two" } } ] }; }`
+		var d domain.ActionDefinition
+		decode(t, fmt.Sprintf(`{"name":"fn","object_type_id":%q,"operation_kind":"invoke_function",
+			"config":{"operation":{"inline":{"runtime":"javascript","source":%q}}}}`, ot.ID, src), &d)
+		at := must(e.store.ActionType(ctx, must(e.store.CreateActionType(ctx, admin.ID, d))(t).ID))(t)
+		target := must(e.store.CreateObjectAs(ctx, admin, "Ticket", ontology.ObjectSpec{Properties: map[string]any{"title": "t", "notes": "orig"}}))(t)
+		id := e.execution(t, at, models.KindExecute, target.ID, map[string]any{}, nil, 0)
+		if err := e.runWithEffect(ctx, id); err != nil {
+			t.Fatal(err)
+		}
+		if err := e.revert(t, ctx, at, id); err != nil {
+			t.Fatalf("revert: %v", err)
+		}
+	})
+}

@@ -1,0 +1,73 @@
+package functions
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+
+	"gorm.io/gorm"
+
+	"github.com/ontoflow/ontoflow/domain"
+	"github.com/ontoflow/ontoflow/engine"
+	"github.com/ontoflow/ontoflow/models"
+	"github.com/ontoflow/ontoflow/ontology"
+)
+
+// Reads is engine.FunctionReads over the ontology store (set after the
+// store is built, which needs the kinds first): the store's
+// listing routes' own reads, so a function sees what the actor would see
+// through the API and nothing more.
+type Reads struct{ Store *ontology.Store }
+
+var _ engine.FunctionReads = (*Reads)(nil)
+
+// store reads through tx when set (a what-if's branch), else the store's
+// own connections.
+func (r *Reads) store(tx *gorm.DB) *ontology.Store {
+	if tx == nil {
+		return r.Store
+	}
+	return r.Store.Over(tx)
+}
+
+// Query implements engine.FunctionReads. A filter's key is a property
+// ("status") or a property and operator ("score.gt"), as on the REST
+// listing; values are taken as the query string would carry them.
+func (r *Reads) Query(ctx context.Context, tx *gorm.DB, actor *models.User, objectType string, filters map[string]any, limit int) ([]engine.Object, error) {
+	q := ontology.ObjectQuery{Limit: limit}
+	for k, v := range filters {
+		s, ok := v.(string)
+		if !ok {
+			b, err := json.Marshal(v)
+			if err != nil {
+				return nil, fmt.Errorf("filter %s: %w", k, err)
+			}
+			s = string(b)
+		}
+		q.Filters = append(q.Filters, ontology.RawFilter{Key: k, Value: s})
+	}
+	objs, err := r.store(tx).ListObjects(ctx, actor, objectType, q)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]engine.Object, 0, len(objs))
+	for _, o := range objs {
+		out = append(out, domain.Object{ID: o.ID, ObjectTypeID: o.ObjectTypeID, Properties: o.Properties.V, Marking: o.Marking,
+			CreatedBy: o.CreatedBy, Organization: o.Organization, CreatedAt: o.CreatedAt, UpdatedAt: o.UpdatedAt})
+	}
+	return out, nil
+}
+
+// Links implements engine.FunctionReads.
+func (r *Reads) Links(ctx context.Context, tx *gorm.DB, actor *models.User, objectTypeID, objectID, linkType string) ([]domain.Link, error) {
+	ls, err := r.store(tx).ObjectLinks(ctx, actor, objectTypeID, objectID, ontology.LinkQuery{LinkType: linkType, Limit: 1000})
+	if err != nil {
+		return nil, err
+	}
+	out := make([]domain.Link, 0, len(ls))
+	for _, l := range ls {
+		out = append(out, domain.Link{ID: l.ID, LinkTypeID: l.LinkTypeID, SourceID: l.SourceID, TargetID: l.TargetID,
+			Properties: l.Properties.V, CreatedBy: l.CreatedBy, CreatedAt: l.CreatedAt})
+	}
+	return out, nil
+}

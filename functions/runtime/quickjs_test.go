@@ -1,0 +1,132 @@
+package runtime
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+)
+
+// nullHost answers every read with nothing.
+type nullHost struct{}
+
+func (nullHost) Get(context.Context, string) (any, error) { return nil, nil }
+func (nullHost) Query(context.Context, string, map[string]any, int) (any, error) {
+	return []any{}, nil
+}
+func (nullHost) Links(context.Context, string, string) (any, error) { return []any{}, nil }
+func (nullHost) Fetch(context.Context, FetchRequest) (*FetchResponse, error) {
+	return nil, errors.New("no network")
+}
+
+func runJS(t *testing.T, lang, src string, lim Limits) (*Output, error) {
+	t.Helper()
+	prog, err := Compile(lang, src)
+	if err != nil {
+		t.Fatalf("compile: %v", err)
+	}
+	in := Input{Parameters: map[string]any{"n": 2}, Actor: Actor{ID: "u1", Username: "ann", Roles: []string{"user"}},
+		Action: Action{Name: "a", Version: 1}, ExecutionID: "e1"}
+	return QuickJS{}.Run(context.Background(), prog, in, nullHost{}, lim)
+}
+
+func TestRunReturnsEditsAndConsole(t *testing.T) {
+	out, err := runJS(t, "typescript", `
+interface Ctx { parameters: { n: number }, actor: { username: string } }
+export default async function (ctx: Ctx) {
+  console.log("hello", ctx.actor.username, { n: ctx.parameters.n });
+  const o = ctx.ontology.get("x");
+  return { edits: [{ type: "update", object_id: "o1", properties: { n: ctx.parameters.n * 21 } }], result: o };
+}`, Limits{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var v map[string]any
+	if err := json.Unmarshal(out.Value, &v); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(out.Value), `"n":42`) || v["result"] != nil {
+		t.Fatalf("value %s", out.Value)
+	}
+	if out.Console != "info hello ann {\"n\":2}\n" {
+		t.Fatalf("console %q", out.Console)
+	}
+}
+
+func TestHandlerExport(t *testing.T) {
+	out, err := runJS(t, "javascript", `export function handler(ctx) { return { result: ctx.execution_id } }`, Limits{})
+	if err != nil || string(out.Value) != `{"result":"e1"}` {
+		t.Fatalf("%s %v", out.Value, err)
+	}
+}
+
+func TestCompileErrorHasPosition(t *testing.T) {
+	_, err := Compile("javascript", "export default function (ctx) {\n  return {;\n}")
+	var f *Failure
+	if !errors.As(err, &f) || f.Reason != ReasonCompile || f.Line != 2 || f.Column == 0 {
+		t.Fatalf("%#v", err)
+	}
+}
+
+// TestHostileFunctions: each ends in a typed failure, quickly, and a normal
+// function still runs afterwards.
+func TestHostileFunctions(t *testing.T) {
+	cases := []struct {
+		name, src, reason string
+	}{
+		{"infinite loop", `export default function () { for (;;) {} }`, ReasonTimeout},
+		{"1 GiB allocation", `export default function () { const a = []; for (let i = 0; i < 1024; i++) a.push(new Uint8Array(1 << 20)); return a.length }`, ReasonMemory},
+		{"string growth", `export default function () { let s = "x"; for (;;) s += s; }`, ReasonMemory},
+		{"deep recursion", `export default function () { const f = (n) => f(n + 1) + 1; return f(0) }`, ReasonStack},
+		{"100 MiB result", `export default function () { return { result: "x".repeat(100 << 20) } }`, ReasonMemory},
+		{"2 MiB result", `export default function () { return { result: "x".repeat(2 << 20) } }`, ReasonResult},
+		{"10 MB console", `export default function () { for (let i = 0; i < 1e5; i++) console.log("y".repeat(100)); }`, ReasonConsole},
+		{"console caught", `export default function () { for (let i = 0; i < 1e5; i++) { try { console.log("y".repeat(100)) } catch (e) {} } }`, ReasonConsole},
+		{"require", `export default function () { return require("fs") }`, ReasonThrown},
+		{"process", `export default function () { return process.env }`, ReasonThrown},
+		{"host via globalThis", `export default function () { return globalThis.__ontoflow_host("get", "{}") }`, ReasonThrown},
+		{"constructor escape", `export default function () { return (function(){}).constructor("return std")() }`, ReasonThrown},
+		{"never settles", `export default function () { return new Promise(() => {}) }`, ReasonPending},
+		{"throws", `export default function () { throw new Error("boom") }`, ReasonThrown},
+		{"no handler", `export const x = 1`, ReasonNoHandler},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			start := time.Now()
+			_, err := runJS(t, "javascript", c.src, Limits{Timeout: time.Second, Memory: 32 << 20})
+			var f *Failure
+			if !errors.As(err, &f) || f.Reason != c.reason {
+				t.Fatalf("want %s, got %v", c.reason, err)
+			}
+			if d := time.Since(start); d > 3*time.Second {
+				t.Fatalf("took %s", d)
+			}
+		})
+	}
+	// The reader of the result cannot be replaced (the assignment is
+	// ignored, or throws in strict code).
+	out, err := runJS(t, "javascript", `try { globalThis.__ontoflow_state = () => JSON.stringify({ state: "done", json: "x".repeat(2 << 20) }) } catch (e) {}
+export default () => 1`, Limits{})
+	if err != nil || string(out.Value) != "1" {
+		t.Fatalf("replaced reader: %v", err)
+	}
+	out, err = runJS(t, "javascript", `export default function (ctx) { return { result: typeof require + typeof process + typeof std + typeof os + typeof setTimeout + typeof fetch } }`, Limits{})
+	if err != nil || string(out.Value) != `{"result":"undefinedundefinedundefinedundefinedundefinedundefined"}` {
+		t.Fatalf("%s %v", out.Value, err)
+	}
+}
+
+func BenchmarkRun(b *testing.B) {
+	prog, err := Compile("javascript", `export default function (ctx) { return { edits: [{ type: "update", object_id: "o", properties: { n: ctx.parameters.n + 1 } }] } }`)
+	if err != nil {
+		b.Fatal(err)
+	}
+	in := Input{Parameters: map[string]any{"n": 1}}
+	for b.Loop() {
+		if _, err := (QuickJS{}).Run(context.Background(), prog, in, nullHost{}, Limits{}); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

@@ -45,8 +45,11 @@ func browser(t *testing.T) context.Context {
 		chromedp.Flag("headless", true), chromedp.NoSandbox, chromedp.DisableGPU, chromedp.NoFirstRun,
 		chromedp.Flag("disable-quic", true), chromedp.Flag("disable-background-networking", true),
 		chromedp.Flag("disable-component-update", true), chromedp.Flag("disable-sync", true),
-		chromedp.UserDataDir(t.TempDir()), chromedp.WindowSize(1280, 900),
+		chromedp.Flag("disable-breakpad", true), chromedp.WindowSize(1280, 900),
 	}
+	// No UserDataDir: chromedp makes a fresh profile per browser and removes
+	// it after the process exits. A t.TempDir() profile failed the test
+	// when chromium's helpers were still writing it at cleanup.
 	actx, cancelA := chromedp.NewExecAllocator(context.Background(), opts...)
 	ctx, cancelC := chromedp.NewContext(actx)
 	t.Cleanup(func() { cancelC(); cancelA() })

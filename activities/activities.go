@@ -87,13 +87,13 @@ func retryLater(err error) error {
 
 // Revert applies the inverse of an execution's edits for a revert
 // execution, exactly once (engine.Revert). Like Apply, its result in the
-// history is the small result only.
-func (a *Activities) Revert(ctx context.Context, revertID string) (*engine.Outcome, error) {
+// history is the small result and the delivery steps that follow.
+func (a *Activities) Revert(ctx context.Context, revertID string) (*engine.Reverted, error) {
 	o, err := a.eng.Revert(run(ctx), revertID)
 	if err != nil {
 		return nil, typed(err)
 	}
-	return &engine.Outcome{Result: o.Result}, nil
+	return &engine.Reverted{Outcome: engine.Outcome{Result: o.Result}, Deliveries: o.Deliveries}, nil
 }
 
 // Notify is the single notify step of workflows recorded before one

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/http"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 
@@ -250,6 +251,52 @@ func revertSuite(t *testing.T, c devClient) {
 		}
 		if n := f.state("Ticket", id)["properties"].(map[string]any)["notes"]; n != "b" {
 			t.Errorf("notes = %v after the refused revert", n)
+		}
+	})
+
+	t.Run("a revert notifies only through the action's revert notifications", func(t *testing.T) {
+		note := func(title string) []map[string]any {
+			return []map[string]any{{"title": title, "channels": []string{"in_app"}, "send_to_actor": true}}
+		}
+		mappings := map[string]any{"property_mappings": []map[string]any{{"property": "notes", "input": "notes"}}}
+		inputs := []map[string]any{{"name": "notes", "type": "string"}}
+		plain := f.action(map[string]any{"name": "set-notes-notified", "object_type_id": "Ticket", "operation_kind": "update_object",
+			"inputs": inputs, "config": map[string]any{"operation": mappings, "notification_side_effects": note("notes set")}})
+		announced := f.action(map[string]any{"name": "set-notes-revert-notified", "object_type_id": "Ticket", "operation_kind": "update_object",
+			"inputs": inputs, "config": map[string]any{"operation": mappings, "notification_side_effects": note("notes set"),
+				"revert_notification_side_effects": note("notes {{ parameters.notes }} of {{ object.properties.title }} reverted by {{ actor.username }}")}})
+		titles := func() []string {
+			var page struct {
+				Data []struct {
+					Title string `json:"title"`
+				} `json:"data"`
+			}
+			c.must(http.StatusOK, "GET", "/api/v1/notifications?page_size=200", nil, &page)
+			var out []string
+			for _, n := range page.Data {
+				out = append(out, n.Title)
+			}
+			return out
+		}
+		id := f.object("Ticket", map[string]any{"title": "n1", "notes": "a"}, "")
+		ex := f.execute(c, plain, id, map[string]any{"notes": "b"})
+		had := len(titles())
+		if st, rv := revertAs(c, ex, "no announcement"); st != http.StatusOK || rv["notifications"] != nil {
+			t.Fatalf("revert: %d %v", st, rv)
+		}
+		if got := titles(); len(got) != had {
+			t.Errorf("a revert of an action without revert notifications notified: %v", got[:len(got)-had])
+		}
+		ex = f.execute(c, announced, id, map[string]any{"notes": "c"})
+		had = len(titles())
+		st, rv := revertAs(c, ex, "announced")
+		outs, _ := rv["notifications"].([]any)
+		if st != http.StatusOK || len(outs) != 1 || outs[0].(map[string]any)["status"] != "delivered" {
+			t.Fatalf("revert: %d %v", st, rv)
+		}
+		got := titles()
+		if len(got) != had+1 || !slices.Contains(got, "notes c of n1 reverted by admin") {
+			t.Errorf("notifications after the revert: %q", got)
 		}
 	})
 

@@ -180,9 +180,22 @@ type ActionConfig struct {
 	// the kind into its own type (see OperationKind.NewConfig).
 	Operation               json.RawMessage          `json:"operation"`
 	NotificationSideEffects []NotificationSideEffect `json:"notification_side_effects,omitempty"`
+	// RevertNotificationSideEffects are delivered after a revert of one of
+	// the action's executions succeeds. A revert sends nothing without
+	// them: the action's own side effects announce a change, not its undo.
+	RevertNotificationSideEffects []NotificationSideEffect `json:"revert_notification_side_effects,omitempty"`
 	// AllowRevert (default true) lets executions of the action be
 	// reverted (POST /executions/{id}/revert).
 	AllowRevert *bool `json:"allow_revert,omitempty"`
+}
+
+// SideEffects are the notification side effects of an execution: the
+// revert ones for a revert, else the action's own.
+func (c ActionConfig) SideEffects(revert bool) []NotificationSideEffect {
+	if revert {
+		return c.RevertNotificationSideEffects
+	}
+	return c.NotificationSideEffects
 }
 
 // Revertible reports whether executions of the action may be reverted.
@@ -365,6 +378,11 @@ func (v *defValidator) run() error {
 	}
 	for i, n := range d.Config.NotificationSideEffects {
 		if err := v.checkNotification(fmt.Sprintf("config.notification_side_effects[%d]", i), n); err != nil {
+			return err
+		}
+	}
+	for i, n := range d.Config.RevertNotificationSideEffects {
+		if err := v.checkNotification(fmt.Sprintf("config.revert_notification_side_effects[%d]", i), n); err != nil {
 			return err
 		}
 	}

@@ -63,9 +63,12 @@ func (e *Engine) Notify(ctx context.Context, p *Prepared, _ *Outcome) error {
 
 // Channels lists the channels an action's side effects use, in order of
 // first use: the delivery steps its workflow runs.
-func Channels(at *ActionType) []string {
+func Channels(at *ActionType) []string { return channelsOf(at.Config.NotificationSideEffects) }
+
+// channelsOf lists the channels side effects use, in order of first use.
+func channelsOf(effects []domain.NotificationSideEffect) []string {
 	var out []string
-	for _, n := range at.Config.NotificationSideEffects {
+	for _, n := range effects {
 		for _, ch := range n.EffectiveChannels() {
 			if !contains(out, ch) {
 				out = append(out, ch)
@@ -138,6 +141,15 @@ func (e *Engine) Deliver(ctx context.Context, executionID, channel string, last 
 // without an implementation of the channel here is skipped.
 func (e *Engine) messages(ctx context.Context, ex *models.Execution, at *ActionType, actor *models.User, channel string) ([]Message, []models.NotificationOutcome) {
 	before, after := e.beforeAfter(ctx, ex.TargetObjectID, &Outcome{Edits: ex.Edits.V})
+	if ex.Kind == models.KindRevert && ex.RevertOf != nil {
+		// A revert has no parameters of its own: its templates and
+		// recipients see those of the execution it reverts.
+		x := *ex
+		if orig, err := e.execution(ctx, e.db, *ex.RevertOf); err == nil {
+			x.Parameters = orig.Parameters
+		}
+		ex = &x
+	}
 	return e.messagesFor(ctx, ex, at, actor, channel, before, after)
 }
 
@@ -150,8 +162,9 @@ func (e *Engine) messagesFor(ctx context.Context, ex *models.Execution, at *Acti
 	_, have := e.channels[channel]
 	var msgs []Message
 	var outcomes []models.NotificationOutcome
-	for i := range at.Config.NotificationSideEffects {
-		n := &at.Config.NotificationSideEffects[i]
+	effects := at.Config.SideEffects(ex.Kind == models.KindRevert)
+	for i := range effects {
+		n := &effects[i]
 		if !contains(n.EffectiveChannels(), channel) {
 			continue
 		}

@@ -37,31 +37,48 @@ func CheckRevert(actor *models.User, orig *models.Execution, at *ActionType) err
 	return nil
 }
 
+// Reverted is the revert step's answer: what it did, and the delivery
+// steps of the action's revert notifications, which run after it.
+type Reverted struct {
+	Outcome
+	Deliveries []Delivery `json:"deliveries,omitempty"`
+}
+
 // Revert is the step of a revert execution: in one transaction it checks
 // the execution it reverts again, applies the inverse of each recorded
 // edit, last edit first, refusing (409, naming the object and what
 // changed) when anything it touched changed since, and records both
 // executions — the revert succeeded with its edits, the original
 // reverted_by — so it happens exactly once however often the step runs.
-func (e *Engine) Revert(ctx context.Context, revertID string) (*Outcome, error) {
+func (e *Engine) Revert(ctx context.Context, revertID string) (*Reverted, error) {
 	defer e.observe("revert", time.Now())
-	var out *Outcome
+	out := &Reverted{}
 	err := e.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
 		rv, err := e.lockExecution(tx, revertID)
 		if err != nil {
 			return err
 		}
-		if done, err := revertRecorded(rv); done || err != nil {
-			out = &Outcome{Edits: rv.Edits.V, Result: rv.Result.V}
+		at, err := e.onto.ActionType(ctx, rv.ActionTypeID)
+		if err != nil {
 			return err
 		}
-		out, err = e.revertIn(ctx, tx, rv)
+		out.Deliveries = e.deliveriesOf(at.Config.SideEffects(true))
+		if done, err := revertRecorded(rv); done || err != nil {
+			out.Outcome = Outcome{Edits: rv.Edits.V, Result: rv.Result.V}
+			return err
+		}
+		o, err := e.revertIn(ctx, tx, rv)
+		if o != nil {
+			out.Outcome = *o
+		}
 		return err
 	})
 	if err != nil {
 		return nil, err
 	}
-	e.settle(revertID) // a failure is settled by RecordFailure
+	if len(out.Deliveries) == 0 {
+		e.settle(revertID) // else the last delivery settles; a failure is settled by RecordFailure
+	}
 	return out, nil
 }
 

@@ -12,6 +12,7 @@ import (
 	"gorm.io/gorm/clause"
 
 	"github.com/ontoflow/ontoflow/apperr"
+	"github.com/ontoflow/ontoflow/domain"
 	"github.com/ontoflow/ontoflow/models"
 )
 
@@ -51,8 +52,13 @@ type Delivery struct {
 
 // deliveries lists the delivery steps of at.
 func (e *Engine) deliveries(at *ActionType) []Delivery {
+	return e.deliveriesOf(at.Config.NotificationSideEffects)
+}
+
+// deliveriesOf lists the delivery steps of side effects.
+func (e *Engine) deliveriesOf(effects []domain.NotificationSideEffect) []Delivery {
 	var out []Delivery
-	for _, ch := range Channels(at) {
+	for _, ch := range channelsOf(effects) {
 		_, remote := e.channels[ch].(RemoteChannel)
 		out = append(out, Delivery{Channel: ch, Remote: remote})
 	}

@@ -290,6 +290,9 @@ func TestDefinitionErrors(t *testing.T) {
 			{"notification channel", domain.KindUpdateObject, func(d *domain.ActionDefinition) {
 				d.Config.NotificationSideEffects[0].Channels = []string{"pager"}
 			}, "config.notification_side_effects[0].channels[0]"},
+			{"revert notification channel", domain.KindUpdateObject, func(d *domain.ActionDefinition) {
+				d.Config.RevertNotificationSideEffects = []domain.NotificationSideEffect{{Title: "reverted", Channels: []string{"pager"}}}
+			}, "config.revert_notification_side_effects[0].channels[0]"},
 			{"notification severity", domain.KindUpdateObject, func(d *domain.ActionDefinition) { d.Config.NotificationSideEffects[0].Severity = "meh" }, "config.notification_side_effects[0].severity"},
 			{"notification unknown input", domain.KindUpdateObject, func(d *domain.ActionDefinition) {
 				d.Config.NotificationSideEffects[0].UserIDInputName = "approver"

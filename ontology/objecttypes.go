@@ -631,7 +631,7 @@ func (s *Store) actionUsesProperty(d domain.ActionDefinition, name string) bool 
 			return true
 		}
 	}
-	for _, n := range d.Config.NotificationSideEffects {
+	for _, n := range append(d.Config.SideEffects(false), d.Config.SideEffects(true)...) {
 		if n.TargetUserPropertyName == name {
 			return true
 		}

@@ -19,12 +19,20 @@ const RevertWorkflowName = "RevertWorkflow"
 // transaction (exactly once however often it runs), or records why not.
 func (w *Workflows) Revert(ctx workflow.Context, in ActionInput) (ItemResult, error) {
 	ctx = stepOptions(ctx)
-	var out engine.Outcome
+	var out engine.Reverted
 	res := ItemResult{ExecutionID: in.ExecutionID, Status: models.StatusSucceeded}
 	if err := workflow.ExecuteLocalActivity(ctx, w.steps.Revert, in.ExecutionID).Get(ctx, &out); err != nil {
 		f := activities.FailureOf(err)
 		_ = workflow.ExecuteLocalActivity(ctx, w.steps.RecordFailure, in.ExecutionID, f).Get(ctx, nil)
 		res.Status, res.ErrorCode, res.ErrorMessage = models.StatusFailed, f.Code, f.Message
+	}
+	// The action's revert notifications, after the revert committed: best
+	// effort, one step per channel, as an execution's deliveries.
+	for i, d := range out.Deliveries {
+		if res.Status != models.StatusSucceeded {
+			break
+		}
+		_ = w.deliver(ctx, in.ExecutionID, d, i == len(out.Deliveries)-1).Get(ctx, nil)
 	}
 	_ = workflow.UpsertTypedSearchAttributes(ctx, SAStatus.ValueSet(res.Status))
 	if res.Status != models.StatusSucceeded {

@@ -411,12 +411,19 @@ func (k InvokeFunction) fresh(ctx context.Context, op *Op, call *FunctionCall) e
 		WithDetails(apperr.Detail{Field: stale, Reason: "stale_read", Message: "changed since the function read it"})
 }
 
-// staleRead returns the first object of reads that changed since.
+// staleRead returns the first object of reads that changed since. Each is
+// locked first (Postgres; SQLite has one writer): a write landing between
+// this check and the commit would otherwise go unseen, and edits computed
+// from what it replaced would commit.
 func staleRead(ctx context.Context, op *Op, reads map[string]string) (string, error) {
 	for id, saw := range reads {
-		// The run step has just read the target in the transaction.
+		// The run step has just read (and locked) the target in the
+		// transaction.
 		o := op.Target
 		if o == nil || o.ID != id {
+			if err := lockRead(ctx, op, id); err != nil {
+				return "", err
+			}
 			var err error
 			if o, err = op.Ontology.Object(ctx, op.Tx, id); err != nil {
 				return "", fmt.Errorf("check what the function read (%s): %w", id, err)
@@ -427,6 +434,18 @@ func staleRead(ctx context.Context, op *Op, reads map[string]string) (string, er
 		}
 	}
 	return "", nil
+}
+
+// lockRead locks object id in op's transaction; a preview outside one
+// commits nothing and locks nothing.
+func lockRead(ctx context.Context, op *Op, id string) error {
+	if op.Tx == nil {
+		return nil
+	}
+	if err := op.Ontology.LockObject(ctx, op.Tx, id); err != nil {
+		return fmt.Errorf("lock what the function read (%s): %w", id, err)
+	}
+	return nil
 }
 
 // Invert implements Kind: each edit a function returned is inverted as

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -370,4 +371,51 @@ func TestFunctionPreviewReadsTheBranch(t *testing.T) {
 			t.Errorf("a preview may run %d ms inside the write transaction, want at most 5000", call.TimeoutMS)
 		}
 	})
+}
+
+// TestFunctionReadsLockedUntilCommit: on Postgres, the objects a function
+// read (beyond the target, which the run step locks) are locked by the
+// stale-read check until the commit, so a write cannot land between the
+// check and the commit. SQLite runs one write transaction at a time.
+func TestFunctionReadsLockedUntilCommit(t *testing.T) {
+	if !slices.Contains(testdb.Dialects(), "postgres") {
+		t.Skip("row locks are Postgres's; set TEST_DATABASE_URL")
+	}
+	db := testdb.Open(t, "postgres")
+	ctx := context.Background()
+	e := newEnv(t, db)
+	svc := functions.New(db, functions.Options{})
+	k := engine.InvokeFunction{Functions: svc, Reads: &functions.Reads{Store: e.store}}
+	must(e.store.CreateObjectType(ctx, admin.ID, ontology.ObjectTypeSpec{Name: "Ticket", Properties: []ontology.PropertySpec{
+		{Name: "notes", Type: domain.T(domain.TypeString)}}}))(t)
+	target := must(e.store.CreateObjectAs(ctx, admin, "Ticket", ontology.ObjectSpec{Properties: map[string]any{"notes": "a"}}))(t)
+	other := must(e.store.CreateObjectAs(ctx, admin, "Ticket", ontology.ObjectSpec{Properties: map[string]any{"notes": "read me"}}))(t)
+	src := fmt.Sprintf(`export default (ctx) => ({ edits: [{ type: "update", object_id: ctx.target.id,
+		properties: { notes: ctx.ontology.get(%q).properties.notes } }] })`, other.ID)
+	cur := must(e.store.Object(ctx, nil, target.ID))(t)
+	op := fnOp(t, k, e.store, cur, fmt.Sprintf(`{"inline":{"runtime":"javascript","source":%q}}`, src))
+	effect := must(k.Effect(ctx, op, "e1"))(t)
+
+	err := db.Transaction(func(tx *gorm.DB) error {
+		sub := *op
+		sub.Tx, sub.Effect = tx, effect
+		if _, err := k.Apply(ctx, &sub); err != nil {
+			return err
+		}
+		// Before the commit, another connection tries to change what
+		// the function read: it must wait for the commit.
+		return db.Transaction(func(w *gorm.DB) error {
+			if err := w.Exec("SET LOCAL lock_timeout = '200ms'").Error; err != nil {
+				return err
+			}
+			err := w.Exec("UPDATE objects SET updated_at = now() WHERE id = ?", other.ID).Error
+			if err == nil || !strings.Contains(err.Error(), "lock timeout") {
+				t.Errorf("a write to the object the function read went through before the commit: %v", err)
+			}
+			return errors.New("roll back the writer")
+		})
+	})
+	if err == nil || err.Error() != "roll back the writer" {
+		t.Fatalf("apply: %v", err)
+	}
 }

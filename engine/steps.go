@@ -249,7 +249,26 @@ func (e *Engine) Effect(ctx context.Context, executionID string) (json.RawMessag
 		return nil, nil
 	}
 	op.ExecutionID = ex.ID
-	return ek.Effect(ctx, op, ex.ID)
+	res, err := ek.Effect(ctx, op, ex.ID)
+	if err == nil && !ek.EffectOptions(op).Local && len(e.deliveries(in.Action)) == 0 {
+		e.applyEarly(ctx, ex.ID, res)
+	}
+	return res, err
+}
+
+// applyEarly commits an execution in its effect step, as soon as a call
+// that left the process has returned, when nothing follows the run step:
+// a synchronous execute then answers once the edits and the record have
+// committed, without waiting for the activity's completion to reach the
+// server and for the workflow's next task. It is only a head start: the
+// run step still runs and answers the record (Run is exactly once under
+// the execution row's lock). When this attempt fails, for any reason, the
+// run step applies as it always has and records a refusal, so a failure
+// here never makes the effect step call again.
+func (e *Engine) applyEarly(ctx context.Context, id string, effect json.RawMessage) {
+	if _, err := e.Run(ctx, &Prepared{ExecutionID: id, EffectResult: effect}, true); err != nil {
+		e.log.Debug("commit in the effect step failed; the run step applies", "execution", id, "err", err)
+	}
 }
 
 // prepared is Prepare's answer for a finished execution: the parameters it

@@ -103,6 +103,37 @@ func applyOnceSuite(t *testing.T, c wi, exec func(q string, args ...any) error) 
 		}
 	})
 
+	t.Run("a step submitted by an apply that died is resumed by another user's apply", func(t *testing.T) {
+		fast := c.id(http.StatusCreated, "POST", "/api/v1/ontology/actions", jsonMap{"name": "fast-hook", "object_type_id": "Ticket",
+			"operation_kind": "invoke_webhook", "config": jsonMap{"operation": jsonMap{"url": rx.srv.URL + "/fast", "max_attempts": 1}}})
+		c.must(http.StatusCreated, "POST", "/api/v1/users", jsonMap{"username": "dora", "password": "dora-password-1"}, nil)
+		dora := wi{c.as("dora", "dora-password-1")}
+		var opened struct {
+			BranchID string `json:"branch_id"`
+		}
+		dora.must(http.StatusCreated, "POST", "/api/v1/ontology/actions/"+fast+"/what-if", jsonMap{"target_object_id": tk}, &opened)
+		b := opened.BranchID
+		var res applyResult
+		dora.must(http.StatusOK, "POST", "/api/v1/ontology/branches/"+b+"/apply", nil, &res)
+		first, _ := res.Executions[0]["execution_id"].(string)
+		// The state of an apply that died after submitting the step and
+		// before recording it anywhere: the step's execution exists (keyed
+		// by the step), the branch and the step do not name it.
+		if err := exec("UPDATE branch_steps SET applied_execution_id = '' WHERE branch_id = ?", b); err != nil {
+			t.Fatal(err)
+		}
+		if err := exec("UPDATE branches SET status = ?, applied = 0 WHERE id = ?", models.BranchOpen, b); err != nil {
+			t.Fatal(err)
+		}
+		c.must(http.StatusOK, "POST", "/api/v1/ontology/branches/"+b+"/apply", nil, &res)
+		if !res.Complete || len(res.Executions) != 1 || res.Executions[0]["execution_id"] != first {
+			t.Errorf("the admin's apply: %+v, want dora's execution %s resumed", res, first)
+		}
+		if n := len(rx.seenAt("/fast")); n != 1 {
+			t.Errorf("the webhook was called %d times, want 1", n)
+		}
+	})
+
 	t.Run("an abandoned claim expires", func(t *testing.T) {
 		b := c.mustWhatIf(http.StatusCreated, status, "", tk, jsonMap{"status": "again"})["branch_id"].(string)
 		d := c.mustWhatIf(http.StatusCreated, status, "", tk, jsonMap{"status": "other"})["branch_id"].(string)

@@ -244,8 +244,6 @@ func (s *Service) applyStep(ctx context.Context, r ApplyRequest, st *models.Bran
 	return out
 }
 
-// stepKeyPrefix starts the Idempotency-Key of a step's real execution.
-const stepKeyPrefix = "branch-apply:"
 
 // submitStep submits step st for real, or resumes the execution an
 // earlier apply submitted for it. The execution is keyed by the step
@@ -253,15 +251,12 @@ const stepKeyPrefix = "branch-apply:"
 // repeated apply, nor one after a crash, nor another caller's (an admin's)
 // submits it again; only a failed attempt is tried anew.
 func (s *Service) submitStep(ctx context.Context, r ApplyRequest, st *models.BranchStep, ids map[string]string) (*Handle, error) {
-	var prev *models.Execution
-	if st.AppliedExecutionID != "" {
-		var err error
-		if prev, err = s.Get(ctx, st.AppliedExecutionID); err != nil {
-			return nil, err
-		}
-		if prev.Status != models.StatusFailed {
-			return s.resume(ctx, prev, prev.RequestHash)
-		}
+	prev, err := s.stepExecution(ctx, st)
+	if err != nil {
+		return nil, err
+	}
+	if prev != nil && prev.Status != models.StatusFailed {
+		return s.resume(ctx, prev, prev.RequestHash)
 	}
 	at, err := s.store.ActionType(ctx, st.ActionTypeID)
 	if err != nil {
@@ -275,12 +270,44 @@ func (s *Service) submitStep(ctx context.Context, r ApplyRequest, st *models.Bra
 	if err != nil {
 		return nil, err
 	}
-	err = s.db.WithContext(context.WithoutCancel(ctx)).Model(st).Update("applied_execution_id", h.Execution.ID).Error
+	s.recordStep(ctx, st, h.Execution.ID)
+	return h, nil
+}
+
+// stepExecution is the last real execution submitted for st: the one
+// recorded on the step, else one found by the step's key under any actor
+// — an apply that died between submitting and recording leaves only the
+// key, and the next apply may be another user's (an admin's), whose own
+// keys would not find it.
+func (s *Service) stepExecution(ctx context.Context, st *models.BranchStep) (*models.Execution, error) {
+	if st.AppliedExecutionID != "" {
+		return s.Get(ctx, st.AppliedExecutionID)
+	}
+	var found []models.Execution
+	// Only the key in SQL, with the partial index's predicate literally (a
+	// bound pattern would not let a generic plan use the index); the rest
+	// is checked here, so no other index looks cheaper to the planner.
+	err := s.db.WithContext(ctx).Where("idempotency_key LIKE '"+models.BranchApplyKeyPrefix+"%' AND idempotency_key = ?",
+		stepKey(st, nil)).Find(&found).Error
 	if err != nil {
-		// The key still finds the execution for this caller.
+		return nil, fmt.Errorf("look up the execution of step %s: %w", st.ID, err)
+	}
+	for i := range found {
+		if ex := &found[i]; ex.ActionTypeID == st.ActionTypeID && ex.Kind == models.KindExecute {
+			s.recordStep(ctx, st, ex.ID)
+			return ex, nil
+		}
+	}
+	return nil, nil
+}
+
+// recordStep records on st the real execution that runs it.
+func (s *Service) recordStep(ctx context.Context, st *models.BranchStep, executionID string) {
+	err := s.db.WithContext(context.WithoutCancel(ctx)).Model(st).Update("applied_execution_id", executionID).Error
+	if err != nil {
+		// The key still finds the execution.
 		slog.WarnContext(ctx, "record an applied step", "step", st.ID, "err", err)
 	}
-	return h, nil
 }
 
 // stepKey is the Idempotency-Key of step st's real execution: derived
@@ -288,9 +315,9 @@ func (s *Service) submitStep(ctx context.Context, r ApplyRequest, st *models.Bra
 // retry is a new execution while a repeated retry is the same one.
 func stepKey(st *models.BranchStep, failed *models.Execution) string {
 	if failed == nil {
-		return stepKeyPrefix + st.ID
+		return models.BranchApplyKeyPrefix + st.ID
 	}
-	return stepKeyPrefix + st.ID + ":after:" + failed.ID
+	return models.BranchApplyKeyPrefix + st.ID + ":after:" + failed.ID
 }
 
 // mapCreated pairs the objects a step created in the branch with those

@@ -60,7 +60,9 @@ type Execution struct {
 	NotifiedAt     *time.Time                  `json:"notified_at,omitempty"`
 	// IdempotencyKey is unique per actor; RequestHash detects a reused key
 	// with a different body.
-	IdempotencyKey *string `gorm:"size:255;uniqueIndex:idx_exec_idem,priority:2" json:"idempotency_key,omitempty"`
+	// The partial index finds a what-if step's real execution by its key
+	// whoever ran it (see BranchApplyKeyPrefix).
+	IdempotencyKey *string `gorm:"size:255;uniqueIndex:idx_exec_idem,priority:2;index:idx_exec_step_key,where:idempotency_key LIKE 'branch-apply:%'" json:"idempotency_key,omitempty"`
 	RequestHash    string  `gorm:"size:64" json:"-"`
 	TotalItems     int     `gorm:"not null;default:0" json:"total_items,omitempty"`
 	// RevertOf (on a revert) and RevertedBy (on the execution it undid)

@@ -16,6 +16,10 @@ const (
 	BranchApplied  = "applied"
 )
 
+// BranchApplyKeyPrefix starts the Idempotency-Key of the real execution
+// that applying a branch runs for a step (indexed: idx_exec_step_key).
+const BranchApplyKeyPrefix = "branch-apply:"
+
 // Branch is a what-if branch, private to its owner.
 type Branch struct {
 	ID        string `gorm:"primaryKey;size:36" json:"id"`

@@ -244,7 +244,6 @@ func (s *Service) applyStep(ctx context.Context, r ApplyRequest, st *models.Bran
 	return out
 }
 
-
 // submitStep submits step st for real, or resumes the execution an
 // earlier apply submitted for it. The execution is keyed by the step
 // (stepKey) and recorded on the step before any wait, so neither a

@@ -104,6 +104,9 @@ type App struct {
 
 	http     *http.Server
 	httpDone chan error
+	// stopSweeps ends the background purge of expired branches and waits
+	// for it.
+	stopSweeps func()
 }
 
 // Start brings up the parts of mode and returns once they are serving.
@@ -288,7 +291,16 @@ func (a *App) startHTTP(ctx context.Context, store *ontology.Store, eng *engine.
 	a.APIURL = scheme + "://" + ln.Addr().String()
 	a.httpDone = make(chan error, 1)
 	go func() { a.httpDone <- a.http.Serve(ln) }()
+	a.sweep(ctx, execs)
 	return nil
+}
+
+// sweep purges expired what-if branches in the background until Stop.
+func (a *App) sweep(ctx context.Context, execs *executions.Service) {
+	sctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	done := make(chan struct{})
+	go func() { defer close(done); execs.SweepBranches(sctx, 0) }()
+	a.stopSweeps = func() { cancel(); <-done }
 }
 
 // setUpOutbound loads the secret keys and builds the outbound client and
@@ -392,6 +404,9 @@ func (a *App) Stop(ctx context.Context) {
 		if err := a.http.Shutdown(ctx); err != nil {
 			a.Log.Warn("http shutdown", "err", err)
 		}
+	}
+	if a.stopSweeps != nil {
+		a.stopSweeps()
 	}
 	if a.Worker != nil {
 		a.Worker.Stop()

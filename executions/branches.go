@@ -135,9 +135,32 @@ func (s *Service) dropNewBranch(ctx context.Context, res *WhatIfResult) {
 	}
 }
 
+// branchSweepEvery is how often SweepBranches purges expired branches.
+const branchSweepEvery = 10 * time.Minute
+
+// SweepBranches purges expired branches every interval (0:
+// branchSweepEvery) until ctx ends, so their rows go even when nobody opens
+// or lists branches.
+func (s *Service) SweepBranches(ctx context.Context, interval time.Duration) {
+	if interval <= 0 {
+		interval = branchSweepEvery
+	}
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			s.purgeExpired(ctx)
+		}
+	}
+}
+
 // purgeExpired deletes branches past their expiry, with their steps. Run
-// when branches are opened and listed; an expired branch is already
-// invisible (ontology.MayUseBranch), this reclaims its rows.
+// when branches are opened and listed, and by SweepBranches; an expired
+// branch is already invisible (ontology.MayUseBranch), this reclaims its
+// rows.
 func (s *Service) purgeExpired(ctx context.Context) {
 	// A read first: most calls find nothing to purge and then take no
 	// write lock (SQLite has one).

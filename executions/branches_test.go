@@ -1,12 +1,52 @@
 package executions
 
 import (
+	"context"
 	"reflect"
 	"testing"
+	"time"
+
+	"gorm.io/gorm"
 
 	"github.com/ontoflow/ontoflow/engine"
+	"github.com/ontoflow/ontoflow/internal/testdb"
 	"github.com/ontoflow/ontoflow/models"
 )
+
+// TestSweepBranches: expired branches and their steps are purged by the
+// sweep alone, without anybody opening or listing branches; live ones stay.
+func TestSweepBranches(t *testing.T) {
+	testdb.Each(t, func(t *testing.T, db *gorm.DB) {
+		now := time.Now().UTC()
+		for id, exp := range map[string]time.Time{"expired": now.Add(-time.Minute), "live": now.Add(time.Hour)} {
+			b := models.Branch{ID: id, OwnerID: "u1", Status: models.BranchOpen, Steps: 1, ExpiresAt: exp}
+			if err := db.Create(&b).Error; err != nil {
+				t.Fatal(err)
+			}
+			if err := db.Create(&models.BranchStep{ID: id + "-step", BranchID: id, Position: 1}).Error; err != nil {
+				t.Fatal(err)
+			}
+		}
+		s := New(db, nil, nil, nil, Options{})
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan struct{})
+		go func() { s.SweepBranches(ctx, 10*time.Millisecond); close(done) }()
+		defer func() { cancel(); <-done }()
+		deadline := time.Now().Add(5 * time.Second)
+		for {
+			var ids, steps []string
+			db.Model(&models.Branch{}).Order("id").Pluck("id", &ids)
+			db.Model(&models.BranchStep{}).Order("id").Pluck("id", &steps)
+			if reflect.DeepEqual(ids, []string{"live"}) && reflect.DeepEqual(steps, []string{"live-step"}) {
+				return
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("after the sweep: branches %v, steps %v", ids, steps)
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	})
+}
 
 // TestApplyMapsCreatedIDs: the objects a step created in the branch are
 // paired, in order, with those its real execution created, and later

@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"gorm.io/gorm"
-	"gorm.io/gorm/clause"
 
 	"github.com/ontoflow/ontoflow/domain"
 	"github.com/ontoflow/ontoflow/models"
@@ -268,12 +267,8 @@ func recordedChannel(ex *models.Execution, channel string) bool {
 // lockExecution reads an execution row inside tx, locking it on Postgres
 // (SQLite runs one write transaction at a time).
 func (e *Engine) lockExecution(tx *gorm.DB, id string) (*models.Execution, error) {
-	q := tx
-	if models.IsPostgres(tx) {
-		q = q.Clauses(clause.Locking{Strength: "UPDATE"})
-	}
 	var ex models.Execution
-	if err := q.Take(&ex, "id = ?", id).Error; err != nil {
+	if err := lockForUpdate(tx).Take(&ex, "id = ?", id).Error; err != nil {
 		return nil, fmt.Errorf("lock execution %s: %w", id, err)
 	}
 	return &ex, nil

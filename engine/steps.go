@@ -355,59 +355,9 @@ func (e *Engine) Run(ctx context.Context, p *Prepared, last bool) (_ *Outcome, e
 	var out *Outcome
 	var done *models.Execution
 	err = e.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
-		var ex models.Execution
-		q := tx
-		if models.IsPostgres(tx) {
-			q = q.Clauses(clause.Locking{Strength: "UPDATE"})
-		}
-		if err := q.Take(&ex, "id = ?", p.ExecutionID).Error; err != nil {
-			return fmt.Errorf("lock execution %s: %w", p.ExecutionID, err)
-		}
-		switch ex.Status {
-		case models.StatusSucceeded:
-			out = &Outcome{Edits: ex.Edits.V, Result: ex.Result.V}
-			return nil
-		case models.StatusFailed:
-			return apperr.New(apperr.Code(ex.ErrorCode), "%s", ex.ErrorMessage)
-		}
 		var err error
-		// The target is re-read inside the transaction so the edit's
-		// "before" is what the edit replaced. On Postgres the read locks
-		// the row: two executions on one object would otherwise both merge
-		// their patch into the same old properties, and the later commit
-		// would drop the earlier one's change (SQLite runs one write
-		// transaction at a time).
-		if in.Target != nil {
-			read := tx
-			if models.IsPostgres(tx) {
-				read = tx.Clauses(clause.Locking{Strength: "UPDATE"})
-			}
-			if in.Target, err = e.onto.Object(ctx, read, in.Target.ID); err != nil {
-				return fmt.Errorf("reload target: %w", err)
-			}
-			if in.Target == nil {
-				return apperr.New(apperr.ObjectNotFound, "object %q not found", ex.TargetObjectID)
-			}
-		}
-		op.Target, op.ExecutionID, op.Tx, op.Effect = in.Target, ex.ID, tx, p.EffectResult
-		out, err = kind.Apply(ctx, op)
-		if err != nil {
-			return err
-		}
-		now := e.now()
-		ex.Status, ex.FinishedAt, ex.ActionVersion = models.StatusSucceeded, &now, in.Action.Version
-		ex.Edits, ex.Result = models.NewNumJSON(out.Edits), models.NewJSON(out.Result)
-		ex.Parameters = models.NewNumJSON(in.Params)
-		cols := []any{"finished_at", "action_version", "edits", "result", "parameters"}
-		if run := runIDFor(ctx, &ex); run != "" {
-			ex.RunID = run
-			cols = append(cols, "run_id")
-		}
-		if err := tx.Select("status", cols...).Save(&ex).Error; err != nil {
-			return fmt.Errorf("record execution %s: %w", ex.ID, err)
-		}
-		done = &ex
-		return nil
+		out, done, err = e.applyIn(ctx, tx, p, &in, kind, op)
+		return err
 	})
 	if err != nil {
 		return nil, err
@@ -420,6 +370,51 @@ func (e *Engine) Run(ctx context.Context, p *Prepared, last bool) (_ *Outcome, e
 		}
 	}
 	return out, nil
+}
+
+// applyIn is Run's transaction: it locks the execution's row, answers a
+// finished one from its record, else applies the operation and records
+// the execution succeeded. done is the row it recorded (nil when it only
+// answered the record).
+func (e *Engine) applyIn(ctx context.Context, tx *gorm.DB, p *Prepared, in *input, kind Kind, op *Op) (out *Outcome, done *models.Execution, err error) {
+	ex, err := e.lockExecution(tx, p.ExecutionID)
+	if err != nil {
+		return nil, nil, err
+	}
+	switch ex.Status {
+	case models.StatusSucceeded:
+		return &Outcome{Edits: ex.Edits.V, Result: ex.Result.V}, nil, nil
+	case models.StatusFailed:
+		return nil, nil, apperr.New(apperr.Code(ex.ErrorCode), "%s", ex.ErrorMessage)
+	}
+	// The target is re-read inside the transaction so the edit's "before"
+	// is what the edit replaced. On Postgres the read locks the row: two
+	// executions on one object would otherwise both merge their patch into
+	// the same old properties, and the later commit would drop the earlier
+	// one's change (SQLite runs one write transaction at a time).
+	if in.Target != nil {
+		if in.Target, err = e.onto.Object(ctx, lockForUpdate(tx), in.Target.ID); err != nil {
+			return nil, nil, fmt.Errorf("reload target: %w", err)
+		}
+		if in.Target == nil {
+			return nil, nil, apperr.New(apperr.ObjectNotFound, "object %q not found", ex.TargetObjectID)
+		}
+	}
+	op.Target, op.ExecutionID, op.Tx, op.Effect = in.Target, ex.ID, tx, p.EffectResult
+	if out, err = kind.Apply(ctx, op); err != nil {
+		return nil, nil, err
+	}
+	done, err = e.recordSucceeded(ctx, tx, ex, in, out)
+	return out, done, err
+}
+
+// lockForUpdate makes tx's next read lock the rows it reads until the
+// transaction ends (Postgres; SQLite has one writer at a time).
+func lockForUpdate(tx *gorm.DB) *gorm.DB {
+	if models.IsPostgres(tx) {
+		return tx.Clauses(clause.Locking{Strength: "UPDATE"})
+	}
+	return tx
 }
 
 // RecordFailure marks an execution failed unless it already finished.

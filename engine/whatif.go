@@ -12,7 +12,6 @@ import (
 
 	"github.com/google/uuid"
 	"gorm.io/gorm"
-	"gorm.io/gorm/clause"
 
 	"github.com/ontoflow/ontoflow/apperr"
 	"github.com/ontoflow/ontoflow/models"
@@ -593,12 +592,8 @@ func (e *Engine) recordWhatIf(ctx context.Context, ex0 *models.Execution, in *in
 // lockBranch reads an open, unexpired branch row inside tx, locking it on
 // Postgres (SQLite runs one write transaction at a time).
 func lockBranch(tx *gorm.DB, id string) (*models.Branch, error) {
-	q := tx
-	if models.IsPostgres(tx) {
-		q = q.Clauses(clause.Locking{Strength: "UPDATE"})
-	}
 	var b models.Branch
-	err := q.Take(&b, "id = ?", id).Error
+	err := lockForUpdate(tx).Take(&b, "id = ?", id).Error
 	if errors.Is(err, gorm.ErrRecordNotFound) || (err == nil && !time.Now().Before(b.ExpiresAt)) {
 		return nil, apperr.New(apperr.BranchNotFound, "branch %q not found (deleted or expired)", id)
 	}

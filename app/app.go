@@ -123,94 +123,126 @@ func Start(ctx context.Context, mode Mode, cfg *config.Config, log *slog.Logger,
 			started.Stop(context.Background())
 		}
 	}()
-
 	temporalAddr := cfg.TemporalAddress
 	if mode == Dev {
-		if err := os.MkdirAll(cfg.DataDir, 0o750); err != nil {
-			return nil, fmt.Errorf("create data directory: %w", err)
-		}
-		a.Dev, err = devserver.Start(ctx, devserver.Config{
-			DataDir:          filepath.Join(cfg.DataDir, "temporal"),
-			FrontendPort:     cfg.TemporalPort,
-			UIPort:           cfg.UIPort,
-			HistoryCacheSize: cfg.TemporalCacheSize,
-			Namespace:        cfg.TemporalNamespace,
-			SearchAttributes: workflows.SearchAttributes(),
-			Logger:           log,
-		})
-		if err != nil {
-			return nil, fmt.Errorf("start embedded temporal: %w", err)
-		}
-		temporalAddr = a.Dev.FrontendAddress()
-		if cfg.UIURL == "" {
-			cfg.UIURL = a.Dev.UIAddress()
-		}
-	}
-
-	a.DB, err = models.Open(ctx, cfg.DatabaseURL)
-	if err != nil {
-		return nil, err
-	}
-	if err := models.Migrate(ctx, a.DB); err != nil {
-		return nil, err
-	}
-	a.Auth = auth.NewService(a.DB, auth.Options{UserCacheTTL: cfg.UserCacheTTL})
-	if err := a.setUpOutbound(); err != nil {
-		return nil, err
-	}
-
-	if mode == Dev {
-		if err := a.ensureAdmin(ctx); err != nil {
+		if temporalAddr, err = a.startDevServer(ctx); err != nil {
 			return nil, err
 		}
 	}
-
-	a.Temporal, err = Dial(ctx, temporalAddr, cfg.TemporalNamespace, log)
-	if err != nil {
+	if err := a.openDatabase(ctx); err != nil {
 		return nil, err
 	}
-	if mode != Dev {
-		if err := devserver.EnsureSearchAttributes(ctx, a.Temporal, cfg.TemporalNamespace, workflows.SearchAttributes()); err != nil {
-			return nil, err
-		}
+	if err := a.dialTemporal(ctx, temporalAddr); err != nil {
+		return nil, err
 	}
-
-	// The operation kinds action types may use: the ontology store checks
-	// definitions and the engine runs actions with the same registry.
-	// Kinds holding dependencies replace their built-in zero values.
-	a.Functions = functions.New(a.DB, functions.Options{Log: log, Registerer: a.Registry})
-	reads := &functions.Reads{}
-	withDeps := []engine.Kind{engine.InvokeWebhook{Client: a.Outbound, Secrets: a.Secrets},
-		engine.InvokeFunction{Functions: a.Functions, Reads: reads, Client: a.Outbound}}
-	kinds := engine.NewKinds(engine.ReplaceKinds(engine.BuiltinKinds(), append(withDeps, o.kinds...)...)...)
-	store := ontology.NewStore(a.DB, cfg.Markings, kinds.Domain())
-	reads.Store = store
-	eng := engine.New(engine.Deps{DB: a.DB, Ontology: store, Kinds: kinds, Levels: cfg.Markings, Log: log, Registerer: a.Registry,
-		Channels: a.channels(), MaxRecipients: cfg.MaxRecipients})
-
-	a.Store, a.Engine = store, eng
+	a.assemble(o)
 	if mode == Dev || mode == Worker {
-		a.Worker = worker.New(a.Temporal, worker.Options{
-			TaskQueue:       cfg.TaskQueue,
-			StopTimeout:     cfg.ShutdownTimeout,
-			Activities:      activities.New(eng),
-			Registerer:      a.Registry,
-			BatchChildItems: cfg.BatchChildItems,
-		})
-		if err := a.Worker.Start(); err != nil {
-			return nil, fmt.Errorf("start worker: %w", err)
+		if err := a.startWorker(); err != nil {
+			return nil, err
 		}
 	}
-
 	if mode == Dev || mode == Serve {
-		if err := a.startHTTP(ctx, store, eng); err != nil {
+		if err := a.startHTTP(ctx, a.Store, a.Engine); err != nil {
 			return nil, err
 		}
 	}
 	return a, nil
 }
 
-func (a *App) startHTTP(ctx context.Context, store *ontology.Store, eng *engine.Engine) error {
+// startDevServer starts the embedded Temporal server (and its UI) and
+// returns its frontend's address.
+func (a *App) startDevServer(ctx context.Context) (string, error) {
+	cfg := a.Cfg
+	if err := os.MkdirAll(cfg.DataDir, 0o750); err != nil {
+		return "", fmt.Errorf("create data directory: %w", err)
+	}
+	var err error
+	a.Dev, err = devserver.Start(ctx, devserver.Config{
+		DataDir:          filepath.Join(cfg.DataDir, "temporal"),
+		FrontendPort:     cfg.TemporalPort,
+		UIPort:           cfg.UIPort,
+		HistoryCacheSize: cfg.TemporalCacheSize,
+		Namespace:        cfg.TemporalNamespace,
+		SearchAttributes: workflows.SearchAttributes(),
+		Logger:           a.Log,
+	})
+	if err != nil {
+		return "", fmt.Errorf("start embedded temporal: %w", err)
+	}
+	if cfg.UIURL == "" {
+		cfg.UIURL = a.Dev.UIAddress()
+	}
+	return a.Dev.FrontendAddress(), nil
+}
+
+// openDatabase opens and migrates the database, then sets up what reads
+// it first: authentication, the outbound client and (dev) the admin.
+func (a *App) openDatabase(ctx context.Context) error {
+	var err error
+	if a.DB, err = models.Open(ctx, a.Cfg.DatabaseURL); err != nil {
+		return err
+	}
+	if err := models.Migrate(ctx, a.DB); err != nil {
+		return err
+	}
+	a.Auth = auth.NewService(a.DB, auth.Options{UserCacheTTL: a.Cfg.UserCacheTTL})
+	if err := a.setUpOutbound(); err != nil {
+		return err
+	}
+	if a.Mode == Dev {
+		return a.ensureAdmin(ctx)
+	}
+	return nil
+}
+
+// dialTemporal connects to Temporal; against a server it did not start,
+// it registers the search attributes executions use.
+func (a *App) dialTemporal(ctx context.Context, addr string) error {
+	var err error
+	if a.Temporal, err = Dial(ctx, addr, a.Cfg.TemporalNamespace, a.Log); err != nil {
+		return err
+	}
+	if a.Mode == Dev {
+		return nil
+	}
+	return devserver.EnsureSearchAttributes(ctx, a.Temporal, a.Cfg.TemporalNamespace, workflows.SearchAttributes())
+}
+
+// assemble builds the ontology store and the engine over the operation
+// kinds action types may use: the store checks definitions and the engine
+// runs actions with the same registry. Kinds holding dependencies replace
+// their built-in zero values.
+func (a *App) assemble(o options) {
+	cfg := a.Cfg
+	a.Functions = functions.New(a.DB, functions.Options{Log: a.Log, Registerer: a.Registry})
+	reads := &functions.Reads{}
+	withDeps := []engine.Kind{engine.InvokeWebhook{Client: a.Outbound, Secrets: a.Secrets},
+		engine.InvokeFunction{Functions: a.Functions, Reads: reads, Client: a.Outbound}}
+	kinds := engine.NewKinds(engine.ReplaceKinds(engine.BuiltinKinds(), append(withDeps, o.kinds...)...)...)
+	a.Store = ontology.NewStore(a.DB, cfg.Markings, kinds.Domain())
+	reads.Store = a.Store
+	a.Engine = engine.New(engine.Deps{DB: a.DB, Ontology: a.Store, Kinds: kinds, Levels: cfg.Markings, Log: a.Log,
+		Registerer: a.Registry, Channels: a.channels(), MaxRecipients: cfg.MaxRecipients})
+}
+
+// startWorker starts the worker that runs the workflows and activities.
+func (a *App) startWorker() error {
+	a.Worker = worker.New(a.Temporal, worker.Options{
+		TaskQueue:       a.Cfg.TaskQueue,
+		StopTimeout:     a.Cfg.ShutdownTimeout,
+		Activities:      activities.New(a.Engine),
+		Registerer:      a.Registry,
+		BatchChildItems: a.Cfg.BatchChildItems,
+	})
+	if err := a.Worker.Start(); err != nil {
+		return fmt.Errorf("start worker: %w", err)
+	}
+	return nil
+}
+
+// handler assembles the HTTP handler: WebDAV, the console and the API's
+// routes over the executions service.
+func (a *App) handler(store *ontology.Store, eng *engine.Engine) (http.Handler, *executions.Service, error) {
 	cfg := a.Cfg
 	dav, err := webdav.New(a.DB, a.Auth, webdav.Options{
 		Root:            filepath.Join(cfg.DataDir, "files"),
@@ -225,7 +257,7 @@ func (a *App) startHTTP(ctx context.Context, store *ontology.Store, eng *engine.
 		Logger:          a.Log,
 	})
 	if err != nil {
-		return fmt.Errorf("set up webdav: %w", err)
+		return nil, nil, fmt.Errorf("set up webdav: %w", err)
 	}
 	starter := workflows.NewStarter(a.Temporal, workflows.StarterOptions{
 		TaskQueue:        cfg.TaskQueue,
@@ -243,7 +275,7 @@ func (a *App) startHTTP(ctx context.Context, store *ontology.Store, eng *engine.
 		Preview: console.WhatIfPreview(execs),
 		Undo:    undoFunc(execs)})
 	if err != nil {
-		return err
+		return nil, nil, err
 	}
 	srv := api.New(api.Deps{
 		DB:           a.DB,
@@ -266,13 +298,23 @@ func (a *App) startHTTP(ctx context.Context, store *ontology.Store, eng *engine.
 			api.BranchRoutes(api.ActionDeps{Store: store, Executions: execs, DB: a.DB, BatchSyncMax: cfg.BatchSyncMax}),
 		},
 	})
+	return srv.Handler(), execs, nil
+}
+
+// startHTTP serves the API, WebDAV and the console on --http-addr.
+func (a *App) startHTTP(ctx context.Context, store *ontology.Store, eng *engine.Engine) error {
+	cfg := a.Cfg
+	h, execs, err := a.handler(store, eng)
+	if err != nil {
+		return err
+	}
 	ln, err := net.Listen("tcp", cfg.HTTPAddr)
 	if err != nil {
 		return fmt.Errorf("listen on %s: %w", cfg.HTTPAddr, err)
 	}
 	scheme := "http"
 	a.http = &http.Server{
-		Handler:           srv.Handler(),
+		Handler:           h,
 		ReadHeaderTimeout: 30 * time.Second,
 		IdleTimeout:       5 * time.Minute,
 		ErrorLog:          slog.NewLogLogger(a.Log.Handler(), slog.LevelWarn),

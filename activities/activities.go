@@ -16,6 +16,7 @@ import (
 
 	"github.com/ontoflow/ontoflow/apperr"
 	"github.com/ontoflow/ontoflow/engine"
+	"github.com/ontoflow/ontoflow/models"
 )
 
 // Activities are the engine's steps, as methods on a struct holding their
@@ -111,10 +112,40 @@ const DeliverAttempts = 5
 // before the last attempt.
 func (a *Activities) Deliver(ctx context.Context, executionID string, d engine.Delivery, last bool) error {
 	ctx = run(ctx)
-	if d.Remote && activity.IsActivity(ctx) && activity.GetInfo(ctx).Attempt >= DeliverAttempts {
-		ctx = engine.WithFinalAttempt(ctx)
+	if d.Remote && activity.IsActivity(ctx) {
+		if activity.GetInfo(ctx).Attempt >= DeliverAttempts {
+			ctx = engine.WithFinalAttempt(ctx)
+		}
+		ctx = engine.WithDeliveryProgress(ctx, heartbeatProgress{ctx})
 	}
-	return a.eng.Deliver(ctx, executionID, d.Channel, last)
+	err := a.eng.Deliver(ctx, executionID, d.Channel, last)
+	var rd *engine.RetryableDelivery
+	if errors.As(err, &rd) && rd.Delay > 0 {
+		return temporal.NewApplicationErrorWithOptions(rd.Error(), "RetryableDelivery", temporal.ApplicationErrorOptions{NextRetryDelay: rd.Delay})
+	}
+	return err
+}
+
+// heartbeatProgress keeps a delivery step's progress in its heartbeat
+// details, which Temporal hands to the next attempt of the same step
+// (samples-go retryactivity): what one attempt delivered is not sent
+// again by the next.
+type heartbeatProgress struct{ ctx context.Context }
+
+func (h heartbeatProgress) Load() map[string]models.RecipientOutcome {
+	done := map[string]models.RecipientOutcome{}
+	if activity.HasHeartbeatDetails(h.ctx) {
+		if err := activity.GetHeartbeatDetails(h.ctx, &done); err != nil {
+			// Unreadable progress: deliver everything again rather than
+			// lose a message.
+			return map[string]models.RecipientOutcome{}
+		}
+	}
+	return done
+}
+
+func (h heartbeatProgress) Save(done map[string]models.RecipientOutcome) {
+	activity.RecordHeartbeat(h.ctx, done)
 }
 
 // RecordFailure marks the execution failed with f.

@@ -22,6 +22,9 @@ type smtpSink struct {
 	addr string
 	mu   sync.Mutex
 	got  []mailIn
+	// grey counts the 451 answers still to give an address at RCPT
+	// (greylisting, the commonest temporary refusal).
+	grey map[string]int
 }
 
 type mailIn struct {
@@ -36,6 +39,12 @@ type sinkSession struct {
 
 func (m *sinkSession) Mail(string, *smtp.MailOptions) error { return nil }
 func (m *sinkSession) Rcpt(to string, _ *smtp.RcptOptions) error {
+	m.s.mu.Lock()
+	defer m.s.mu.Unlock()
+	if m.s.grey[to] > 0 {
+		m.s.grey[to]--
+		return &smtp.SMTPError{Code: 451, EnhancedCode: smtp.EnhancedCode{4, 7, 1}, Message: "greylisted, try again later"}
+	}
 	m.cur.rcpt = append(m.cur.rcpt, to)
 	return nil
 }
@@ -52,7 +61,7 @@ func (m *sinkSession) Reset()        { m.cur = mailIn{} }
 func (m *sinkSession) Logout() error { return nil }
 
 func startSMTP(t *testing.T) *smtpSink {
-	s := &smtpSink{}
+	s := &smtpSink{grey: map[string]int{}}
 	srv := smtp.NewServer(smtp.BackendFunc(func(*smtp.Conn) (smtp.Session, error) { return &sinkSession{s: s}, nil }))
 	srv.Domain, srv.AllowInsecureAuth = "localhost", true
 	srv.ReadTimeout, srv.WriteTimeout = 10*time.Second, 10*time.Second
@@ -89,6 +98,7 @@ func TestNotificationChannelsOnDev(t *testing.T) {
 				"--smtp-url", "smtp://" + mail.addr + "?tls=none", "--smtp-from", "Ontoflow <ontoflow@example.org>"})
 			channelSuite(t, c, mail)
 			settingsSuite(t, c, mail)
+			greylistSuite(t, c, mail)
 		})
 	}
 	t.Run("unreachable SMTP", func(t *testing.T) {
@@ -263,6 +273,44 @@ func settingsSuite(t *testing.T, c devClient, mail *smtpSink) {
 		"config": map[string]any{"operation": map[string]any{"url": rx.srv.URL + "/x", "body": "{{ secrets." + name + " }}"}}})
 	if st != http.StatusBadRequest {
 		t.Errorf("an action referencing a user's destination: %d %s", st, b)
+	}
+}
+
+// greylistSuite: one recipient's address is refused for now (451) on the
+// first attempt. The retry of the e-mail step sends to that address only:
+// the recipient delivered the first time gets one mail, not two, and each
+// recipient's outcome is recorded.
+func greylistSuite(t *testing.T, c devClient, mail *smtpSink) {
+	var grey struct {
+		ID string `json:"id"`
+	}
+	c.must(http.StatusCreated, "POST", "/api/v1/users", map[string]any{"username": "grey", "password": "grey-password-1", "email": "grey@example.org"}, &grey)
+	mail.mu.Lock()
+	mail.grey["grey@example.org"] = 1
+	mail.mu.Unlock()
+	before := len(mail.mails())
+	ex := notifyRun(t, c, map[string]any{"title": "greylisted", "channels": []string{"email"}, "send_to_actor": true, "user_ids": []string{grey.ID}})
+	out := waitNotified(t, c, ex)
+	got := map[string]int{}
+	for _, m := range mail.mails()[before:] {
+		for _, r := range m.rcpt {
+			got[r]++
+		}
+	}
+	if got["admin@example.org"] != 1 || got["grey@example.org"] != 1 || len(got) != 2 {
+		t.Errorf("mails by address %v: each recipient gets one mail, the retry goes to the refused address only", got)
+	}
+	b, _ := json.Marshal(out)
+	var rec []struct {
+		Status     string `json:"status"`
+		Deliveries []struct {
+			Username string `json:"username"`
+			Status   string `json:"status"`
+		} `json:"deliveries"`
+	}
+	if err := json.Unmarshal(b, &rec); err != nil || len(rec) != 1 || rec[0].Status != "delivered" || len(rec[0].Deliveries) != 2 ||
+		rec[0].Deliveries[0].Status != "delivered" || rec[0].Deliveries[1].Status != "delivered" {
+		t.Errorf("outcomes %s (%v): one side effect delivered to both recipients, each recorded", b, err)
 	}
 }
 

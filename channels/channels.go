@@ -107,7 +107,11 @@ func result(err error) engine.Result {
 	if err == nil {
 		return engine.Result{}
 	}
-	return engine.Result{Err: err, Retryable: delivery.Retryable(err)}
+	r := engine.Result{Err: err, Retryable: delivery.Retryable(err)}
+	if e, ok := delivery.AsError(err); ok {
+		r.RetryAfter = e.RetryAfter
+	}
+	return r
 }
 
 // Email sends each recipient their own message at the address on their

@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"github.com/google/uuid"
 	"gorm.io/gorm"
@@ -65,6 +66,9 @@ type Result struct {
 	// Skipped says the message was not sent for a reason that is not a
 	// failure (Err holds it): a recipient without an address.
 	Skipped bool
+	// RetryAfter is the wait the server asked for before another try
+	// (Retry-After), 0 when none.
+	RetryAfter time.Duration
 }
 
 // inApp is the in-app channel: a notification row per recipient, read

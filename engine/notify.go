@@ -103,11 +103,11 @@ func (e *Engine) Deliver(ctx context.Context, executionID, channel string, last 
 	impl := e.channels[channel]
 	tx, _ := impl.(TxChannel)
 	if remote, ok := impl.(RemoteChannel); ok && len(msgs) > 0 {
-		results := remote.Deliver(ctx, msgs)
-		if err := retryable(results); err != nil && !finalAttempt(ctx) {
+		recs, err := deliverRemote(ctx, remote, msgs)
+		if err != nil {
 			return err
 		}
-		outcomes = tally(outcomes, msgs, results)
+		outcomes = tally(outcomes, msgs, recs)
 	}
 	return e.db.WithContext(ctx).Transaction(func(db *gorm.DB) error {
 		cur, err := e.lockExecution(db, executionID)
@@ -198,63 +198,6 @@ func (e *Engine) messagesFor(ctx context.Context, ex *models.Execution, at *Acti
 	return msgs, outcomes
 }
 
-// tally folds per-message results into their side effects' outcomes.
-func tally(outcomes []models.NotificationOutcome, msgs []Message, results []Result) []models.NotificationOutcome {
-	failed, skipped, sent := map[int]error{}, map[int]error{}, map[int]bool{}
-	for i, r := range results {
-		n := msgs[i].SideEffect
-		switch {
-		case r.Err != nil && r.Skipped:
-			skipped[n] = r.Err
-		case r.Err != nil:
-			failed[n] = r.Err
-		default:
-			sent[n] = true
-		}
-	}
-	for i := range outcomes {
-		o := &outcomes[i]
-		if o.Status != Delivered {
-			continue
-		}
-		if err, ok := failed[o.Index]; ok {
-			o.Status, o.Error = Failed, err.Error()
-		} else if err, ok := skipped[o.Index]; ok && !sent[o.Index] {
-			o.Status, o.Error = Skipped, err.Error()
-		}
-	}
-	return outcomes
-}
-
-// retryable returns an error for the step to retry when any delivery
-// failed in a way worth trying again and the step's attempts are not
-// spent (the activity layer bounds them); nil once there is nothing to
-// retry.
-func retryable(results []Result) error {
-	for _, r := range results {
-		if r.Err != nil && r.Retryable {
-			return &RetryableDelivery{Err: r.Err}
-		}
-	}
-	return nil
-}
-
-// RetryableDelivery asks for another attempt of a remote delivery. On its
-// last attempt (WithFinalAttempt) failures are recorded instead.
-type RetryableDelivery struct{ Err error }
-
-type finalKey struct{}
-
-// WithFinalAttempt tells Deliver that the step will not be tried again:
-// record failures rather than ask for a retry.
-func WithFinalAttempt(ctx context.Context) context.Context {
-	return context.WithValue(ctx, finalKey{}, true)
-}
-
-func finalAttempt(ctx context.Context) bool { b, _ := ctx.Value(finalKey{}).(bool); return b }
-
-func (r *RetryableDelivery) Error() string { return "delivery failed, will retry: " + r.Err.Error() }
-
 func recordedChannel(ex *models.Execution, channel string) bool {
 	for _, o := range ex.Notifications.V {
 		if o.Channel == channel {
@@ -338,7 +281,7 @@ func (e *Engine) recipients(ctx context.Context, n domain.NotificationSideEffect
 	var users []models.User
 	// The read rule's columns too: each recipient's notification is
 	// rendered with what that recipient may read.
-	q := e.db.WithContext(ctx).Model(&models.User{}).Select("id", "username", "disabled", "roles", "clearance", "organization")
+	q := e.db.WithContext(ctx).Model(&models.User{}).Select("id", "username", "disabled", "roles", "clearance", "organization", "email")
 	if n.Broadcast {
 		if err := q.Where("disabled = ?", false).Find(&users).Error; err != nil {
 			return nil, fmt.Errorf("list users: %w", err)

@@ -137,13 +137,25 @@ type EditLink struct {
 	CreatedAt  time.Time      `json:"created_at"`
 }
 
-// NotificationOutcome records one delivery attempt of a side effect.
+// NotificationOutcome records the delivery of a side effect on one
+// channel. Channels that leave the process (e-mail, Slack, Teams) also
+// record each recipient's outcome: one address may bounce while the
+// others are delivered.
 type NotificationOutcome struct {
-	Index      int    `json:"index"`
-	Channel    string `json:"channel"`
-	Recipients int    `json:"recipients"`
-	Status     string `json:"status"` // delivered, failed, skipped
-	Error      string `json:"error,omitempty"`
+	Index      int                `json:"index"`
+	Channel    string             `json:"channel"`
+	Recipients int                `json:"recipients"`
+	Status     string             `json:"status"` // delivered, failed, skipped
+	Error      string             `json:"error,omitempty"`
+	Deliveries []RecipientOutcome `json:"deliveries,omitempty"`
+}
+
+// RecipientOutcome is the delivery of one side effect to one recipient.
+type RecipientOutcome struct {
+	RecipientID string `json:"recipient_id"`
+	Username    string `json:"username,omitempty"`
+	Status      string `json:"status"` // delivered, failed, skipped
+	Error       string `json:"error,omitempty"`
 }
 
 // Notification is an in-app notification for one recipient.

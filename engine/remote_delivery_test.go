@@ -1,0 +1,106 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/ontoflow/ontoflow/models"
+)
+
+// flaky is a remote channel that exists only in this test: it refuses
+// some recipients with a retryable error (asking for a wait) a number of
+// times, and logs every message it is handed.
+type flaky struct {
+	refuse map[string]int // username → retryable refusals left
+	sent   [][]string     // usernames handed over, per call
+}
+
+func (f *flaky) Name() string { return "slack" }
+
+func (f *flaky) Deliver(_ context.Context, msgs []Message) []Result {
+	var call []string
+	res := make([]Result, len(msgs))
+	for i, m := range msgs {
+		call = append(call, m.Recipient.Username)
+		if f.refuse[m.Recipient.Username] > 0 {
+			f.refuse[m.Recipient.Username]--
+			res[i] = Result{Err: errors.New("429 slow down"), Retryable: true, RetryAfter: 3 * time.Second}
+		}
+	}
+	f.sent = append(f.sent, call)
+	return res
+}
+
+// memProgress stands in for the step's heartbeat details.
+type memProgress struct {
+	m map[string]models.RecipientOutcome
+}
+
+func (p *memProgress) Load() map[string]models.RecipientOutcome {
+	out := map[string]models.RecipientOutcome{}
+	for k, v := range p.m {
+		out[k] = v
+	}
+	return out
+}
+func (p *memProgress) Save(m map[string]models.RecipientOutcome) { p.m = m }
+
+func msgsTo(names ...string) []Message {
+	var out []Message
+	for _, n := range names {
+		out = append(out, Message{SideEffect: 0, Recipient: &models.User{ID: "id-" + n, Username: n}})
+	}
+	return out
+}
+
+// A retry of a delivery step sends only what earlier attempts left
+// unsettled: the recipient already delivered is not sent twice; the wait
+// a server asked for rides on the retry request; each recipient's outcome
+// is recorded.
+func TestRemoteDeliveryRetriesOnlyWhatIsLeft(t *testing.T) {
+	ch := &flaky{refuse: map[string]int{"bob": 1}}
+	ctx := WithDeliveryProgress(context.Background(), &memProgress{})
+	msgs := msgsTo("alice", "bob")
+	_, err := deliverRemote(ctx, ch, msgs)
+	var rd *RetryableDelivery
+	if !errors.As(err, &rd) || rd.Delay != 3*time.Second {
+		t.Fatalf("first attempt: %v, want a RetryableDelivery after 3s", err)
+	}
+	recs, err := deliverRemote(ctx, ch, msgs)
+	if err != nil {
+		t.Fatalf("second attempt: %v", err)
+	}
+	if len(ch.sent) != 2 || len(ch.sent[1]) != 1 || ch.sent[1][0] != "bob" {
+		t.Fatalf("sent %v: the second attempt must hand over bob only", ch.sent)
+	}
+	out := tally([]models.NotificationOutcome{{Index: 0, Channel: "slack", Recipients: 2, Status: Delivered}}, msgs, recs)
+	if out[0].Status != Delivered || len(out[0].Deliveries) != 2 ||
+		out[0].Deliveries[0].Username != "alice" || out[0].Deliveries[1].Status != Delivered {
+		t.Errorf("outcome %+v", out[0])
+	}
+}
+
+// On the last attempt a recipient still failing is recorded failed (the
+// side effect with it) and the others keep their delivered outcome.
+func TestRemoteDeliveryLastAttemptRecordsFailures(t *testing.T) {
+	ch := &flaky{refuse: map[string]int{"bob": 99}}
+	ctx := WithDeliveryProgress(context.Background(), &memProgress{})
+	msgs := msgsTo("alice", "bob")
+	if _, err := deliverRemote(ctx, ch, msgs); err == nil {
+		t.Fatal("first attempt: want a retry")
+	}
+	recs, err := deliverRemote(WithFinalAttempt(ctx), ch, msgs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := tally([]models.NotificationOutcome{{Index: 0, Channel: "slack", Recipients: 2, Status: Delivered}}, msgs, recs)
+	d := out[0].Deliveries
+	if out[0].Status != Failed || len(d) != 2 || d[0].Status != Delivered || d[1].Status != Failed || d[1].Error == "" {
+		t.Errorf("outcome %+v", out[0])
+	}
+	if len(ch.sent) != 2 || len(ch.sent[1]) != 1 {
+		t.Errorf("sent %v: alice was delivered on the first attempt", ch.sent)
+	}
+}

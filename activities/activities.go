@@ -65,12 +65,13 @@ func (a *Activities) Apply(ctx context.Context, p *engine.Prepared, last bool) (
 // Effect runs the effect step of a kind whose work leaves the process (a
 // regular activity: its own timeout, retries and heartbeat, visible in the
 // Temporal UI); the execution id is the idempotency key of every attempt.
-func (a *Activities) Effect(ctx context.Context, executionID string) (json.RawMessage, error) {
+// last says no delivery step follows the run step (the workflow decides).
+func (a *Activities) Effect(ctx context.Context, executionID string, last bool) (json.RawMessage, error) {
 	ctx = run(ctx)
 	if activity.IsActivity(ctx) {
 		ctx = engine.WithAttempt(ctx, activity.GetInfo(ctx).Attempt)
 	}
-	r, err := a.eng.Effect(ctx, executionID)
+	r, err := a.eng.Effect(ctx, executionID, last)
 	return r, retryLater(err)
 }
 

@@ -131,7 +131,7 @@ func (e *env) runWithEffect(ctx context.Context, id string) error {
 		err = e.eng.Authorize(ctx, p)
 	}
 	if err == nil && p.Effect != nil {
-		p.EffectResult, err = e.eng.Effect(ctx, id)
+		p.EffectResult, err = e.eng.Effect(ctx, id, false)
 	}
 	if err == nil {
 		_, err = e.eng.Run(ctx, p, true)

@@ -224,8 +224,9 @@ func (e *Engine) effectOptions(in *input, p *Prepared) error {
 // runs the kind's Effect outside any transaction, with the execution id as
 // the key every attempt carries, and returns its result for the run step
 // to record. A finished execution answers from its record without calling
-// out again.
-func (e *Engine) Effect(ctx context.Context, executionID string) (json.RawMessage, error) {
+// out again. last (the workflow's word) says no delivery step follows the
+// run step: a call that left the process then commits at once (applyEarly).
+func (e *Engine) Effect(ctx context.Context, executionID string, last bool) (json.RawMessage, error) {
 	defer e.observe("effect", time.Now())
 	ex, in, err := e.step(ctx, executionID)
 	if err != nil {
@@ -250,7 +251,7 @@ func (e *Engine) Effect(ctx context.Context, executionID string) (json.RawMessag
 	}
 	op.ExecutionID = ex.ID
 	res, err := ek.Effect(ctx, op, ex.ID)
-	if err == nil && !ek.EffectOptions(op).Local && len(e.deliveries(in.Action)) == 0 {
+	if err == nil && last && !ek.EffectOptions(op).Local {
 		e.applyEarly(ctx, ex.ID, res)
 	}
 	return res, err

@@ -121,7 +121,7 @@ func (w *Workflows) runItem(ctx workflow.Context, executionID string) ItemResult
 		v = workflow.GetVersion(ctx, changeSteps, workflow.DefaultVersion, stepsVersion)
 	}
 	if err == nil && v != workflow.DefaultVersion && prep.Effect != nil {
-		err = w.effect(ctx, executionID, prep.Effect).Get(ctx, &prep.EffectResult)
+		err = w.effect(ctx, executionID, prep.Effect, len(prep.Deliveries) == 0).Get(ctx, &prep.EffectResult)
 	}
 	var out engine.Outcome
 	if err == nil {
@@ -174,15 +174,16 @@ func (w *Workflows) deliver(ctx workflow.Context, executionID string, d engine.D
 
 // effect runs the effect step: a local activity when the kind says its
 // effect stays in the process, else a regular activity with its options.
-func (w *Workflows) effect(ctx workflow.Context, executionID string, o *engine.EffectOptions) workflow.Future {
+// last tells it that no delivery step follows the run step.
+func (w *Workflows) effect(ctx workflow.Context, executionID string, o *engine.EffectOptions, last bool) workflow.Future {
 	if o.Local {
 		lctx := workflow.WithLocalActivityOptions(ctx, workflow.LocalActivityOptions{
 			StartToCloseTimeout: max(o.StartToClose, time.Second),
 			RetryPolicy:         &temporal.RetryPolicy{MaximumAttempts: max(o.MaxAttempts, 1)},
 		})
-		return workflow.ExecuteLocalActivity(lctx, w.steps.Effect, executionID)
+		return workflow.ExecuteLocalActivity(lctx, w.steps.Effect, executionID, last)
 	}
-	return workflow.ExecuteActivity(effectOptions(ctx, o), w.steps.Effect, executionID)
+	return workflow.ExecuteActivity(effectOptions(ctx, o), w.steps.Effect, executionID, last)
 }
 
 // effectOptions are the activity options of an effect step, from its

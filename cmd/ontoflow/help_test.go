@@ -17,6 +17,12 @@ func TestHelpCreatesNoState(t *testing.T) {
 		{"users", "-h"}, {"users", "--help"}, {"users", "help"},
 		{"users", "add", "-h"}, {"users", "list", "-h"}, {"users", "show", "alice", "-h"},
 		{"users", "update", "-h"}, {"users", "passwd", "-h"},
+		{"secrets", "-h"}, {"secrets", "--help"}, {"secrets", "help"},
+		{"secrets", "gen-key", "-h"}, {"secrets", "rotate-key", "-h"},
+		// --help as well as -h, for every command.
+		{"--help"}, {"dev", "--help"}, {"serve", "--help"}, {"worker", "--help"},
+		{"migrate", "--help"}, {"probe", "--help"}, {"users", "add", "--help"},
+		{"secrets", "gen-key", "--help"}, {"secrets", "rotate-key", "--help"},
 	}
 	// No inherited configuration may point the command elsewhere.
 	var env []string
@@ -47,15 +53,17 @@ func TestHelpCreatesNoState(t *testing.T) {
 			}
 		})
 	}
-	// An unknown users subcommand is refused before the database too.
-	dir := t.TempDir()
-	cmd := exec.Command(os.Args[0], "users", "frobnicate")
-	cmd.Dir = dir
-	cmd.Env = append(env, runMainEnv+"=1")
-	if out, err := cmd.CombinedOutput(); err == nil || !strings.Contains(string(out), "unknown users subcommand") {
-		t.Fatalf("users frobnicate: %v\n%s", err, out)
-	}
-	if ents, _ := os.ReadDir(dir); len(ents) > 0 {
-		t.Fatalf("users frobnicate created %s", ents[0].Name())
+	// An unknown subcommand is refused before the database too.
+	for _, c := range []string{"users", "secrets"} {
+		dir := t.TempDir()
+		cmd := exec.Command(os.Args[0], c, "frobnicate")
+		cmd.Dir = dir
+		cmd.Env = append(env, runMainEnv+"=1")
+		if out, err := cmd.CombinedOutput(); err == nil || !strings.Contains(string(out), "unknown "+c+" subcommand") {
+			t.Fatalf("%s frobnicate: %v\n%s", c, err, out)
+		}
+		if ents, _ := os.ReadDir(dir); len(ents) > 0 {
+			t.Fatalf("%s frobnicate created %s", c, ents[0].Name())
+		}
 	}
 }

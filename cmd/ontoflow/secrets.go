@@ -29,6 +29,18 @@ func secretsCmd(args []string, out io.Writer) error {
 		return fmt.Errorf("missing secrets subcommand")
 	}
 	sub, args := args[0], args[1:]
+	// Help, and a subcommand that is not one, are answered before flags
+	// and configuration are read: asking for help exits 0 and touches
+	// nothing (as 'ontoflow users -h').
+	switch sub {
+	case "-h", "-help", "--help", "help":
+		fmt.Fprint(out, secretsUsage)
+		return flag.ErrHelp
+	case "gen-key", "rotate-key":
+	default:
+		fmt.Fprint(os.Stderr, secretsUsage)
+		return fmt.Errorf("unknown secrets subcommand %q", sub)
+	}
 	fs := flag.NewFlagSet("ontoflow secrets "+sub, flag.ContinueOnError)
 	cfg, check := config.Bind(fs, config.ModeAdmin)
 	if err := fs.Parse(args); err != nil {
@@ -57,8 +69,6 @@ func secretsCmd(args []string, out io.Writer) error {
 		}
 		fmt.Fprintf(out, "%d secrets re-encrypted under the current key\n", n)
 		return nil
-	default:
-		fmt.Fprint(os.Stderr, secretsUsage)
-		return fmt.Errorf("unknown secrets subcommand %q", sub)
 	}
+	return fmt.Errorf("unknown secrets subcommand %q", sub) // unreachable: checked above
 }

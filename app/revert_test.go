@@ -199,8 +199,8 @@ func revertSuite(t *testing.T, c devClient) {
 		ex := f.execute(c, f.setTitle, id, map[string]any{"notes": "b"})
 		f.execute(c, f.setTitle, id, map[string]any{"notes": "c"})
 		st, e := revertAs(c, ex, "too late")
-		if st != http.StatusConflict || !strings.Contains(fmt.Sprint(e), id) {
-			t.Errorf("revert: %d %v", st, e)
+		if st != http.StatusConflict || !strings.Contains(fmt.Sprint(e), id) || !strings.Contains(fmt.Sprint(e), `notes (the execution left "b", now "c")`) {
+			t.Errorf("revert: %d %v: want 409 naming the object and the property that changed", st, e)
 		}
 		if n := f.state("Ticket", id)["properties"].(map[string]any)["notes"]; n != "c" {
 			t.Errorf("notes = %v: the later edit was overwritten", n)
@@ -297,6 +297,37 @@ func revertSuite(t *testing.T, c devClient) {
 		got := titles()
 		if len(got) != had+1 || !slices.Contains(got, "notes c of n1 reverted by admin") {
 			t.Errorf("notifications after the revert: %q", got)
+		}
+	})
+
+	t.Run("allow_revert false refuses; executions:revert lets another user revert; the answer lists what is not undone", func(t *testing.T) {
+		mappings := map[string]any{"property_mappings": []map[string]any{{"property": "notes", "input": "notes"}}}
+		inputs := []map[string]any{{"name": "notes", "type": "string"}}
+		final := f.action(map[string]any{"name": "set-notes-final", "object_type_id": "Ticket", "operation_kind": "update_object",
+			"inputs": inputs, "config": map[string]any{"operation": mappings, "allow_revert": false}})
+		id := f.object("Ticket", map[string]any{"title": "p1", "notes": "a"}, "")
+		ex := f.execute(c, final, id, map[string]any{"notes": "b"})
+		if st, e := revertAs(c, ex, "not allowed"); st != http.StatusConflict || !strings.Contains(fmt.Sprint(e), "allow_revert") {
+			t.Errorf("revert of an action with allow_revert false: %d %v", st, e)
+		}
+		notified := f.action(map[string]any{"name": "set-notes-told", "object_type_id": "Ticket", "operation_kind": "update_object",
+			"inputs": inputs, "config": map[string]any{"operation": mappings,
+				"notification_side_effects": []map[string]any{{"title": "told", "channels": []string{"in_app"}, "send_to_actor": true}}}})
+		ex = f.execute(c, notified, id, map[string]any{"notes": "c"})
+		c.must(http.StatusCreated, "POST", "/api/v1/users", map[string]any{"username": "reverter", "password": "reverter-password-1",
+			"roles": []string{"editor"}, "permissions": []string{"executions:revert"}}, nil)
+		reverter := c.as("reverter", "reverter-password-1")
+		st, rv := revertAs(reverter, ex, "undo for a colleague")
+		if st != http.StatusOK || rv["status"] != "succeeded" {
+			t.Fatalf("revert with executions:revert: %d %v", st, rv)
+		}
+		if n := f.state("Ticket", id)["properties"].(map[string]any)["notes"]; n != "b" {
+			t.Errorf("notes = %v after the revert, want b", n)
+		}
+		res, _ := rv["operation_result"].(map[string]any)
+		undone := fmt.Sprint(res["not_undone"])
+		if !strings.Contains(undone, "in_app notification sent to 1 recipient") {
+			t.Errorf("not_undone = %s: the revert must list the notification it cannot take back (answer %v)", undone, rv)
 		}
 	})
 

@@ -374,6 +374,9 @@ func whatIfSuite(t *testing.T, c wi) {
 			defer resp.Body.Close()
 			var m jsonMap
 			_ = json.NewDecoder(resp.Body).Decode(&m)
+			if loc := resp.Header.Get("Location"); resp.StatusCode == http.StatusCreated && loc != "/api/v1/ontology/branches/"+m["branch_id"].(string) {
+				t.Errorf("Location %q of a new branch %v", loc, m["branch_id"])
+			}
 			return resp.StatusCode, m
 		}
 		before := c.count("/api/v1/ontology/branches")

@@ -2,8 +2,11 @@ package engine
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
+	"maps"
 	"slices"
+	"strings"
 	"time"
 
 	"gorm.io/gorm"
@@ -194,7 +197,7 @@ func (e *Engine) applyInverse(ctx context.Context, tx *gorm.DB, actor *models.Us
 	case models.EditUpdateObject:
 		return e.inverseUpdate(ctx, tx, actor, ed)
 	case models.EditDeleteObject:
-		if _, err := e.unchanged(ctx, tx, actor, ed.ObjectID, ed.UpdatedAtBefore); err != nil {
+		if _, err := e.unchanged(ctx, tx, actor, ed); err != nil {
 			return ed, err
 		}
 		_, _, err := e.onto.DeleteObject(ctx, tx, ed.ObjectID)
@@ -219,7 +222,7 @@ func (e *Engine) applyInverse(ctx context.Context, tx *gorm.DB, actor *models.Us
 // inverseUpdate sets the properties back, expecting the object as the
 // edit left it.
 func (e *Engine) inverseUpdate(ctx context.Context, tx *gorm.DB, actor *models.User, ed models.Edit) (models.Edit, error) {
-	if _, err := e.unchanged(ctx, tx, actor, ed.ObjectID, ed.UpdatedAtBefore); err != nil {
+	if _, err := e.unchanged(ctx, tx, actor, ed); err != nil {
 		return ed, err
 	}
 	after, err := e.onto.UpdateObject(ctx, tx, ed.ObjectID, ed.After)
@@ -247,10 +250,13 @@ func (e *Engine) restoreStamp(ctx context.Context, tx *gorm.DB, orig, done model
 	return done, nil
 }
 
-// unchanged reads the object id in tx and refuses it when actor may not
-// read it, it is gone or was updated after want (the update time the
-// undone edit left).
-func (e *Engine) unchanged(ctx context.Context, tx *gorm.DB, actor *models.User, id string, want *time.Time) (*Object, error) {
+// unchanged reads the object of the inverse edit ed in tx and refuses it
+// when actor may not read it, it is gone, or it was updated after the
+// update time the undone edit left (ed.UpdatedAtBefore). A refusal names
+// the object and what changed: each property the undone edit set (ed's
+// Before) that holds another value now.
+func (e *Engine) unchanged(ctx context.Context, tx *gorm.DB, actor *models.User, ed models.Edit) (*Object, error) {
+	id, want := ed.ObjectID, ed.UpdatedAtBefore
 	// Locked first: a concurrent write must not land between this check
 	// and the revert's write.
 	if err := e.onto.LockObject(ctx, tx, id); err != nil {
@@ -268,10 +274,30 @@ func (e *Engine) unchanged(ctx context.Context, tx *gorm.DB, actor *models.User,
 			WithDetails(apperr.Detail{Field: id, Reason: "deleted", Message: "deleted since the execution"})
 	}
 	if want != nil && !o.UpdatedAt.Equal(*want) {
-		return nil, apperr.New(apperr.Conflict, "object %s changed since the execution (updated at %s); the revert would overwrite a later edit", id, o.UpdatedAt.UTC().Format(time.RFC3339Nano)).
-			WithDetails(apperr.Detail{Field: id, Reason: "changed", Message: "updated at " + o.UpdatedAt.UTC().Format(time.RFC3339Nano)})
+		at := o.UpdatedAt.UTC().Format(time.RFC3339Nano)
+		what := changedProperties(ed.Before, o.Properties)
+		msg := "updated at " + at + "; the properties this execution set are as it left them (another property or the marking changed)"
+		if len(what) > 0 {
+			msg = "updated at " + at + "; changed since: " + strings.Join(what, ", ")
+		}
+		return nil, apperr.New(apperr.Conflict, "object %s changed since the execution (%s); the revert would overwrite a later edit", id, msg).
+			WithDetails(apperr.Detail{Field: id, Reason: "changed", Message: msg})
 	}
 	return o, nil
+}
+
+// changedProperties names each property of left whose value in now
+// differs, with both values, in name order.
+func changedProperties(left, now map[string]any) []string {
+	var out []string
+	for _, k := range slices.Sorted(maps.Keys(left)) {
+		a, _ := json.Marshal(left[k])
+		b, _ := json.Marshal(now[k])
+		if string(a) != string(b) {
+			out = append(out, fmt.Sprintf("%s (the execution left %s, now %s)", k, a, b))
+		}
+	}
+	return out
 }
 
 func conflictIfExists(err error, id string) error {

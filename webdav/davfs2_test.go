@@ -23,7 +23,7 @@ import (
 // through FUSE, with locks on) and does what lost files before (issue 19):
 // copies a tree in, edits a file with `sed -i`, saves a file the
 // editor's way (write a temporary, rename it over the original) while the
-// original is open, and `mv`s a file over another; then unmounts, mounts
+// original is held open for writing, and `mv`s a file over another; then unmounts, mounts
 // again with an empty cache and compares every byte, on the mount and on
 // the server's disk, and checks davfs2 put nothing in lost+found.
 //
@@ -77,9 +77,16 @@ func TestDavfs2(t *testing.T) {
 		// sed -i: a temporary in the same directory renamed over the file.
 		run(t, "sed", "-i", "s/foo/bar/", filepath.Join(m.dir, "tree/a.txt"))
 		want["tree/a.txt"] = bytes.Replace(want["tree/a.txt"], []byte("foo"), []byte("bar"), 1)
-		// Save by rename while the original is open (an editor's save).
+		// Save by rename while the original is open for writing, as an
+		// editor holds it. davfs2 locks a file when it is opened for
+		// writing, not read-only: opened with os.Open, doc.txt was locked
+		// only by the cp's delayed upload, whose UNLOCK comes ~10 s later,
+		// so on a slow run the MOVE carried no destination token and the
+		// lock-on-overwrite rule went untested. Opened O_RDWR, davfs2
+		// holds doc.txt's lock for as long as it is open, and the MOVE
+		// always names both tokens.
 		doc := filepath.Join(m.dir, "tree/doc.txt")
-		open, err := os.Open(doc)
+		open, err := os.OpenFile(doc, os.O_RDWR, 0)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -160,10 +167,11 @@ func mountDavfs(t *testing.T, url, user string) *davMount {
 	conf := filepath.Join(base, "davfs2.conf")
 	// buf_size 64: davfs2 before 1.7.2 on Linux >= 6.16 fails `ls` with
 	// "Invalid argument" otherwise (a client bug). use_locks 1 and the
-	// default delay_upload 10 are what users run, and make davfs2 hold a
-	// lock on a file while a rename replaces it (MOVE with Overwrite and
-	// both tokens), the sequence that lost files; umount waits for the
-	// delayed uploads.
+	// default delay_upload 10 are what users run: davfs2 locks a file it
+	// creates or opens for writing and keeps the lock until the delayed
+	// upload after close (or while the file stays open), so a rename over
+	// such a file is a MOVE with Overwrite and both tokens, the sequence
+	// that lost files; umount waits for the delayed uploads.
 	cfg := strings.Join([]string{
 		"buf_size 64", "use_locks 1", "delay_upload 10", "ask_auth 0",
 		"secrets " + secrets, "cache_dir " + m.cache, "lock_timeout 600",

@@ -3,9 +3,11 @@ package app_test
 import (
 	"encoding/base64"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"strings"
 	"sync"
 	"testing"
@@ -25,8 +27,8 @@ type receiver struct {
 }
 
 type seen struct {
-	Method, Path, RawPath string
-	Header                http.Header
+	Method, Path, RawPath, RawQuery string
+	Header                          http.Header
 	Body                  []byte
 	At                    time.Time
 }
@@ -36,7 +38,7 @@ func newReceiver(t *testing.T) *receiver {
 	r.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
 		b, _ := io.ReadAll(req.Body)
 		r.mu.Lock()
-		r.reqs = append(r.reqs, seen{req.Method, req.URL.Path, req.URL.EscapedPath(), req.Header.Clone(), b, time.Now()})
+		r.reqs = append(r.reqs, seen{req.Method, req.URL.Path, req.URL.EscapedPath(), req.URL.RawQuery, req.Header.Clone(), b, time.Now()})
 		var answer func(http.ResponseWriter)
 		if q := r.answers[req.URL.Path]; len(q) > 0 {
 			answer, r.answers[req.URL.Path] = q[0], q[1:]
@@ -164,6 +166,15 @@ func webhookSuite(t *testing.T, c devClient) {
 		if len(edits) != 1 {
 			t.Errorf("edits = %v, want the one write-back", ex["edits"])
 		}
+		// The call as recorded on the execution: method, URL, status, the
+		// answer's excerpt, attempts, duration, what was written back.
+		res, _ := ex["operation_result"].(map[string]any)
+		call, _ := res["webhook"].(map[string]any)
+		if call["status_code"] != float64(200) || !strings.Contains(fmt.Sprint(call["response_excerpt"]), "CRM-42") ||
+			call["attempts"] != float64(3) || call["duration_ms"] == nil || call["method"] != "POST" ||
+			call["url"] != rx.srv.URL+"/sync" || fmt.Sprint(call["mapped"]) != "map[external_id:CRM-42]" {
+			t.Errorf("recorded call %v", call)
+		}
 		// The secret's value is nowhere in what the API shows.
 		_, rec := c.do("GET", "/api/v1/ontology/executions/"+ex["id"].(string), nil)
 		_, def := c.do("GET", "/api/v1/ontology/actions/"+id, nil)
@@ -256,6 +267,25 @@ func webhookSuite(t *testing.T, c devClient) {
 		if len(got) != 1 || got[0].Path != "/t/../a b?x=1&y=#{{ secrets.CRM_TOKEN }}" || got[0].Method != "GET" || len(got[0].Body) != 0 {
 			t.Fatalf("requests %+v", got)
 		}
+		// In the query too each value stays one value: no parameter of its
+		// own (x, y), no fragment, no secret resolved from a value.
+		q, err := url.ParseQuery(got[0].RawQuery)
+		if err != nil || len(q) != 2 || q.Get("q") != "../a b?x=1&y=#{{ secrets.CRM_TOKEN }}" || q.Get("t") != "t1" {
+			t.Errorf("query %q: %v (%v)", got[0].RawQuery, q, err)
+		}
+	})
+
+	t.Run("localhost is reached through the allowlist of 127.0.0.1", func(t *testing.T) {
+		// The guard checks the address dialled, not the name: localhost
+		// passes only because 127.0.0.1 is allowlisted (--outbound-allow).
+		u := strings.Replace(rx.srv.URL, "127.0.0.1", "localhost", 1) + "/named"
+		id := action("named", map[string]any{"url": u})
+		if st, ex := execute(id, "x"); st != http.StatusOK || ex["status"] != "succeeded" {
+			t.Errorf("execute: %d %v", st, ex)
+		}
+		if n := len(rx.seenAt("/named")); n != 1 {
+			t.Errorf("%d requests at the receiver, want 1", n)
+		}
 	})
 
 	t.Run("a missing secret is refused when the action is saved", func(t *testing.T) {
@@ -269,21 +299,22 @@ func webhookSuite(t *testing.T, c devClient) {
 }
 
 // TestWebhookToLoopbackRefusedByDefault: without --outbound-allow the
-// guard refuses the receiver on 127.0.0.1, which never sees a request.
+// guard refuses the receiver on 127.0.0.1, by address and by the name
+// localhost, and it never sees a request.
 func TestWebhookToLoopbackRefusedByDefault(t *testing.T) {
 	c := startDev(t, "")
 	rx := newReceiver(t)
-	c.must(http.StatusCreated, "POST", "/api/v1/ontology/actions", map[string]any{"name": "hook", "operation_kind": "invoke_webhook",
-		"config": map[string]any{"operation": map[string]any{"url": rx.srv.URL + "/x"}}}, nil)
-	var list struct {
-		Data []struct {
+	for _, host := range []string{"127.0.0.1", "localhost"} {
+		var a struct {
 			ID string `json:"id"`
-		} `json:"data"`
-	}
-	c.must(http.StatusOK, "GET", "/api/v1/ontology/actions", nil, &list)
-	st, body := c.do("POST", "/api/v1/ontology/actions/"+list.Data[0].ID+"/execute", map[string]any{})
-	if st != http.StatusBadGateway || !strings.Contains(string(body), "outbound guard") {
-		t.Errorf("execute: %d %s", st, body)
+		}
+		u := strings.Replace(rx.srv.URL, "127.0.0.1", host, 1) + "/x"
+		c.must(http.StatusCreated, "POST", "/api/v1/ontology/actions", map[string]any{"name": "hook-" + host, "operation_kind": "invoke_webhook",
+			"config": map[string]any{"operation": map[string]any{"url": u}}}, &a)
+		st, body := c.do("POST", "/api/v1/ontology/actions/"+a.ID+"/execute", map[string]any{})
+		if st != http.StatusBadGateway || !strings.Contains(string(body), "outbound guard") {
+			t.Errorf("execute to %s: %d %s", host, st, body)
+		}
 	}
 	if n := len(rx.seenAt("/x")); n != 0 {
 		t.Errorf("the receiver got %d requests", n)

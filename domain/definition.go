@@ -625,6 +625,11 @@ func CheckWebhook(f, method, rawURL string, headers map[string]string) error {
 	if op.URL == "" {
 		return defErr(f+".url", "required", "a webhook needs a url")
 	}
+	if strings.Contains(urlAuthority(op.URL), "{{") {
+		// A host chosen per execution (by a parameter or an object) would
+		// let whoever runs the action pick where the call goes.
+		return defErr(f+".url", "template_in_host", "webhook url templates are allowed in the path and query only, not in the scheme or host")
+	}
 	u, err := url.Parse(op.URL)
 	if err != nil || u.Host == "" || len(op.URL) > 2048 {
 		return defErr(f+".url", "format", "webhook url must be an absolute http(s) URL, got %q", clip(op.URL))
@@ -644,6 +649,20 @@ func CheckWebhook(f, method, rawURL string, headers map[string]string) error {
 		}
 	}
 	return nil
+}
+
+// urlAuthority is raw's scheme and host part: up to the first '/', '?'
+// or '#' after "://" (all of raw when it has no "://").
+func urlAuthority(raw string) string {
+	i := strings.Index(raw, "://")
+	if i < 0 {
+		return raw
+	}
+	rest := raw[i+3:]
+	if j := strings.IndexAny(rest, "/?#"); j >= 0 {
+		rest = rest[:j]
+	}
+	return raw[:i+3] + rest
 }
 
 // CheckFunctionRef checks an invoke_function config's function reference;

@@ -17,8 +17,13 @@ import (
 	"go.temporal.io/api/workflowservice/v1"
 	"google.golang.org/protobuf/proto"
 
+	"gorm.io/driver/postgres"
+	"gorm.io/gorm"
+	"gorm.io/gorm/logger"
+
 	"github.com/ontoflow/ontoflow/app"
 	"github.com/ontoflow/ontoflow/internal/devtest"
+	"github.com/ontoflow/ontoflow/internal/testdb"
 )
 
 // syncBuffer is a log sink safe for the process's goroutines.
@@ -45,13 +50,26 @@ func (s *syncBuffer) String() string {
 // a run leaves data: every event of the workflows' Temporal histories,
 // every file of the data directory (Ontoflow's database and the embedded
 // Temporal server's, with their write-ahead logs), the log output and the
-// API's answers. The values are found nowhere (the receiver got them,
-// which shows they were used).
+// API's answers; on Postgres also every row of every table of Ontoflow's
+// schema. The values are found nowhere (the receivers got them, which
+// shows they were used).
 func TestSecretValuesNeverLeak(t *testing.T) {
+	for _, d := range testdb.Dialects() {
+		t.Run(d, func(t *testing.T) {
+			dsn := ""
+			if d == "postgres" {
+				dsn = testdb.DSN(t, d)
+			}
+			leakSuite(t, dsn)
+		})
+	}
+}
+
+func leakSuite(t *testing.T, dsn string) {
 	rx := newReceiver(t)
 	dir := t.TempDir()
 	logs := &syncBuffer{}
-	a := startWithLog(t, dir, logs)
+	a := startWithLog(t, dir, dsn, logs)
 	c := devClient{t: t, base: a.APIURL}
 
 	values := map[string]string{
@@ -59,6 +77,7 @@ func TestSecretValuesNeverLeak(t *testing.T) {
 		"LEAK_PATH":    "path-51c0d6e2b9f84a7d",
 		"LEAK_SIGNING": "whsec_" + base64.StdEncoding.EncodeToString([]byte("leak-test-signing-key-32-bytes!!")),
 		"LEAK_SLACK":   rx.srv.URL + "/slack/leak-4be2c9a1f07d",
+		"LEAK_TEAMS":   rx.srv.URL + "/teams/leak-7c3e0d95ab21",
 	}
 	for name, v := range values {
 		c.must(http.StatusCreated, "POST", "/api/v1/secrets", map[string]any{"name": name, "value": v}, nil)
@@ -73,8 +92,8 @@ func TestSecretValuesNeverLeak(t *testing.T) {
 			"operation": map[string]any{"url": rx.srv.URL + "/hook/{{ secrets.LEAK_PATH }}", "max_attempts": 2,
 				"headers":        map[string]string{"Authorization": "Bearer {{ secrets.LEAK_TOKEN }}"},
 				"signing_secret": "{{ secrets.LEAK_SIGNING }}"},
-			"notification_side_effects": []map[string]any{{"title": "done", "channels": []string{"slack"},
-				"send_to_actor": true, "slack_webhook": "{{ secrets.LEAK_SLACK }}"}}}}, &act)
+			"notification_side_effects": []map[string]any{{"title": "done", "channels": []string{"slack", "teams"},
+				"send_to_actor": true, "slack_webhook": "{{ secrets.LEAK_SLACK }}", "teams_webhook": "{{ secrets.LEAK_TEAMS }}"}}}}, &act)
 
 	var ex map[string]any
 	c.must(http.StatusOK, "POST", "/api/v1/ontology/actions/"+act.ID+"/execute", map[string]any{"target_object_id": obj.ID}, &ex)
@@ -83,8 +102,8 @@ func TestSecretValuesNeverLeak(t *testing.T) {
 	if got := rx.seenAt("/hook/" + values["LEAK_PATH"]); len(got) != 2 || got[0].Header.Get("Authorization") != "Bearer "+values["LEAK_TOKEN"] {
 		t.Fatalf("the receiver did not get the secrets: %d requests", len(got))
 	}
-	if len(rx.seenAt("/slack/leak-4be2c9a1f07d")) != 1 {
-		t.Fatal("the Slack destination got no post")
+	if len(rx.seenAt("/slack/leak-4be2c9a1f07d")) != 1 || len(rx.seenAt("/teams/leak-7c3e0d95ab21")) != 1 {
+		t.Fatal("the Slack or Teams destination got no post")
 	}
 
 	var answers bytes.Buffer
@@ -96,6 +115,9 @@ func TestSecretValuesNeverLeak(t *testing.T) {
 	history := histories(t, a)
 	a.Stop(context.Background()) // flush the databases to their files
 	files := dataFiles(t, dir)
+	if dsn != "" {
+		files["postgres"] = tableDump(t, dsn)
+	}
 	for name, v := range values {
 		for where, data := range map[string][]byte{"the Temporal histories": history, "the log": []byte(logs.String()),
 			"the API's answers": answers.Bytes()} {
@@ -122,11 +144,40 @@ func TestSecretValuesNeverLeak(t *testing.T) {
 	}
 }
 
-// startWithLog starts dev in dir with debug logging into w.
-func startWithLog(t *testing.T, dir string, w *syncBuffer) *app.App {
+// startWithLog starts dev in dir (and on the Postgres database dsn, when
+// set) with debug logging into w.
+func startWithLog(t *testing.T, dir, dsn string, w *syncBuffer) *app.App {
 	t.Helper()
-	return devtest.Start(t, adminPassword, []string{"--data-dir", dir, "--log-level", "debug", "--outbound-allow", "127.0.0.1/32"},
-		slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: slog.LevelDebug})))
+	args := []string{"--data-dir", dir, "--log-level", "debug", "--outbound-allow", "127.0.0.1/32"}
+	if dsn != "" {
+		args = append(args, "--database-url", dsn)
+	}
+	return devtest.Start(t, adminPassword, args, slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: slog.LevelDebug})))
+}
+
+// tableDump is every row of every table in dsn's schema, as text.
+func tableDump(t *testing.T, dsn string) []byte {
+	t.Helper()
+	db, err := gorm.Open(postgres.Open(dsn), &gorm.Config{Logger: logger.Discard})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sqlDB, err := db.DB(); err == nil {
+		defer sqlDB.Close()
+	}
+	var tables []string
+	if err := db.Raw("SELECT table_name FROM information_schema.tables WHERE table_schema = current_schema()").Scan(&tables).Error; err != nil || len(tables) == 0 {
+		t.Fatalf("list tables: %v (%d)", err, len(tables))
+	}
+	var out bytes.Buffer
+	for _, tb := range tables {
+		var rows []string
+		if err := db.Raw(`SELECT t::text FROM "` + tb + `" t`).Scan(&rows).Error; err != nil {
+			t.Fatalf("dump %s: %v", tb, err)
+		}
+		out.WriteString(strings.Join(rows, "\n"))
+	}
+	return out.Bytes()
 }
 
 // histories returns every event of every workflow in the namespace,

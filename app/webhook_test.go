@@ -29,8 +29,8 @@ type receiver struct {
 type seen struct {
 	Method, Path, RawPath, RawQuery string
 	Header                          http.Header
-	Body                  []byte
-	At                    time.Time
+	Body                            []byte
+	At                              time.Time
 }
 
 func newReceiver(t *testing.T) *receiver {

@@ -13,7 +13,7 @@ import (
 	"github.com/ontoflow/ontoflow/ontology"
 )
 
-// maxListed bounds the action types and objects a page lists.
+// maxListed bounds the action types and object types a page reads.
 const maxListed = 500
 
 type actionGroup struct {
@@ -159,52 +159,6 @@ func (c *Console) targetOptions(g *gin.Context) {
 		return
 	}
 	c.fragment(g, "target-options", targetOptionsView{ActionID: view.ID, Options: opts, Query: g.Query("q")})
-}
-
-// searchObjects finds up to 20 objects of a type the caller may read
-// whose id, primary key or any property value contains q (case-folded).
-// The store applies the read rule; matching runs here because property
-// values live in a JSON column whose text operators differ per database.
-func (c *Console) searchObjects(g *gin.Context, typeRef, q string) ([]objectOption, error) {
-	if typeRef == "" {
-		return nil, nil
-	}
-	ot, err := c.d.Store.ObjectType(g.Request.Context(), typeRef)
-	if err != nil {
-		return nil, err
-	}
-	objs, err := c.d.Store.ListObjects(g.Request.Context(), principal(g).User, ot.ID, ontology.ObjectQuery{Limit: maxListed})
-	if err != nil {
-		return nil, err
-	}
-	q = strings.ToLower(strings.TrimSpace(q))
-	var out []objectOption
-	for i := range objs {
-		if q != "" && !objectMatches(&objs[i], q) {
-			continue
-		}
-		label := valueText(objs[i].Properties.V[ot.PrimaryKey])
-		if ot.PrimaryKey == "" || label == "" {
-			label = objs[i].ID
-		}
-		out = append(out, objectOption{ID: objs[i].ID, Label: label, Marking: objs[i].Marking})
-		if len(out) == 20 {
-			break
-		}
-	}
-	return out, nil
-}
-
-func objectMatches(o *models.Object, q string) bool {
-	if strings.Contains(strings.ToLower(o.ID), q) {
-		return true
-	}
-	for _, v := range o.Properties.V {
-		if strings.Contains(strings.ToLower(valueText(v)), q) {
-			return true
-		}
-	}
-	return false
 }
 
 type referenceView struct {

@@ -73,19 +73,27 @@ func browser(t *testing.T) context.Context {
 	return ctx
 }
 
-// shots saves screenshots under $ONTOFLOW_SCREENSHOTS or a temp dir.
+// shots saves screenshots under $ONTOFLOW_SCREENSHOTS or a new temp
+// dir. Either is left in place after the test, unlike t.TempDir(): the
+// screenshots are the test's artifacts, for people and CI to keep.
 type shots struct {
 	t   *testing.T
 	dir string
 }
 
 func newShots(t *testing.T) shots {
+	t.Helper()
 	dir := os.Getenv("ONTOFLOW_SCREENSHOTS")
+	var err error
 	if dir == "" {
-		dir = t.TempDir()
-	} else if err := os.MkdirAll(dir, 0o755); err != nil {
-		t.Fatal(err)
+		dir, err = os.MkdirTemp("", "ontoflow-console-screenshots-")
+	} else {
+		err = os.MkdirAll(dir, 0o755)
 	}
+	if err != nil {
+		t.Fatalf("screenshot directory: %v", err)
+	}
+	t.Logf("screenshots: %s (kept after the test)", dir)
 	return shots{t: t, dir: dir}
 }
 
@@ -195,6 +203,8 @@ func TestConsoleInBrowser(t *testing.T) {
 			chromedp.Navigate(base+"/actions/triage?target="+w.vip),
 			until(`document.querySelector('#field-reason').dataset.required === 'true'`),
 			until(text("#p-reason-label")+`.includes('Reason (VIP ticket)')`),
+			until(`document.querySelector('#field-internal_note').hidden && document.querySelector('#p-internal_note').disabled`),
+			sh.take(ctx, "04-form-vip-target"),
 		)
 	})
 

@@ -40,8 +40,7 @@ var templateFS embed.FS
 var staticFS embed.FS
 
 // PreviewFunc runs a what-if of r: what the action would change, without
-// changing anything. It is nil until the what-if service lands; the
-// console then shows no Preview button.
+// changing anything. Nil: no Preview button.
 type PreviewFunc func(ctx context.Context, r executions.Request) (*PreviewResult, error)
 
 // UndoFunc reverts execution id as p with a justification (the revert

@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"testing"
 
+	"github.com/ontoflow/ontoflow/app"
 	"github.com/ontoflow/ontoflow/internal/devtest"
 )
 
@@ -17,15 +18,22 @@ const adminPassword = "console-test-password-1"
 type stack struct {
 	t    *testing.T
 	base string
+	app  *app.App
 }
 
 func startStack(t *testing.T) *stack {
 	t.Helper()
 	a := devtest.Start(t, adminPassword, []string{"--temporal-ui-url", "http://127.0.0.1:1/temporal"}, nil)
-	return &stack{t: t, base: a.APIURL}
+	return &stack{t: t, base: a.APIURL, app: a}
 }
 
 func (s *stack) do(method, path string, body any) (int, []byte) {
+	s.t.Helper()
+	return s.doAs("admin", adminPassword, method, path, body)
+}
+
+// doAs calls the API as user.
+func (s *stack) doAs(user, pw, method, path string, body any) (int, []byte) {
 	s.t.Helper()
 	var rd io.Reader
 	if body != nil {
@@ -39,7 +47,7 @@ func (s *stack) do(method, path string, body any) (int, []byte) {
 	if err != nil {
 		s.t.Fatal(err)
 	}
-	req.SetBasicAuth("admin", adminPassword)
+	req.SetBasicAuth(user, pw)
 	req.Header.Set("Content-Type", "application/json")
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
@@ -85,6 +93,7 @@ func (s *stack) object(id string) map[string]any {
 type world struct {
 	plain, vip, secret string // Ticket ids
 	triage, archive    string // action ids
+	setStatus          string
 	markDuplicate      string
 }
 
@@ -106,6 +115,7 @@ func (s *stack) seed() world {
 	when := func(path, value string) []map[string]any {
 		return []map[string]any{{"path": path, "operator": "is", "value": value}}
 	}
+	vip := []map[string]any{{"path": "target.properties.vip", "operator": "is", "value": true}}
 	w.triage = s.create("/api/v1/ontology/actions", map[string]any{
 		"name": "triage", "display_name": "Triage ticket", "description": "Set status and priority.",
 		"object_type_id": "Ticket", "operation_kind": "update_object",
@@ -125,8 +135,8 @@ func (s *stack) seed() world {
 			"parameter_overrides": []map[string]any{
 				{"parameter": "internal_note", "conditions": when("parameters.priority", "high"), "visible": false},
 				{"parameter": "reason", "conditions": when("parameters.priority", "high"), "required": true, "label": "Reason for high priority"},
-				{"parameter": "reason", "conditions": []map[string]any{{"path": "target.properties.vip", "operator": "is", "value": true}},
-					"required": true, "label": "Reason (VIP ticket)"},
+				{"parameter": "reason", "conditions": vip, "required": true, "label": "Reason (VIP ticket)"},
+				{"parameter": "internal_note", "conditions": vip, "visible": false},
 			},
 		},
 		"config": map[string]any{
@@ -142,13 +152,13 @@ func (s *stack) seed() world {
 		"config": map[string]any{"operation": map[string]any{"static_patch": map[string]any{"status": "archived"}}},
 		"policy": map[string]any{"allowed_markings": []string{"public"}},
 	})
-	setStatus := s.create("/api/v1/ontology/actions", map[string]any{
+	w.setStatus = s.create("/api/v1/ontology/actions", map[string]any{
 		"name": "set-status", "object_type_id": "Ticket", "operation_kind": "update_object",
 		"inputs": []map[string]any{{"name": "status", "type": "string", "required": true}},
 		"config": map[string]any{"operation": map[string]any{"property_mappings": []map[string]any{{"property": "status", "input": "status"}}}},
 	})
 	s.must(http.StatusOK, "PATCH", "/api/v1/ontology/types/Ticket/properties/status",
-		map[string]any{"inline_edit_config": map[string]any{"action_type_id": setStatus}}, nil)
+		map[string]any{"inline_edit_config": map[string]any{"action_type_id": w.setStatus}}, nil)
 	w.markDuplicate = s.seedTypedAction()
 	return w
 }

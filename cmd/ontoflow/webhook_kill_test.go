@@ -6,6 +6,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/ontoflow/ontoflow/internal/testdb"
 )
 
 // dedupReceiver is a webhook receiver on loopback that deduplicates by
@@ -52,13 +54,24 @@ func (d *dedupReceiver) snapshot() (requests, delivered int, keys map[string]int
 // TestWebhookSurvivesKilledWorker kills the `dev` process (its worker)
 // while a webhook's retries are under way: after a restart on the same
 // data directory the action finishes succeeded, every attempt carried the
-// same key, and the receiver counts one effective delivery.
+// same key, and the receiver counts one effective delivery. On SQLite and,
+// with TEST_DATABASE_URL, on Postgres.
 func TestWebhookSurvivesKilledWorker(t *testing.T) {
+	for _, d := range testdb.Dialects() {
+		t.Run(d, func(t *testing.T) {
+			args := append(devArgs(t.TempDir()), "--outbound-allow", "127.0.0.1/32")
+			if d == "postgres" {
+				args = append(args, "--database-url", testdb.DSN(t, d))
+			}
+			webhookKill(t, args)
+		})
+	}
+}
+
+func webhookKill(t *testing.T, args []string) {
 	rx := &dedupReceiver{failures: 2, keys: map[string]bool{}, seenKeys: map[string]int{}}
 	srv := httptest.NewServer(rx)
 	defer srv.Close()
-	dir := t.TempDir()
-	args := append(devArgs(dir), "--outbound-allow", "127.0.0.1/32")
 	p := start(t, nil, args...)
 	admin := client{t: t, base: p.APIURL, user: "admin", pass: p.AdminPassword}
 	var action struct {

@@ -17,6 +17,11 @@ const (
 // exports in (default or handler is the function).
 const GlobalName = "__ontoflow_module"
 
+// target is the language level esbuild compiles to: ES2023, which the
+// QuickJS in go.mod runs (TestES2023). Not ESNext: esbuild would then
+// pass through syntax this QuickJS cannot parse (`using` declarations).
+const target = api.ES2023
+
 // Compile turns a module's source (`export default function (ctx)` or
 // `export function handler(ctx)`) into a Program: TypeScript's types are
 // stripped and both languages are wrapped as a script that assigns the
@@ -38,7 +43,7 @@ func Compile(lang, source string) (Program, error) {
 	}
 	res := api.Transform(source, api.TransformOptions{
 		Loader: loader, Format: api.FormatIIFE, GlobalName: GlobalName,
-		Target: api.ES2022, Sourcefile: "function." + map[api.Loader]string{api.LoaderJS: "js", api.LoaderTS: "ts"}[loader],
+		Target: target, Sourcefile: "function." + map[api.Loader]string{api.LoaderJS: "js", api.LoaderTS: "ts"}[loader],
 		LogLevel: api.LogLevelSilent,
 	})
 	if len(res.Errors) > 0 {

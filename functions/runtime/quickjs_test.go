@@ -62,6 +62,27 @@ func TestHandlerExport(t *testing.T) {
 	}
 }
 
+// TestES2023: the language the docs promise runs, in both languages:
+// ES2023's array methods (QuickJS's, esbuild does not polyfill) and its
+// hashbang line (syntax, esbuild's target).
+func TestES2023(t *testing.T) {
+	src := "#!/usr/bin/env ontoflow\n" + `export default function (ctx: unknown) {
+  const a: number[] = [3, 1, 2];
+  return [a.findLast((x) => x > 1), a.findLastIndex((x) => x > 5), a.toSorted(), a.toReversed(), a.with(0, 9), a.toSpliced(0, 1), a];
+}`
+	for _, lang := range []string{"typescript", "javascript"} {
+		code := src
+		if lang == "javascript" {
+			code = strings.Replace(src, "ctx: unknown", "ctx", 1)
+			code = strings.Replace(code, ": number[]", "", 1)
+		}
+		out, err := runJS(t, lang, code, Limits{})
+		if err != nil || string(out.Value) != `[2,-1,[1,2,3],[2,1,3],[9,1,2],[1,2],[3,1,2]]` {
+			t.Fatalf("%s: %s %v", lang, out.Value, err)
+		}
+	}
+}
+
 func TestCompileErrorHasPosition(t *testing.T) {
 	_, err := Compile("javascript", "export default function (ctx) {\n  return {;\n}")
 	var f *Failure

@@ -193,7 +193,7 @@ func (s *Service) DeleteVersion(ctx context.Context, name, v string) error {
 }
 
 // pinnedBy names the action types whose invoke_function config pins
-// name@v exactly (without auto_upgrade).
+// name@v exactly (without auto_upgrade), or cannot be read.
 func (s *Service) pinnedBy(ctx context.Context, name, v string) ([]string, error) {
 	var ats []models.ActionType
 	if err := s.db.WithContext(ctx).Where("operation_kind = ?", domain.KindInvokeFunction).Find(&ats).Error; err != nil {
@@ -207,7 +207,11 @@ func (s *Service) pinnedBy(ctx context.Context, name, v string) ([]string, error
 			Version     string `json:"version"`
 			AutoUpgrade bool   `json:"auto_upgrade"`
 		}
+		// A config this cannot read might pin the version: refuse the
+		// delete (naming the action type, to fix or delete) rather than
+		// break an action type nobody can see is affected.
 		if err := json.Unmarshal(at.Config.V.Operation, &ref); err != nil {
+			out = append(out, at.Name)
 			continue
 		}
 		if (ref.Package == name || ref.PackageName == name) && ref.Version == v && !ref.AutoUpgrade {

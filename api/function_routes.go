@@ -138,6 +138,12 @@ func (h *functionsAPI) runs(c *gin.Context) {
 		fail(c, err)
 		return
 	}
+	// A misspelt status would list nothing, which reads as "no failures".
+	if st := c.Query("status"); st != "" && st != functions.StatusSucceeded && st != functions.StatusFailed {
+		fail(c, apperr.New(apperr.InvalidArgument, "status must be %s or %s, got %q", functions.StatusSucceeded, functions.StatusFailed, st).
+			WithDetails(apperr.Detail{Field: "status", Reason: "value", Message: "succeeded or failed"}))
+		return
+	}
 	rows, err := h.svc.Runs(c.Request.Context(), principal(c).User, h.reads, c.Param("name"), functions.RunFilter{Status: c.Query("status"),
 		Version: c.Query("version"), Since: t, Offset: pr.Offset, Limit: pr.Limit + 1})
 	ontoList[models.FunctionRun](c, pr, rows, err)

@@ -6,8 +6,10 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"os"
 	"runtime/debug"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -252,27 +254,13 @@ export async function handler(ctx: Ctx): Promise<unknown> {
 		}
 	})
 
-	t.Run("hostile functions fail typed and the worker keeps serving", func(t *testing.T) {
+	t.Run("monitoring: metrics per version, runs filtered by status, version and since", func(t *testing.T) {
+		functionMonitoring(t, e)
+	})
+
+	t.Run("hostile functions fail typed and recorded, and the worker keeps serving", func(t *testing.T) {
 		rss0, haveRSS := rssMiB()
-		for name, src := range map[string]string{
-			"loop":      `export default function () { for (;;) {} }`,
-			"alloc":     `export default function () { const a = []; for (let i = 0; i < 1024; i++) a.push(new Uint8Array(1 << 20)); }`,
-			"recursion": `export default function f() { return f() + 1 }`,
-			"result":    `export default () => ({ result: "x".repeat(100 << 20) })`,
-			"console":   `export default () => { for (let i = 0; i < 1e5; i++) console.log("y".repeat(100)) }`,
-			"require":   `export default () => require("fs")`,
-			"process":   `export default () => process.exit(1)`,
-			"global":    `export default () => globalThis.__ontoflow_host("get", "{}")`,
-			"promise":   `export default () => new Promise(() => {})`,
-		} {
-			op := inline("javascript", src)
-			op["capabilities"] = map[string]any{"timeout": "1s"}
-			st, ex := e.execute(e.action("hostile-"+name, op), "")
-			errm, _ := ex["error"].(map[string]any)
-			if st != http.StatusUnprocessableEntity || errm["code"] != "FunctionFailed" {
-				t.Fatalf("%s: %d %v", name, st, ex)
-			}
-		}
+		functionHostile(t, e)
 		ok := e.action("after-hostile", inline("javascript", `export default (ctx) => ({ edits: [{ type: "update", object_id: ctx.target.id, properties: { notes: "still serving" } }] })`))
 		if st, ex := e.execute(ok, ""); st != http.StatusOK || c.notes(obj.ID) != "still serving" {
 			t.Fatalf("%d %v", st, ex)
@@ -286,6 +274,214 @@ export async function handler(ctx: Ctx): Promise<unknown> {
 			t.Fatalf("RSS grew from %d to %d MiB", rss0, rss1)
 		}
 	})
+}
+
+// fnRuns lists a package's recorded runs (GET /functions/{name}/runs?query).
+func fnRuns(t *testing.T, c devClient, name, query string) []map[string]any {
+	t.Helper()
+	c.t = t
+	var runs struct {
+		Data []map[string]any `json:"data"`
+	}
+	c.must(http.StatusOK, "GET", "/api/v1/functions/"+name+"/runs?"+query, nil, &runs)
+	return runs.Data
+}
+
+// fnMetrics reads a package's metrics, by version.
+func fnMetrics(t *testing.T, c devClient, name, query string) map[string]map[string]any {
+	t.Helper()
+	c.t = t
+	var m struct {
+		Versions []map[string]any `json:"versions"`
+	}
+	c.must(http.StatusOK, "GET", "/api/v1/functions/"+name+"/metrics?"+query, nil, &m)
+	out := map[string]map[string]any{}
+	for _, v := range m.Versions {
+		out[v["version"].(string)] = v
+	}
+	return out
+}
+
+// durations are the runs' duration_ms, sorted.
+func durations(runs []map[string]any) []float64 {
+	var ds []float64
+	for _, r := range runs {
+		ds = append(ds, r["duration_ms"].(float64))
+	}
+	slices.Sort(ds)
+	return ds
+}
+
+// functionMonitoring runs two versions of a package whose duration and
+// failure the parameter decides, then checks /metrics (runs, failures,
+// p50/p95/max, last failure) against /runs, and /runs' filters.
+func functionMonitoring(t *testing.T, e fnEnv) {
+	e.c.t = t // fail the subtest, not its parent
+	c := e.c
+	c.must(http.StatusCreated, "POST", "/api/v1/functions", map[string]any{"name": "timed", "runtime": "javascript",
+		"capabilities": map[string]any{"timeout": "5s"}}, nil)
+	for _, v := range []string{"1.0.0", "1.1.0"} {
+		c.must(http.StatusCreated, "POST", "/api/v1/functions/timed/versions", map[string]any{"version": v, "source": `export default function (ctx) {
+  const q = ctx.parameters.q;
+  if (q.startsWith("fail")) throw new Error(q);
+  const end = Date.now() + Number(q);
+  while (Date.now() < end) {}
+  return { result: q };
+}`}, nil)
+	}
+	v10 := e.action("fn-timed-10", map[string]any{"package": "timed", "version": "1.0.0"})
+	v11 := e.action("fn-timed-11", map[string]any{"package": "timed", "version": "1.1.0"})
+	run := func(id, q string, want int) {
+		if st, ex := e.execute(id, q); st != want {
+			t.Fatalf("%s: %d %v", q, st, ex)
+		}
+	}
+	run(v10, "0", http.StatusOK)
+	run(v10, "fail-1", http.StatusUnprocessableEntity)
+	time.Sleep(5 * time.Millisecond)
+	mid := time.Now()
+	time.Sleep(5 * time.Millisecond)
+	run(v10, "0", http.StatusOK)
+	run(v10, "300", http.StatusOK)
+	run(v10, "fail-2", http.StatusUnprocessableEntity)
+	run(v11, "0", http.StatusOK)
+	run(v11, "0", http.StatusOK)
+
+	failed := fnRuns(t, c, "timed", "status=failed")
+	if len(failed) != 2 || !strings.Contains(failed[0]["error"].(string), "fail-2") || !strings.Contains(failed[1]["error"].(string), "fail-1") {
+		t.Fatalf("status=failed, newest first: %v", failed)
+	}
+	for _, r := range failed {
+		if r["reason"] != "exception" || r["version"] != "1.0.0" || r["action_type"] != "fn-timed-10" || r["kind"] != "action" || r["execution_id"] == nil {
+			t.Fatalf("failed run: %v", r)
+		}
+	}
+	if n := len(fnRuns(t, c, "timed", "status=succeeded&version=1.0.0")); n != 3 {
+		t.Fatalf("status=succeeded&version=1.0.0: %d runs, want 3", n)
+	}
+	c.must(http.StatusBadRequest, "GET", "/api/v1/functions/timed/runs?status=failure", nil, nil)
+	// since in another zone than the stored times (SQLite compares text).
+	sinceMid := url.QueryEscape(mid.In(time.FixedZone("", 2*3600)).Format(time.RFC3339Nano))
+	if after := fnRuns(t, c, "timed", "since="+sinceMid); len(after) != 5 {
+		t.Fatalf("since=%s: %d runs, want 5: %v", sinceMid, len(after), after)
+	}
+	if after := fnRuns(t, c, "timed", "status=failed&since="+sinceMid); len(after) != 1 || !strings.Contains(after[0]["error"].(string), "fail-2") {
+		t.Fatalf("status=failed&since: %v", after)
+	}
+	future := url.QueryEscape(time.Now().Add(time.Hour).Format(time.RFC3339))
+	if n := len(fnRuns(t, c, "timed", "since="+future)); n != 0 {
+		t.Fatalf("since the future: %d runs", n)
+	}
+
+	m := fnMetrics(t, c, "timed", "")
+	d10, d11 := durations(fnRuns(t, c, "timed", "version=1.0.0")), durations(fnRuns(t, c, "timed", "version=1.1.0"))
+	a, b := m["1.0.0"], m["1.1.0"]
+	if len(m) != 2 || len(d10) != 5 || len(d11) != 2 {
+		t.Fatalf("metrics %v, runs %v %v", m, d10, d11)
+	}
+	// Nearest rank: of 5 runs p50 is the 3rd, p95 the 5th; of 2, the 1st and the 2nd.
+	if a["runs"] != 5.0 || a["failures"] != 2.0 || a["p50_ms"] != d10[2] || a["p95_ms"] != d10[4] || a["max_ms"] != d10[4] ||
+		a["p95_ms"].(float64) < 300 || a["p50_ms"].(float64) >= 300 {
+		t.Fatalf("1.0.0 metrics %v, durations %v", a, d10)
+	}
+	lf, _ := a["last_failure"].(map[string]any)
+	if lf == nil || lf["status"] != "failed" || lf["reason"] != "exception" || !strings.Contains(lf["error"].(string), "fail-2") {
+		t.Fatalf("1.0.0 last failure: %v", a["last_failure"])
+	}
+	if b["runs"] != 2.0 || b["failures"] != 0.0 || b["p50_ms"] != d11[0] || b["p95_ms"] != d11[1] || b["max_ms"] != d11[1] || b["last_failure"] != nil {
+		t.Fatalf("1.1.0 metrics %v, durations %v", b, d11)
+	}
+	m = fnMetrics(t, c, "timed", "since="+sinceMid)
+	if a := m["1.0.0"]; a["runs"] != 3.0 || a["failures"] != 1.0 || m["1.1.0"]["runs"] != 2.0 {
+		t.Fatalf("metrics since: %v", m)
+	}
+	if m := fnMetrics(t, c, "timed", "since="+future); len(m) != 0 {
+		t.Fatalf("metrics since the future: %v", m)
+	}
+}
+
+// hostile are functions that must each end in a typed failure: reason
+// is the runtime's, msg a part of its message.
+var hostile = []struct{ name, src, reason, msg string }{
+	{"loop", `export default function () { for (;;) {} }`, "timeout", "time limit"},
+	{"alloc", `export default function () { const a = []; for (let i = 0; i < 1024; i++) a.push(new Uint8Array(1 << 20)); }`, "memory_limit", "memory"},
+	{"recursion", `export default function f() { return f() + 1 }`, "stack_overflow", "stack"},
+	// 100 MiB cannot even be built under the 64 MiB default.
+	{"result", `export default () => ({ result: "x".repeat(100 << 20) })`, "memory_limit", "memory"},
+	{"result-2mib", `export default () => ({ result: "x".repeat(2 << 20) })`, "result_too_large", "at most 1048576"},
+	{"console", `export default () => { for (let i = 0; i < 1e5; i++) console.log("y".repeat(100)) }`, "console_limit", "65536"},
+	{"require", `export default () => require("fs")`, "exception", "require"},
+	{"process", `export default () => process.exit(1)`, "exception", "process"},
+	{"global", `export default () => globalThis.__ontoflow_host("get", "{}")`, "exception", "not a function"},
+	{"constructor", `export default () => (function () {}).constructor("return std")()`, "exception", "std"},
+	{"promise", `export default () => new Promise(() => {})`, "never_settled", "never settled"},
+}
+
+// functionHostile runs each hostile function inline and as a version of
+// a package: both answer 422 FunctionFailed with the reason, which the
+// failed execution records; the package's run is recorded with it too.
+// An inline run is in no package's runs (it has no package to list it
+// under): its execution, in the action log, is its record.
+func functionHostile(t *testing.T, e fnEnv) {
+	e.c.t = t // fail the subtest, not its parent
+	c := e.c
+	c.must(http.StatusCreated, "POST", "/api/v1/functions", map[string]any{"name": "hostile", "runtime": "javascript",
+		"capabilities": map[string]any{"timeout": "1s"}}, nil)
+	for i, h := range hostile {
+		v := fmt.Sprintf("1.0.%d", i)
+		c.must(http.StatusCreated, "POST", "/api/v1/functions/hostile/versions", map[string]any{"version": v, "source": h.src}, nil)
+		op := inline("javascript", h.src)
+		op["capabilities"] = map[string]any{"timeout": "1s"}
+		checkHostile(t, e, h.name+" inline", e.action("hostile-"+h.name, op), h.reason, h.msg)
+		ex := checkHostile(t, e, h.name+" package", e.action("hostile-pkg-"+h.name, map[string]any{"package": "hostile", "version": v}), h.reason, h.msg)
+		ed, _ := ex["error_details"].(map[string]any)
+		if fn, _ := ed["data"].(map[string]any); fn["package"] != "hostile" || fn["version"] != v {
+			t.Errorf("%s package: the execution records %v", h.name, ed)
+		}
+		runs := fnRuns(t, c, "hostile", "version="+v)
+		if len(runs) != 1 || runs[0]["status"] != "failed" || runs[0]["reason"] != h.reason || runs[0]["execution_id"] != ex["id"] ||
+			runs[0]["action_type"] != "hostile-pkg-"+h.name {
+			t.Fatalf("%s: recorded %v", h.name, runs)
+		}
+		if con, _ := runs[0]["console"].(string); h.reason == "console_limit" && (len(con) < 60<<10 || len(con) > 64<<10) {
+			t.Errorf("%s: recorded console of %d bytes, want the first 64 KiB", h.name, len(con))
+		}
+	}
+}
+
+// checkHostile executes a hostile action: 422 FunctionFailed naming the
+// reason and message in details[0], and the failed execution (GET)
+// records the same. It returns the execution.
+func checkHostile(t *testing.T, e fnEnv, name, id, reason, msg string) map[string]any {
+	t.Helper()
+	st, body := e.execute(id, "")
+	errm, _ := body["error"].(map[string]any)
+	ex, _ := errm["data"].(map[string]any)
+	if st != http.StatusUnprocessableEntity || errm["code"] != "FunctionFailed" || ex["id"] == nil {
+		t.Fatalf("%s: %d %v", name, st, body)
+	}
+	if r, m := detail0(errm); r != reason || !strings.Contains(m, msg) {
+		t.Errorf("%s: reason %s, message %q; want %s, %q", name, r, m, reason, msg)
+	}
+	var rec map[string]any
+	e.c.must(http.StatusOK, "GET", "/api/v1/ontology/executions/"+ex["id"].(string), nil, &rec)
+	recErr, _ := rec["error_details"].(map[string]any)
+	if r, _ := detail0(recErr); rec["status"] != "failed" || rec["error_code"] != "FunctionFailed" || r != reason {
+		t.Errorf("%s: the execution records %v", name, rec)
+	}
+	return rec
+}
+
+// detail0 is the reason and message of an error's first detail.
+func detail0(err map[string]any) (string, string) {
+	ds, _ := err["details"].([]any)
+	if len(ds) == 0 {
+		return "", ""
+	}
+	d, _ := ds[0].(map[string]any)
+	r, _ := d["reason"].(string)
+	m, _ := d["message"].(string)
+	return r, m
 }
 
 // doAs sends a request as user on loopback.

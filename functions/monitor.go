@@ -41,7 +41,9 @@ func (s *Service) Runs(ctx context.Context, viewer *models.User, reads *Reads, n
 		q = q.Where("version = ?", f.Version)
 	}
 	if !f.Since.IsZero() {
-		q = q.Where("created_at >= ?", f.Since)
+		// Runs are stored in UTC and SQLite compares times as text: a
+		// bound in another zone (since=...+02:00) compared wrong.
+		q = q.Where("created_at >= ?", f.Since.UTC())
 	}
 	out := []models.FunctionRun{}
 	if err := q.Order("created_at DESC, id").Offset(f.Offset).Limit(f.Limit).Find(&out).Error; err != nil {
@@ -134,8 +136,9 @@ func (s *Service) Metrics(ctx context.Context, viewer *models.User, reads *Reads
 		return nil, fmt.Errorf("write pending run records: %w", err)
 	}
 	var rows []models.FunctionRun
+	// UTC for SQLite's text comparison, as in Runs.
 	err = s.db.WithContext(ctx).Select("version", "status", "duration_ms", "created_at", "id").
-		Where("package_id = ? AND created_at >= ?", p.ID, since).Order("created_at").Find(&rows).Error
+		Where("package_id = ? AND created_at >= ?", p.ID, since.UTC()).Order("created_at").Find(&rows).Error
 	if err != nil {
 		return nil, fmt.Errorf("read runs of %s: %w", name, err)
 	}
@@ -164,13 +167,13 @@ func (s *Service) summarize(ctx context.Context, v string, rs []models.FunctionR
 	var last string
 	for _, r := range rs {
 		ds = append(ds, r.DurationMS)
-		if r.Status == "failed" {
+		if r.Status == StatusFailed {
 			m.Failures++
 			last = r.ID
 		}
 	}
 	slices.Sort(ds)
-	m.P50MS, m.P95MS, m.MaxMS = ds[(len(ds)-1)*50/100], ds[(len(ds)-1)*95/100], ds[len(ds)-1]
+	m.P50MS, m.P95MS, m.MaxMS = percentile(ds, 50), percentile(ds, 95), ds[len(ds)-1]
 	if last != "" {
 		var r models.FunctionRun
 		if err := s.db.WithContext(ctx).Take(&r, "id = ?", last).Error; err != nil {
@@ -179,6 +182,15 @@ func (s *Service) summarize(ctx context.Context, v string, rs []models.FunctionR
 		m.LastFailure = &r
 	}
 	return m, nil
+}
+
+// percentile is the nearest-rank p-th percentile of sorted ds: the
+// smallest duration at least p% of the runs took no longer than. Ranking
+// down instead ((n-1)*p/100) made p95 of two runs the faster one, hiding
+// the slow tail p95 is read for.
+func percentile(ds []int64, p int) int64 {
+	rank := (len(ds)*p + 99) / 100 // ceil(n*p/100), at least 1 for n ≥ 1
+	return ds[max(rank, 1)-1]
 }
 
 // TestInput is the body of a test run.
@@ -226,11 +238,11 @@ func (s *Service) Test(ctx context.Context, actor *models.User, reads *Reads, na
 	out, err := s.rt.Run(ctx, r.prog, input, h, lim)
 	d := time.Since(start)
 	s.record(r, engine.FunctionRunRequest{ActorID: actor.ID, TargetID: in.TargetObjectID, Host: h}, RunTest, out, err, d)
-	res := &TestResult{Status: "succeeded", DurationMS: d.Milliseconds()}
+	res := &TestResult{Status: StatusSucceeded, DurationMS: d.Milliseconds()}
 	var f *runtime.Failure
 	switch {
 	case errors.As(err, &f):
-		res.Status, res.Console = "failed", f.Console
+		res.Status, res.Console = StatusFailed, f.Console
 		res.Error = apperr.New(apperr.FunctionFailed, "the function failed (%s): %s", f.Reason, f.Message).
 			WithDetails(apperr.Detail{Reason: f.Reason, Message: f.Message})
 	case err != nil:

@@ -41,6 +41,12 @@ const (
 	RunTest   = "test"
 )
 
+// Statuses of a recorded run.
+const (
+	StatusSucceeded = "succeeded"
+	StatusFailed    = "failed"
+)
+
 // Service is the function packages' lifecycle and the runner.
 type Service struct {
 	db      *gorm.DB
@@ -208,7 +214,7 @@ func (s *Service) Flush(ctx context.Context) error { return s.rec.flush(ctx) }
 // recorder) and counts it; inline functions are counted only (they have
 // no package to monitor).
 func (s *Service) record(r *resolved, req engine.FunctionRunRequest, kind string, out *runtime.Output, err error, d time.Duration) {
-	name, status := "inline", "succeeded"
+	name, status := "inline", StatusSucceeded
 	if r.pkg != nil {
 		name = r.pkg.Name
 	}
@@ -223,7 +229,7 @@ func (s *Service) record(r *resolved, req engine.FunctionRunRequest, kind string
 		run.Reads.V = h.ObjectsRead()
 	}
 	if err != nil {
-		status = "failed"
+		status = StatusFailed
 		run.Error = clip(err.Error(), 4000)
 		var f *runtime.Failure
 		if errors.As(err, &f) {

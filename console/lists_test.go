@@ -238,3 +238,41 @@ func TestConsoleOverrideFromTargetHidesField(t *testing.T) {
 		}
 	}
 }
+
+// TestConsoleUndoOfferedOnlyWhenRevertWouldRun checks that an execution's
+// page offers Undo only where the revert service would take it: not for
+// an action with allow_revert false, not once reverted.
+func TestConsoleUndoOfferedOnlyWhenRevertWouldRun(t *testing.T) {
+	s := startStack(t)
+	w := s.seed()
+	final := s.create("/api/v1/ontology/actions", map[string]any{
+		"name": "set-status-final", "object_type_id": "Ticket", "operation_kind": "update_object",
+		"inputs": []map[string]any{{"name": "status", "type": "string", "required": true}},
+		"config": map[string]any{"allow_revert": false,
+			"operation": map[string]any{"property_mappings": []map[string]any{{"property": "status", "input": "status"}}}},
+	})
+	run := func(action, target string) string {
+		var ex struct {
+			ID string `json:"id"`
+		}
+		s.must(http.StatusOK, "POST", "/api/v1/ontology/actions/"+action+"/execute",
+			map[string]any{"target_object_id": target, "parameters": map[string]any{"status": "x-" + action}}, &ex)
+		return ex.ID
+	}
+	admin := signIn(t, s.base+"/ui", "admin", adminPassword)
+	offered := func(id string) bool {
+		_, page := send(t, "GET", s.base+"/ui/executions/"+id, nil, admin)
+		return strings.Contains(page, `id="undo"`)
+	}
+	revertible, notRevertible := run(w.setStatus, w.plain), run(final, w.vip)
+	if !offered(revertible) {
+		t.Error("no Undo for a revertible execution")
+	}
+	if offered(notRevertible) {
+		t.Error("Undo offered for an action with allow_revert false")
+	}
+	s.must(http.StatusOK, "POST", "/api/v1/ontology/executions/"+revertible+"/revert", map[string]any{"justification": "test"}, nil)
+	if offered(revertible) {
+		t.Error("Undo offered for an execution already reverted")
+	}
+}

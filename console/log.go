@@ -100,7 +100,7 @@ func (c *Console) executionPage(g *gin.Context) {
 	}
 	c.d.Store.RedactExecution(ctx, p, ex)
 	v := executionView{Execution: ex, WorkflowURL: c.d.Executions.WorkflowURL(ex), CSRF: g.GetString(csrfKey),
-		CanUndo: c.d.Undo != nil && ex.Status == models.StatusSucceeded && ex.RevertedBy == nil && !ex.Redacted}
+		CanUndo: !ex.Redacted && c.canUndo(ctx, p.User, ex)}
 	if f := failureOf(ex); f != nil {
 		v.Failure = f
 	}

@@ -1,6 +1,7 @@
 package console
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"net/http"
@@ -53,7 +54,7 @@ func (c *Console) run(g *gin.Context) {
 		return
 	}
 	rv.Execution, rv.WorkflowURL = ex, c.d.Executions.WorkflowURL(ex)
-	rv.CanUndo = c.d.Undo != nil && ex.Status == models.StatusSucceeded
+	rv.CanUndo = c.canUndo(ctx, p.User, ex)
 	rv.Failure = failureOf(ex)
 	if rv.Failure != nil && rv.Failure.Code == string(apperr.PermissionDenied) {
 		rv.Refusal = &refusalView{Message: rv.Failure.Message, Reason: firstReason(rv.Failure.Details)}
@@ -146,6 +147,21 @@ func (c *Console) preview(g *gin.Context) {
 	}
 	pv.Result = res
 	c.fragment(g, "preview", pv)
+}
+
+// canUndo says whether the page offers Undo for ex: the revert service
+// would take it now (engine.CheckRevert: the kind, success, not reverted,
+// the action's allow_revert, the actor or executions:revert). A revert
+// may still be refused when it runs (an object changed since).
+func (c *Console) canUndo(ctx context.Context, u *models.User, ex *models.Execution) bool {
+	if c.d.Undo == nil || ex == nil {
+		return false
+	}
+	at, err := c.d.Store.ActionType(ctx, ex.ActionTypeID)
+	if err != nil {
+		at = nil // a deleted action type: the revert service decides
+	}
+	return engine.CheckRevert(u, ex, at) == nil
 }
 
 // undo reverts an execution through Deps.Undo (when wired).

@@ -93,7 +93,7 @@ func copyHashed(f *os.File, r io.Reader, size, limit int64, limitErr error) (n i
 	}
 	for i := 0; ; i++ {
 		buf := bufs[i%2]
-		k, rerr := io.ReadFull(r, buf)
+		k, rerr := fill(r, buf)
 		if pending {
 			if werr := wait(); werr != nil {
 				return n, "", "", werr
@@ -109,7 +109,7 @@ func copyHashed(f *os.File, r io.Reader, size, limit int64, limitErr error) (n i
 			}
 			pending = true
 		}
-		if rerr == io.EOF || rerr == io.ErrUnexpectedEOF {
+		if rerr == io.EOF {
 			break
 		}
 		if rerr != nil {
@@ -125,6 +125,23 @@ func copyHashed(f *os.File, r io.Reader, size, limit int64, limitErr error) (n i
 		}
 	}
 	return n, hex.EncodeToString(md.Sum(nil)), hex.EncodeToString(sh.Sum(nil)), nil
+}
+
+// fill reads into buf until it is full or r ends (io.EOF). Unlike
+// io.ReadFull it passes r's own errors on unchanged: net/http ends a
+// chunked body that was cut short with io.ErrUnexpectedEOF, and with no
+// Content-Length to compare against, reading that as the body's end would
+// publish the truncated upload.
+func fill(r io.Reader, buf []byte) (int, error) {
+	n := 0
+	for n < len(buf) {
+		k, err := r.Read(buf[n:])
+		n += k
+		if err != nil {
+			return n, err
+		}
+	}
+	return n, nil
 }
 
 func (rq *request) servePut() (int, error) {

@@ -101,6 +101,26 @@ func TestNotificationChannelsOnDev(t *testing.T) {
 			greylistSuite(t, c, mail)
 		})
 	}
+	t.Run("more recipients than --max-recipients", func(t *testing.T) {
+		c := startDevArgs(t, "", []string{"--max-recipients", "1"})
+		var bob struct {
+			ID string `json:"id"`
+		}
+		c.must(http.StatusCreated, "POST", "/api/v1/users", map[string]any{"username": "bob", "password": "bob-password-1"}, &bob)
+		ex := notifyRun(t, c, map[string]any{"title": "to two", "channels": []string{"in_app"}, "send_to_actor": true, "user_ids": []string{bob.ID}})
+		out := waitNotified(t, c, ex)
+		if ex["status"] != "succeeded" || len(out) != 1 || out[0]["status"] != "failed" ||
+			!strings.Contains(fmt.Sprint(out[0]["error"]), "--max-recipients") {
+			t.Errorf("execution %v, outcomes %v: the side effect is recorded failed, the action stands", ex["status"], out)
+		}
+		var page struct {
+			Data []any `json:"data"`
+		}
+		c.must(http.StatusOK, "GET", "/api/v1/notifications", nil, &page)
+		if len(page.Data) != 0 {
+			t.Errorf("%d notifications delivered past the limit", len(page.Data))
+		}
+	})
 	t.Run("unreachable SMTP", func(t *testing.T) {
 		ln, err := net.Listen("tcp", "127.0.0.1:0")
 		if err != nil {

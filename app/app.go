@@ -266,7 +266,7 @@ func (a *App) handler(store *ontology.Store, eng *engine.Engine) (http.Handler, 
 	})
 	execs := executions.New(a.DB, store, eng, starter, executions.Options{
 		BatchMaxItems: cfg.BatchMaxItems, BatchSyncMax: cfg.BatchSyncMax, ExecuteTimeout: cfg.ExecuteTimeout,
-		LocalWorker: a.Worker != nil, UIURL: cfg.UIURL, Namespace: cfg.TemporalNamespace, BranchTTL: cfg.BranchTTL,
+		LocalWorker: a.Worker != nil, UIURL: cfg.UIURL, Namespace: cfg.TemporalNamespace, BranchTTL: cfg.BranchTTL, AbandonAfter: cfg.AbandonAfter,
 	})
 	ui, err := console.New(console.Deps{Auth: a.Auth, Store: store, Executions: execs, DB: a.DB,
 		Levels: cfg.Markings, TokenTTL: cfg.TokenTTL, Logger: a.Log,

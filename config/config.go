@@ -68,6 +68,9 @@ type Config struct {
 	ExecuteTimeout   time.Duration
 	// BranchTTL is how long a what-if branch lives before it is purged.
 	BranchTTL time.Duration
+	// AbandonAfter is how long a keyed execution whose workflow never
+	// started waits for the retry with its key before it is failed.
+	AbandonAfter time.Duration
 
 	// Secrets says where the secret keys come from (ONTOFLOW_SECRET_KEY,
 	// --secret-key-file, previous keys, and in dev the data directory's
@@ -214,6 +217,7 @@ func Bind(fs *flag.FlagSet, mode Mode) (*Config, func() error) {
 		b.int(&c.BatchSyncMax, "batch-sync-max", "ONTOFLOW_BATCH_SYNC_MAX", 100, "batches up to this size answer synchronously; larger ones answer 202")
 		b.dur(&c.ExecuteTimeout, "execute-timeout", "ONTOFLOW_EXECUTE_TIMEOUT", 60*time.Second, "how long a synchronous execute waits before answering 202")
 		b.dur(&c.BranchTTL, "branch-ttl", "ONTOFLOW_BRANCH_TTL", executions.DefaultBranchTTL, "how long a what-if branch lives; expired branches are purged")
+		b.dur(&c.AbandonAfter, "abandon-after", "ONTOFLOW_ABANDON_AFTER", executions.DefaultAbandonAfter, "how long an execution whose workflow could not be started waits for the retry with its Idempotency-Key before it is recorded failed")
 		b.str(&c.UIURL, "temporal-ui-url", "ONTOFLOW_TEMPORAL_UI_URL", "", "Temporal Web UI base URL for workflow links (dev: the embedded UI)")
 	}
 	if mode == ModeDev {

@@ -153,6 +153,7 @@ func (s *Service) SweepBranches(ctx context.Context, interval time.Duration) {
 			return
 		case <-t.C:
 			s.purgeExpired(ctx)
+			s.failAbandoned(ctx)
 		}
 	}
 }

@@ -11,7 +11,8 @@
 //     the same key with another request is IdempotencyConflict;
 //   - a workflow that cannot be started leaves no row queued: without a key
 //     the rows are recorded failed (Unavailable); with one they wait for a
-//     retry with that key, which starts the workflow at most once.
+//     retry with that key, which starts the workflow at most once, and
+//     when none comes within AbandonAfter the sweep records them failed.
 package executions
 
 import (
@@ -57,6 +58,9 @@ type Options struct {
 	UIURL, Namespace string
 	// BranchTTL is how long a what-if branch lives (0: DefaultBranchTTL).
 	BranchTTL time.Duration
+	// AbandonAfter is how long a keyed execution whose workflow never
+	// started waits for its retry (0: DefaultAbandonAfter).
+	AbandonAfter time.Duration
 }
 
 // PermAuditExecutions lets a user read every execution in the action log;
@@ -76,6 +80,9 @@ type Service struct {
 func New(db *gorm.DB, store *ontology.Store, eng *engine.Engine, starter *workflows.Starter, opts Options) *Service {
 	if opts.BranchTTL <= 0 {
 		opts.BranchTTL = DefaultBranchTTL
+	}
+	if opts.AbandonAfter <= 0 {
+		opts.AbandonAfter = DefaultAbandonAfter
 	}
 	return &Service{db: db, store: store, eng: eng, starter: starter, opts: opts}
 }

@@ -129,3 +129,24 @@ func TestBatchIdempotencyKey(t *testing.T) {
 		}
 	})
 }
+
+// While Temporal cannot be asked, the sweep of abandoned executions
+// leaves every row queued: a row is failed only when Temporal says its
+// workflow does not exist.
+func TestFailAbandonedNeedsTemporalsWord(t *testing.T) {
+	testdb.Each(t, func(t *testing.T, db *gorm.DB) {
+		s := newService(t, db)
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+		defer cancel()
+		if _, err := s.SubmitBatch(ctx, batchOf(3, "k-abandoned")); !apperr.Is(err, apperr.Unavailable) {
+			t.Fatalf("SubmitBatch with Temporal down: %v, want Unavailable", err)
+		}
+		n, err := s.FailAbandoned(ctx, time.Now().Add(2*DefaultAbandonAfter))
+		if err == nil || n != 0 {
+			t.Fatalf("FailAbandoned with Temporal down: %d, %v; want an error and nothing failed", n, err)
+		}
+		if got := statuses(t, db); got["batch/queued"] != 1 || got["batch-item/queued"] != 3 || len(got) != 2 {
+			t.Fatalf("rows = %v, want the batch and its items still queued", got)
+		}
+	})
+}

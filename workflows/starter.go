@@ -2,9 +2,11 @@ package workflows
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	enumspb "go.temporal.io/api/enums/v1"
+	"go.temporal.io/api/serviceerror"
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/temporal"
 
@@ -82,6 +84,20 @@ func (s *Starter) StartRevert(ctx context.Context, ex *models.Execution) (client
 		return nil, fmt.Errorf("start workflow %s: %w", ex.WorkflowID, err)
 	}
 	return run, nil
+}
+
+// Started reports whether a workflow with id exists in Temporal (running
+// or closed); an error says Temporal could not tell.
+func (s *Starter) Started(ctx context.Context, id string) (bool, error) {
+	_, err := s.c.DescribeWorkflowExecution(ctx, id, "")
+	var nf *serviceerror.NotFound
+	switch {
+	case errors.As(err, &nf):
+		return false, nil
+	case err != nil:
+		return false, fmt.Errorf("describe workflow %s: %w", id, err)
+	}
+	return true, nil
 }
 
 // Resume starts the workflow of an execution row (single or batch) whose

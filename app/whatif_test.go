@@ -505,7 +505,19 @@ func startDevApp(t *testing.T, more []string) (*app.App, devClient) {
 // way, the what-if's workflow is found in Temporal by its kind, as the
 // UI filters it.
 func TestWhatIfBranchExpires(t *testing.T) {
-	a, dc := startDevApp(t, []string{"--branch-ttl", "2s"})
+	for _, d := range testdb.Dialects() {
+		t.Run(d, func(t *testing.T) {
+			more := []string{"--branch-ttl", "2s"}
+			if d == "postgres" {
+				more = append(more, "--database-url", testdb.DSN(t, d))
+			}
+			branchExpires(t, more)
+		})
+	}
+}
+
+func branchExpires(t *testing.T, more []string) {
+	a, dc := startDevApp(t, more)
 	c := wi{dc}
 	c.must(http.StatusCreated, "POST", "/api/v1/ontology/types", jsonMap{"name": "Ticket", "primary_key": "title",
 		"properties": []jsonMap{{"name": "title", "type": "string", "required": true}}}, nil)

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/ontoflow/ontoflow/internal/testdb"
 )
 
 // TestBatchSurvivesKilledDev is the restart-survival check at process level:
@@ -15,11 +17,24 @@ import (
 // process is SIGKILLed while the batch runs, and a new process on the same
 // data directory finishes it. create_object is the operation that would show
 // a double application (a second object), so the check is exact: 200 items
-// succeeded, 200 objects exist, one per title.
+// succeeded, 200 objects exist, one per title. On SQLite and, with
+// TEST_DATABASE_URL, on Postgres (then the data directory keeps only the
+// embedded Temporal server's state).
 func TestBatchSurvivesKilledDev(t *testing.T) {
+	for _, d := range testdb.Dialects() {
+		t.Run(d, func(t *testing.T) {
+			args := devArgs(t.TempDir())
+			if d == "postgres" {
+				args = append(args, "--database-url", testdb.DSN(t, d))
+			}
+			batchSurvivesKill(t, args)
+		})
+	}
+}
+
+func batchSurvivesKill(t *testing.T, args []string) {
 	const items = 200
-	dir := t.TempDir()
-	p := start(t, nil, devArgs(dir)...)
+	p := start(t, nil, args...)
 	admin := client{t: t, base: p.APIURL, user: "admin", pass: p.AdminPassword}
 
 	admin.must(http.StatusCreated, "POST", "/api/v1/ontology/types", map[string]any{
@@ -58,7 +73,7 @@ func TestBatchSurvivesKilledDev(t *testing.T) {
 	waitFor(t, 2*time.Minute, func() bool { return countObjects(t, admin) >= 20 })
 	p.kill()
 
-	p2 := start(t, nil, devArgs(dir)...)
+	p2 := start(t, nil, args...)
 	admin.base = p2.APIURL
 	var final map[string]any
 	waitFor(t, 5*time.Minute, func() bool {
@@ -94,7 +109,7 @@ func TestBatchSurvivesKilledDev(t *testing.T) {
 	if succeeded < items {
 		t.Errorf("%d succeeded executions of open-ticket, want at least %d item executions", succeeded, items)
 	}
-	revertSurvivesKill(t, dir, p2, admin, accepted.ID, items)
+	revertSurvivesKill(t, args, p2, admin, accepted.ID, items)
 }
 
 // revertSurvivesKill reverts the batch, crashes the process while the
@@ -102,7 +117,7 @@ func TestBatchSurvivesKilledDev(t *testing.T) {
 // gone, and each item was reverted by exactly one succeeded revert (a
 // revert whose workflow was cut off finishes after the restart; one
 // submitted twice is refused the second time).
-func revertSurvivesKill(t *testing.T, dir string, p *proc, admin client, batchID string, items int) {
+func revertSurvivesKill(t *testing.T, args []string, p *proc, admin client, batchID string, items int) {
 	revertPath := "/api/v1/ontology/executions/" + batchID + "/revert"
 	go func() {
 		// The process dies under this request; its answer does not matter.
@@ -116,7 +131,7 @@ func revertSurvivesKill(t *testing.T, dir string, p *proc, admin client, batchID
 	waitFor(t, 2*time.Minute, func() bool { return countObjects(t, admin) <= items-20 })
 	p.kill()
 
-	p3 := start(t, nil, devArgs(dir)...)
+	p3 := start(t, nil, args...)
 	admin.base = p3.APIURL
 	var out struct {
 		Items []struct {

@@ -324,12 +324,12 @@ func greylistSuite(t *testing.T, c devClient, mail *smtpSink) {
 	var rec []struct {
 		Status     string `json:"status"`
 		Deliveries []struct {
-			Username string `json:"username"`
-			Status   string `json:"status"`
+			RecipientID string `json:"recipient_id"`
+			Status      string `json:"status"`
 		} `json:"deliveries"`
 	}
 	if err := json.Unmarshal(b, &rec); err != nil || len(rec) != 1 || rec[0].Status != "delivered" || len(rec[0].Deliveries) != 2 ||
-		rec[0].Deliveries[0].Status != "delivered" || rec[0].Deliveries[1].Status != "delivered" {
+		rec[0].Deliveries[0].Status != "delivered" || rec[0].Deliveries[1].Status != "delivered" || rec[0].Deliveries[1].RecipientID != grey.ID {
 		t.Errorf("outcomes %s (%v): one side effect delivered to both recipients, each recorded", b, err)
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"strings"
 
 	"github.com/ontoflow/ontoflow/delivery"
 	"github.com/ontoflow/ontoflow/domain"
@@ -60,27 +61,28 @@ func Teams(client *http.Client, r Secrets) *Chat {
 func (c *Chat) Name() string { return c.name }
 
 // Deliver implements engine.RemoteChannel: a result per message.
-func (c *Chat) Deliver(ctx context.Context, msgs []engine.Message) []engine.Result {
-	results := make([]engine.Result, len(msgs))
+func (c *Chat) Deliver(ctx context.Context, msgs []engine.Message, report func(int, engine.Result)) {
 	posted := map[string]engine.Result{}
 	for i, m := range msgs {
+		if ctx.Err() != nil {
+			return
+		}
 		ref, own := c.dest(m.Effect), false
 		if ref == "" && m.Settings.Destination(c.name) != "" {
 			ref, own = secrets.Ref(m.Settings.Destination(c.name)), true
 		}
 		if ref == "" {
-			results[i] = engine.Result{Skipped: true, Err: fmt.Errorf("neither the side effect (%s_webhook) nor the recipient's notification settings name a %s destination", c.name, c.name)}
+			report(i, engine.Result{Skipped: true, Err: fmt.Errorf("neither the side effect (%s_webhook) nor the recipient's notification settings name a %s destination", c.name, c.name)})
 			continue
 		}
 		key := fmt.Sprintf("%d\x00%s\x00%s\x00%s", m.SideEffect, ref, m.Title, m.Body)
-		if r, ok := posted[key]; ok {
-			results[i] = r
-			continue
+		r, ok := posted[key]
+		if !ok {
+			r = c.post(ctx, ref, own, m)
+			posted[key] = r
 		}
-		results[i] = c.post(ctx, ref, own, m)
-		posted[key] = results[i]
+		report(i, r)
 	}
-	return results
 }
 
 // post resolves the destination inside the activity (it is never in a
@@ -128,13 +130,12 @@ func (*Email) Name() string { return "email" }
 // Deliver implements engine.RemoteChannel: messages rendered alike go out
 // in one SMTP session, one mail per address (recipients never see each
 // other).
-func (e *Email) Deliver(ctx context.Context, msgs []engine.Message) []engine.Result {
-	results := make([]engine.Result, len(msgs))
+func (e *Email) Deliver(ctx context.Context, msgs []engine.Message, report func(int, engine.Result)) {
 	groups := map[delivery.Message][]int{}
 	var order []delivery.Message
 	for i, m := range msgs {
 		if m.Recipient == nil || m.Recipient.Email == "" {
-			results[i] = engine.Result{Skipped: true, Err: errors.New("recipient has no e-mail address")}
+			report(i, engine.Result{Skipped: true, Err: errors.New("recipient has no e-mail address")})
 			continue
 		}
 		dm := delivery.Message{Title: m.Title, Body: m.Body}
@@ -144,6 +145,9 @@ func (e *Email) Deliver(ctx context.Context, msgs []engine.Message) []engine.Res
 		groups[dm] = append(groups[dm], i)
 	}
 	for _, dm := range order {
+		if ctx.Err() != nil {
+			return
+		}
 		idx := groups[dm]
 		to := make([]string, len(idx))
 		for k, i := range idx {
@@ -151,10 +155,24 @@ func (e *Email) Deliver(ctx context.Context, msgs []engine.Message) []engine.Res
 		}
 		rs, err := e.Mailer.Send(ctx, to, dm)
 		for k, i := range idx {
-			results[i] = mailResult(rs, k, err)
+			report(i, unaddressed(mailResult(rs, k, err), to))
 		}
 	}
-	return results
+}
+
+// unaddressed takes the addresses out of a failure's text (SMTP errors
+// quote them): the record of a delivery is read by the action's actor,
+// who need not learn recipients' addresses.
+func unaddressed(r engine.Result, addrs []string) engine.Result {
+	if r.Err == nil {
+		return r
+	}
+	msg := r.Err.Error()
+	for _, a := range addrs {
+		msg = strings.ReplaceAll(msg, a, "<address>")
+	}
+	r.Err = errors.New(msg)
+	return r
 }
 
 func mailResult(rs []delivery.RecipientResult, k int, err error) engine.Result {

@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 
+	"gorm.io/gorm"
+
 	"github.com/ontoflow/ontoflow/models"
 )
 
@@ -98,6 +100,34 @@ func (e *Engine) FinishBatch(ctx context.Context, batchID string) (*BatchTotals,
 		}
 	}
 	return t, nil
+}
+
+// FailNeverStarted records execution id (a batch with its items) failed
+// with f if it is still queued without a run id — no workflow has taken
+// it up — and reports whether it did. The check and the write are one
+// transaction, so a retry that starts the workflow meanwhile wins.
+func (e *Engine) FailNeverStarted(ctx context.Context, id string, f Failure) (bool, error) {
+	now := e.now()
+	cols := map[string]any{"status": models.StatusFailed, "error_code": f.Code, "error_message": f.Message,
+		"error_details": models.NewJSON[any](f), "finished_at": &now}
+	failed := false
+	err := e.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+		res := tx.Model(&models.Execution{}).
+			Where("id = ? AND status = ? AND (run_id IS NULL OR run_id = '')", id, models.StatusQueued).Updates(cols)
+		if res.Error != nil || res.RowsAffected == 0 {
+			return res.Error
+		}
+		failed = true
+		return tx.Model(&models.Execution{}).
+			Where("batch_id = ? AND status NOT IN ?", id, []string{models.StatusSucceeded, models.StatusFailed}).Updates(cols).Error
+	})
+	if err != nil {
+		return false, fmt.Errorf("record never-started execution %s as failed: %w", id, err)
+	}
+	if failed {
+		e.settle(id)
+	}
+	return failed, nil
 }
 
 // FailUnstarted records an execution whose workflow could not be started

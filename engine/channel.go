@@ -38,10 +38,13 @@ type TxChannel interface {
 // RemoteChannel delivers outside any transaction.
 type RemoteChannel interface {
 	Channel
-	// Deliver sends msgs. A Result's Retryable asks the step to try that
-	// delivery again (up to the step's attempts) before recording it
-	// failed.
-	Deliver(ctx context.Context, msgs []Message) []Result
+	// Deliver sends msgs and calls report once per message (by its index
+	// in msgs) as soon as its result is known, so the step keeps its
+	// progress even when its time runs out midway. A Result's Retryable
+	// asks the step to try that delivery again (up to the step's
+	// attempts) before recording it failed. Deliver stops when ctx ends;
+	// a message it did not report is tried again.
+	Deliver(ctx context.Context, msgs []Message, report func(i int, r Result))
 }
 
 // Message is one rendered notification for one recipient: title, body and

@@ -26,16 +26,15 @@ type pager struct {
 
 func (p *pager) Name() string { return "slack" }
 
-func (p *pager) Deliver(ctx context.Context, msgs []engine.Message) []engine.Result {
-	res := make([]engine.Result, len(msgs))
+func (p *pager) Deliver(ctx context.Context, msgs []engine.Message, report func(int, engine.Result)) {
 	for i, m := range msgs {
 		if p.fail {
-			res[i] = engine.Result{Err: errors.New("pager gateway answered 503"), Retryable: true}
+			report(i, engine.Result{Err: errors.New("pager gateway answered 503"), Retryable: true})
 			continue
 		}
 		p.delivered = append(p.delivered, m.Recipient.Username+": "+m.Title)
+		report(i, engine.Result{})
 	}
-	return res
 }
 
 type fixture struct {

@@ -2,8 +2,11 @@ package engine
 
 import (
 	"context"
+	"errors"
+	"hash/fnv"
 	"strconv"
 	"time"
+	"unicode/utf8"
 
 	"github.com/ontoflow/ontoflow/models"
 )
@@ -46,21 +49,35 @@ func progressOf(ctx context.Context) DeliveryProgress {
 	return noProgress{}
 }
 
-// messageKey names a message across attempts: its side effect and its
-// recipient (a side effect renders one message per recipient).
+// messageKey names a message across attempts: its side effect, its
+// recipient and what it says (so a definition edited between attempts
+// makes new messages, not ones taken for sent).
 func messageKey(m Message) string {
 	id := ""
 	if m.Recipient != nil {
 		id = m.Recipient.ID
 	}
-	return strconv.Itoa(m.SideEffect) + "/" + id
+	h := fnv.New64a()
+	h.Write([]byte(m.Title + "\x00" + m.Body))
+	return strconv.Itoa(m.SideEffect) + "/" + id + "/" + strconv.FormatUint(h.Sum64(), 36)
 }
 
+// deliveryMargin is the time a delivery attempt keeps back from its
+// deadline to save its progress and answer: an attempt that times out
+// loses the progress it had not yet reported.
+const deliveryMargin = 15 * time.Second
+
+// maxProgressError bounds a failure's text kept in a step's progress (its
+// heartbeat details, which Temporal caps at 2 MB): hundreds of recipients
+// each with a long answer excerpt must not outgrow it.
+const maxProgressError = 200
+
 // deliverRemote sends the messages earlier attempts left unsettled and
-// returns each message's outcome. A retryable failure before the step's
-// last attempt leaves its message unsettled and asks for another attempt
-// (after the longest Retry-After its servers asked for); on the last
-// attempt it is recorded failed.
+// returns each message's outcome, saving progress as each is settled. A
+// retryable failure before the step's last attempt leaves its message
+// unsettled and asks for another attempt (after the longest Retry-After
+// its servers asked for); so does running out of time. On the last
+// attempt what is still unsettled is recorded failed.
 func deliverRemote(ctx context.Context, remote RemoteChannel, msgs []Message) ([]models.RecipientOutcome, error) {
 	prog := progressOf(ctx)
 	done := prog.Load()
@@ -70,18 +87,34 @@ func deliverRemote(ctx context.Context, remote RemoteChannel, msgs []Message) ([
 			pending = append(pending, m)
 		}
 	}
+	final := finalAttempt(ctx)
 	var retry *RetryableDelivery
 	if len(pending) > 0 {
-		final := finalAttempt(ctx)
-		for i, r := range remote.Deliver(ctx, pending) {
+		dctx, cancel := sendWindow(ctx)
+		reported := make([]bool, len(pending))
+		remote.Deliver(dctx, pending, func(i int, r Result) {
+			if i < 0 || i >= len(pending) || reported[i] {
+				return
+			}
+			reported[i] = true
 			if r.Err != nil && r.Retryable && !final {
-				if retry == nil {
-					retry = &RetryableDelivery{Err: r.Err}
-				}
-				retry.Delay = min(max(retry.Delay, r.RetryAfter), maxDeliveryWait)
-				continue
+				retry = retry.add(r.Err, r.RetryAfter)
+				return
 			}
 			done[messageKey(pending[i])] = recipientOutcome(pending[i], r)
+			prog.Save(done)
+		})
+		cancel()
+		for i, m := range pending {
+			if reported[i] {
+				continue
+			}
+			err := errors.New("not sent: the delivery step's time ran out")
+			if !final {
+				retry = retry.add(err, 0)
+				continue
+			}
+			done[messageKey(m)] = recipientOutcome(m, Result{Err: err})
 		}
 		prog.Save(done)
 	}
@@ -95,18 +128,39 @@ func deliverRemote(ctx context.Context, remote RemoteChannel, msgs []Message) ([
 	return out, nil
 }
 
+// sendWindow is ctx without the last deliveryMargin before its deadline
+// (at most half of what is left).
+func sendWindow(ctx context.Context) (context.Context, context.CancelFunc) {
+	deadline, ok := ctx.Deadline()
+	if !ok {
+		return context.WithCancel(ctx)
+	}
+	margin := min(deliveryMargin, time.Until(deadline)/2)
+	return context.WithDeadline(ctx, deadline.Add(-margin))
+}
+
 func recipientOutcome(m Message, r Result) models.RecipientOutcome {
 	o := models.RecipientOutcome{Status: Delivered}
 	if m.Recipient != nil {
-		o.RecipientID, o.Username = m.Recipient.ID, m.Recipient.Username
+		o.RecipientID = m.Recipient.ID
 	}
 	switch {
 	case r.Err != nil && r.Skipped:
-		o.Status, o.Error = Skipped, r.Err.Error()
+		o.Status, o.Error = Skipped, clip(r.Err.Error(), maxProgressError)
 	case r.Err != nil:
-		o.Status, o.Error = Failed, r.Err.Error()
+		o.Status, o.Error = Failed, clip(r.Err.Error(), maxProgressError)
 	}
 	return o
+}
+
+func clip(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n] + "…"
 }
 
 // tally folds the recipients' outcomes into their side effects' outcomes:
@@ -153,6 +207,16 @@ func tally(outcomes []models.NotificationOutcome, msgs []Message, recs []models.
 type RetryableDelivery struct {
 	Err   error
 	Delay time.Duration
+}
+
+// add notes one more retryable failure: the first error stands, the
+// wait is the longest asked for (at most maxDeliveryWait).
+func (r *RetryableDelivery) add(err error, wait time.Duration) *RetryableDelivery {
+	if r == nil {
+		r = &RetryableDelivery{Err: err}
+	}
+	r.Delay = min(max(r.Delay, wait), maxDeliveryWait)
+	return r
 }
 
 func (r *RetryableDelivery) Error() string { return "delivery failed, will retry: " + r.Err.Error() }

@@ -14,23 +14,28 @@ import (
 // times, and logs every message it is handed.
 type flaky struct {
 	refuse map[string]int // username → retryable refusals left
+	hang   string         // a username whose delivery never answers
 	sent   [][]string     // usernames handed over, per call
 }
 
 func (f *flaky) Name() string { return "slack" }
 
-func (f *flaky) Deliver(_ context.Context, msgs []Message) []Result {
+func (f *flaky) Deliver(ctx context.Context, msgs []Message, report func(int, Result)) {
 	var call []string
-	res := make([]Result, len(msgs))
+	defer func() { f.sent = append(f.sent, call) }()
 	for i, m := range msgs {
 		call = append(call, m.Recipient.Username)
+		if m.Recipient.Username == f.hang {
+			<-ctx.Done() // a server that never answers: the step's time runs out
+			return
+		}
 		if f.refuse[m.Recipient.Username] > 0 {
 			f.refuse[m.Recipient.Username]--
-			res[i] = Result{Err: errors.New("429 slow down"), Retryable: true, RetryAfter: 3 * time.Second}
+			report(i, Result{Err: errors.New("429 slow down"), Retryable: true, RetryAfter: 3 * time.Second})
+			continue
 		}
+		report(i, Result{})
 	}
-	f.sent = append(f.sent, call)
-	return res
 }
 
 // memProgress stands in for the step's heartbeat details.
@@ -77,7 +82,7 @@ func TestRemoteDeliveryRetriesOnlyWhatIsLeft(t *testing.T) {
 	}
 	out := tally([]models.NotificationOutcome{{Index: 0, Channel: "slack", Recipients: 2, Status: Delivered}}, msgs, recs)
 	if out[0].Status != Delivered || len(out[0].Deliveries) != 2 ||
-		out[0].Deliveries[0].Username != "alice" || out[0].Deliveries[1].Status != Delivered {
+		out[0].Deliveries[0].RecipientID != "id-alice" || out[0].Deliveries[1].Status != Delivered {
 		t.Errorf("outcome %+v", out[0])
 	}
 }
@@ -102,5 +107,47 @@ func TestRemoteDeliveryLastAttemptRecordsFailures(t *testing.T) {
 	}
 	if len(ch.sent) != 2 || len(ch.sent[1]) != 1 {
 		t.Errorf("sent %v: alice was delivered on the first attempt", ch.sent)
+	}
+}
+
+// An attempt whose time runs out midway keeps what it settled: it stops
+// before its deadline (keeping a margin to save progress and answer),
+// asks for a retry, and the next attempt sends only what was left. On the
+// last attempt what is left is recorded failed.
+func TestRemoteDeliveryStopsBeforeItsDeadline(t *testing.T) {
+	ch := &flaky{hang: "bob"}
+	prog := &memProgress{}
+	base := WithDeliveryProgress(context.Background(), prog)
+	msgs := msgsTo("alice", "bob", "carol")
+	ctx, cancel := context.WithTimeout(base, 300*time.Millisecond)
+	defer cancel()
+	_, err := deliverRemote(ctx, ch, msgs)
+	var rd *RetryableDelivery
+	if !errors.As(err, &rd) || ctx.Err() != nil {
+		t.Fatalf("attempt cut short: %v (ctx %v), want a RetryableDelivery before the deadline", err, ctx.Err())
+	}
+	if len(prog.m) != 1 {
+		t.Fatalf("progress %v: alice's delivery must be kept", prog.m)
+	}
+	ch.hang = ""
+	recs, err := deliverRemote(base, ch, msgs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(ch.sent) != 2 || len(ch.sent[1]) != 2 || ch.sent[1][0] != "bob" || ch.sent[1][1] != "carol" {
+		t.Fatalf("sent %v: the second attempt hands over bob and carol only", ch.sent)
+	}
+	for i, r := range recs {
+		if r.Status != Delivered {
+			t.Errorf("recipient %d: %+v", i, r)
+		}
+	}
+
+	ch2, prog2 := &flaky{hang: "bob"}, &memProgress{}
+	ctx2, cancel2 := context.WithTimeout(WithFinalAttempt(WithDeliveryProgress(context.Background(), prog2)), 300*time.Millisecond)
+	defer cancel2()
+	recs, err = deliverRemote(ctx2, ch2, msgs)
+	if err != nil || recs[0].Status != Delivered || recs[1].Status != Failed || recs[2].Status != Failed {
+		t.Errorf("last attempt cut short: %+v, %v; want alice delivered, bob and carol failed", recs, err)
 	}
 }

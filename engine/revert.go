@@ -287,14 +287,16 @@ func (e *Engine) unchanged(ctx context.Context, tx *gorm.DB, actor *models.User,
 }
 
 // changedProperties names each property of left whose value in now
-// differs, with both values, in name order.
+// differs, in name order. Names only: the refusal is recorded on the
+// revert and in its workflow's history, which readers of the reverted
+// execution's target see, and the object may be another one.
 func changedProperties(left, now map[string]any) []string {
 	var out []string
 	for _, k := range slices.Sorted(maps.Keys(left)) {
 		a, _ := json.Marshal(left[k])
 		b, _ := json.Marshal(now[k])
 		if string(a) != string(b) {
-			out = append(out, fmt.Sprintf("%s (the execution left %s, now %s)", k, a, b))
+			out = append(out, k)
 		}
 	}
 	return out

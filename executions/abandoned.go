@@ -17,42 +17,69 @@ import (
 // enough that the action log does not show it queued for good.
 const DefaultAbandonAfter = time.Hour
 
-// abandonedBatch bounds the rows one sweep looks at.
-const abandonedBatch = 100
+// abandonedPage is how many rows one query of the sweep reads.
+const abandonedPage = 100
 
 // FailAbandoned records failed (Unavailable) the keyed executions (single
 // or batch, with their items) whose workflow start failed and that no
 // retry with their key resumed within AbandonAfter: without it they would
 // stay queued for good. A row is failed only when Temporal says its
 // workflow does not exist — a workflow that started but waits for a
-// worker (every worker down) is left alone, and so is every row while
-// Temporal cannot be asked. It returns how many it failed.
+// worker (every worker down) is left alone, and so is a row Temporal
+// cannot answer for (the next sweep asks again). It returns how many it
+// failed and the first error met; one row's error does not stop the rest.
 func (s *Service) FailAbandoned(ctx context.Context, now time.Time) (int, error) {
-	var rows []models.Execution
-	err := s.db.WithContext(ctx).Select("id", "workflow_id").
-		Where("status = ? AND idempotency_key IS NOT NULL AND batch_id IS NULL AND (run_id IS NULL OR run_id = '') AND created_at < ?",
-			models.StatusQueued, now.Add(-s.opts.AbandonAfter)).
-		Order("created_at").Limit(abandonedBatch).Find(&rows).Error
-	if err != nil {
-		return 0, fmt.Errorf("list keyed executions never started: %w", err)
-	}
 	n := 0
-	for _, r := range rows {
-		started, err := s.starter.Started(ctx, r.WorkflowID)
+	var first error
+	after := models.Execution{}
+	for {
+		rows, err := s.neverStarted(ctx, now.Add(-s.opts.AbandonAfter), after)
 		if err != nil {
-			return n, fmt.Errorf("ask Temporal for workflow %s: %w", r.WorkflowID, err)
-		}
-		if started {
-			continue
-		}
-		f := engine.Failure{Code: string(apperr.Unavailable), Message: fmt.Sprintf(
-			"the execution's workflow could not be started and no retry with its Idempotency-Key came within %s", s.opts.AbandonAfter)}
-		if err := s.eng.FailUnstarted(ctx, r.ID, f); err != nil {
 			return n, err
 		}
-		n++
+		for _, r := range rows {
+			failed, err := s.failIfNeverStarted(ctx, r)
+			if err != nil && first == nil {
+				first = err
+			}
+			if failed {
+				n++
+			}
+		}
+		if len(rows) < abandonedPage {
+			return n, first
+		}
+		after = rows[len(rows)-1]
 	}
-	return n, nil
+}
+
+// neverStarted reads a page of keyed, queued executions without a run id
+// created before cutoff, after the row after (by created_at, id).
+func (s *Service) neverStarted(ctx context.Context, cutoff time.Time, after models.Execution) ([]models.Execution, error) {
+	q := s.db.WithContext(ctx).Select("id", "workflow_id", "created_at").
+		Where("status = ? AND idempotency_key IS NOT NULL AND batch_id IS NULL AND (run_id IS NULL OR run_id = '') AND created_at < ?",
+			models.StatusQueued, cutoff)
+	if after.ID != "" {
+		q = q.Where("(created_at > ? OR (created_at = ? AND id > ?))", after.CreatedAt, after.CreatedAt, after.ID)
+	}
+	var rows []models.Execution
+	if err := q.Order("created_at, id").Limit(abandonedPage).Find(&rows).Error; err != nil {
+		return nil, fmt.Errorf("list keyed executions never started: %w", err)
+	}
+	return rows, nil
+}
+
+// failIfNeverStarted fails r when Temporal says its workflow does not
+// exist and r is still queued without a run id: a retry that started it
+// in the meantime wins.
+func (s *Service) failIfNeverStarted(ctx context.Context, r models.Execution) (bool, error) {
+	started, err := s.starter.Started(ctx, r.WorkflowID)
+	if err != nil || started {
+		return false, err
+	}
+	f := engine.Failure{Code: string(apperr.Unavailable), Message: fmt.Sprintf(
+		"the execution's workflow could not be started and no retry with its Idempotency-Key came within %s", s.opts.AbandonAfter)}
+	return s.eng.FailNeverStarted(ctx, r.ID, f)
 }
 
 // failAbandoned is FailAbandoned for the sweep: failures are logged.

@@ -151,9 +151,10 @@ type NotificationOutcome struct {
 }
 
 // RecipientOutcome is the delivery of one side effect to one recipient.
+// It names the recipient by id only: the execution's reader need not
+// learn who a broadcast reached by name.
 type RecipientOutcome struct {
 	RecipientID string `json:"recipient_id"`
-	Username    string `json:"username,omitempty"`
 	Status      string `json:"status"` // delivered, failed, skipped
 	Error       string `json:"error,omitempty"`
 }

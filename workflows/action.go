@@ -154,6 +154,9 @@ func (w *Workflows) runItem(ctx workflow.Context, executionID string) ItemResult
 	return ItemResult{ExecutionID: executionID, Status: models.StatusSucceeded}
 }
 
+// deliverTimeout bounds one attempt of a remote delivery step.
+const deliverTimeout = 5 * time.Minute
+
 // deliver runs a channel's step: a local activity for a channel that
 // writes to the database (in-app), a regular activity with bounded retries
 // for one that leaves the process — its own timeout and attempts, visible
@@ -163,7 +166,10 @@ func (w *Workflows) deliver(ctx workflow.Context, executionID string, d engine.D
 		return workflow.ExecuteLocalActivity(ctx, w.steps.Deliver, executionID, d, last)
 	}
 	ctx = workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
-		StartToCloseTimeout: time.Minute,
+		// Room for hundreds of recipients one after another (an SMTP
+		// exchange may take 10 s); an attempt stops short of it and keeps
+		// its progress for the next one (engine.DeliveryProgress).
+		StartToCloseTimeout: deliverTimeout,
 		RetryPolicy: &temporal.RetryPolicy{
 			InitialInterval: time.Second, BackoffCoefficient: 2, MaximumInterval: time.Minute,
 			MaximumAttempts: activities.DeliverAttempts,

@@ -381,7 +381,9 @@ func functionMonitoring(t *testing.T, e fnEnv) {
 	}
 	// Nearest rank: of 5 runs p50 is the 3rd, p95 the 5th; of 2, the 1st and the 2nd.
 	if a["runs"] != 5.0 || a["failures"] != 2.0 || a["p50_ms"] != d10[2] || a["p95_ms"] != d10[4] || a["max_ms"] != d10[4] ||
-		a["p95_ms"].(float64) < 300 || a["p50_ms"].(float64) >= 300 {
+		// The 300 ms run can be measured a millisecond short (the function's
+		// clock and the runtime's are read apart, and milliseconds truncate).
+		a["p95_ms"].(float64) < 250 || a["p50_ms"].(float64) >= 250 {
 		t.Fatalf("1.0.0 metrics %v, durations %v", a, d10)
 	}
 	lf, _ := a["last_failure"].(map[string]any)

@@ -45,10 +45,10 @@ func (c *Console) searchObjects(g *gin.Context, typeRef, q string) ([]objectOpti
 }
 
 // findObjects runs the search as the store's own queries, so the read
-// rule (auth.ReadScope, applied in SQL by ListObjects and by GetObject)
-// decides what is found, and every readable object of the type can be
-// found, not only those in a first page. The store ANDs the filters of
-// one query, so each property is one query; their results are merged.
+// rule (auth.ReadScope, applied in SQL by the store) decides what is
+// found, and every readable object of the type can be found, not only
+// those in a first page: the object whose id is q, then those whose
+// primary key or another property matches, in one scan of the type.
 func (c *Console) findObjects(ctx context.Context, u *models.User, ot *ontology.ObjectTypeView, q string) ([]models.Object, error) {
 	if q == "" {
 		return c.d.Store.ListObjects(ctx, u, ot.ID, ontology.ObjectQuery{Limit: maxOptions})
@@ -63,26 +63,18 @@ func (c *Console) findObjects(ctx context.Context, u *models.User, ot *ontology.
 			found.add(*o)
 		}
 	}
-	for _, f := range searchFilters(ot, q) {
-		if len(found.list) >= maxOptions {
-			break
-		}
-		objs, err := c.d.Store.ListObjects(ctx, u, ot.ID, ontology.ObjectQuery{Filters: []ontology.RawFilter{f}, Limit: maxOptions})
-		if hasCode(err, apperr.InvalidArgument) {
-			continue // q is no value of this property's type
-		}
-		if err != nil {
-			return nil, err
-		}
-		found.add(objs...)
+	objs, err := c.d.Store.SearchObjects(ctx, u, ot.ID, searchFilters(ot, q), maxOptions)
+	if err != nil {
+		return nil, err
 	}
+	found.add(objs...)
 	return found.first(maxOptions), nil
 }
 
-// searchFilters are the store filters a search tries, the primary key's
-// first: "includes" (a substring, case-sensitive) for text and lists of
+// searchFilters are the store filters a search tries, any of which
+// matches: "includes" (a substring, case-sensitive) for text and lists of
 // text, "is" for the other scalar types. A q that is no value of a
-// property's type is refused by the store before it reads any object.
+// property's type matches nothing in it.
 func searchFilters(ot *ontology.ObjectTypeView, q string) []ontology.RawFilter {
 	var pk, rest []ontology.RawFilter
 	for _, p := range ot.Properties {

@@ -716,29 +716,86 @@ func (s *Store) ListObjects(ctx context.Context, u *models.User, typeRef string,
 		return out, nil
 	}
 	skip := q.Offset
+	err = s.scan(ctx, base, func(o *models.Object) bool {
+		if !domain.EvaluateAll(conds, s.env(o)) {
+			return true
+		}
+		if skip > 0 {
+			skip--
+			return true
+		}
+		out = append(out, *o)
+		return len(out) < q.Limit
+	})
+	return out, err
+}
+
+// SearchObjects lists up to limit objects of a type that u may read,
+// oldest first, matching any of the filters, in one scan. A filter whose
+// value is no value of its property's type (a search for "abc" in a
+// number) matches nothing rather than refusing the search.
+func (s *Store) SearchObjects(ctx context.Context, u *models.User, typeRef string, anyOf []RawFilter, limit int) ([]models.Object, error) {
+	ts, err := loadTypeState(ctx, s.db, typeRef)
+	if err != nil {
+		return nil, err
+	}
+	var conds []domain.Condition
+	for _, f := range anyOf {
+		c, err := parseFilters(ts, []RawFilter{f}, s.levels)
+		if apperr.Is(err, apperr.InvalidArgument) {
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		conds = append(conds, c...)
+	}
+	out := []models.Object{}
+	if len(conds) == 0 {
+		return out, nil
+	}
+	base := s.visible(s.db.WithContext(ctx).Model(&models.Object{}).Where("object_type_id = ?", ts.ot.ID), u, "objects")
+	err = s.scan(ctx, base, func(o *models.Object) bool {
+		env := s.env(o)
+		for _, c := range conds {
+			if c.Evaluate(env) {
+				out = append(out, *o)
+				break
+			}
+		}
+		return len(out) < limit
+	})
+	return out, err
+}
+
+func (s *Store) env(o *models.Object) domain.EvalEnv {
+	return domain.EvalEnv{Target: &domain.EvalTarget{ID: o.ID, Marking: o.Marking, CreatedBy: o.CreatedBy,
+		Properties: o.Properties.V}, Markings: s.levels}
+}
+
+// scan reads base's objects oldest first, 500 at a time by key (created
+// at, id: each page costs the same however deep the scan), calling fn on
+// each until it returns false or the objects run out.
+func (s *Store) scan(ctx context.Context, base *gorm.DB, fn func(*models.Object) bool) error {
 	const batch = 500
-	for off := 0; ; off += batch {
+	var last *models.Object
+	for {
+		q := base.Session(&gorm.Session{}).Order("created_at, id").Limit(batch)
+		if last != nil {
+			q = q.Where("(created_at > ? OR (created_at = ? AND id > ?))", last.CreatedAt, last.CreatedAt, last.ID)
+		}
 		var objs []models.Object
-		if err := base.Session(&gorm.Session{}).Order("created_at, id").Offset(off).Limit(batch).Find(&objs).Error; err != nil {
-			return nil, fmt.Errorf("list objects: %w", err)
+		if err := q.Find(&objs).Error; err != nil {
+			return fmt.Errorf("list objects: %w", err)
 		}
 		for i := range objs {
-			env := domain.EvalEnv{Target: &domain.EvalTarget{ID: objs[i].ID, Marking: objs[i].Marking,
-				CreatedBy: objs[i].CreatedBy, Properties: objs[i].Properties.V}, Markings: s.levels}
-			if !domain.EvaluateAll(conds, env) {
-				continue
-			}
-			if skip > 0 {
-				skip--
-				continue
-			}
-			out = append(out, objs[i])
-			if len(out) >= q.Limit {
-				return out, nil
+			if !fn(&objs[i]) {
+				return nil
 			}
 		}
 		if len(objs) < batch {
-			return out, nil
+			return nil
 		}
+		last = &objs[len(objs)-1]
 	}
 }

@@ -30,21 +30,7 @@ import (
 // It needs root, /dev/fuse and mount.davfs (Debian davfs2). Without them it
 // is skipped locally and fails in CI (CI=true), where .ci/run installs it.
 func TestDavfs2(t *testing.T) {
-	need := func(why string) {
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("davfs2 round trip cannot run: %s", why)
-		}
-		t.Skipf("davfs2 round trip skipped: %s (it runs in CI)", why)
-	}
-	if os.Geteuid() != 0 {
-		need("mounting needs root")
-	}
-	if _, err := os.Stat("/dev/fuse"); err != nil {
-		need("no /dev/fuse")
-	}
-	if _, err := exec.LookPath("mount.davfs"); err != nil {
-		need("mount.davfs missing (apt-get install davfs2)")
-	}
+	needFUSE(t, "davfs2 round trip", "mount.davfs", "davfs2")
 	testdb.Each(t, func(t *testing.T, db *gorm.DB) {
 		u := addUser(t, db, "dav2", 0)
 		serverDir := t.TempDir()
@@ -265,4 +251,30 @@ func compareTree(t *testing.T, what, dir string, want map[string][]byte) {
 			t.Errorf("%s: unexpected %s", what, p)
 		}
 	}
+}
+
+// needFUSE stops a mount test that cannot run here: it needs root,
+// /dev/fuse and one of the programs (from the Debian package pkg). The
+// test is skipped locally and fails in CI (CI=true), where .ci/run
+// installs what it needs.
+func needFUSE(t *testing.T, what, program, pkg string, more ...string) {
+	t.Helper()
+	need := func(why string) {
+		if os.Getenv("CI") == "true" {
+			t.Fatalf("%s cannot run: %s", what, why)
+		}
+		t.Skipf("%s skipped: %s (it runs in CI)", what, why)
+	}
+	if os.Geteuid() != 0 {
+		need("mounting needs root")
+	}
+	if _, err := os.Stat("/dev/fuse"); err != nil {
+		need("no /dev/fuse")
+	}
+	for _, p := range append([]string{program}, more...) {
+		if _, err := exec.LookPath(p); err == nil {
+			return
+		}
+	}
+	need(program + " missing (apt-get install " + pkg + ")")
 }

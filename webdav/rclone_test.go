@@ -244,23 +244,7 @@ func TestRcloneMount(t *testing.T) {
 	if err != nil {
 		t.Fatalf("rclone is required (apt-get install rclone): %v", err)
 	}
-	need := func(why string) {
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("rclone mount: %s (CI installs fuse3 and runs as root)", why)
-		}
-		t.Skipf("rclone mount skipped: %s (it runs in CI)", why)
-	}
-	if os.Geteuid() != 0 {
-		need("mounting needs root")
-	}
-	if _, err := os.Stat("/dev/fuse"); err != nil {
-		need("no /dev/fuse")
-	}
-	if _, err := exec.LookPath("fusermount"); err != nil {
-		if _, err3 := exec.LookPath("fusermount3"); err3 != nil {
-			need("fusermount missing (apt-get install fuse3)")
-		}
-	}
+	needFUSE(t, "rclone mount", "fusermount", "fuse3", "fusermount3")
 	testdb.Each(t, func(t *testing.T, db *gorm.DB) {
 		u := addUser(t, db, "rmount", 0)
 		e := newEnv(t, db, t.TempDir(), Options{})

@@ -4,8 +4,11 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"sync/atomic"
 	"time"
 
 	"go.temporal.io/api/enums/v1"
@@ -69,7 +72,81 @@ func (b *bench) record(ctx context.Context, dir, actionID string, targets []stri
 	if err := b.saveHistory(ctx, filepath.Join(dir, "batch.json"), batch.WorkflowID); err != nil {
 		return err
 	}
-	return b.saveHistory(ctx, filepath.Join(dir, "batch-chunk.json"), batch.WorkflowID+"/chunk-0")
+	if err := b.saveHistory(ctx, filepath.Join(dir, "batch-chunk.json"), batch.WorkflowID+"/chunk-0"); err != nil {
+		return err
+	}
+	return b.recordEffects(ctx, dir, targets)
+}
+
+// recordEffects records the shapes that leave the process: an
+// invoke_webhook whose effect step (a regular activity) is retried once,
+// an invoke_function whose effect runs locally, a notification delivered
+// to Slack by its own regular activity, and a revert. Receivers listen on
+// loopback (the dev process allows 127.0.0.1).
+func (b *bench) recordEffects(ctx context.Context, dir string, targets []string) error {
+	var calls atomic.Int32
+	rx := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		if calls.Add(1) == 1 {
+			w.WriteHeader(http.StatusServiceUnavailable) // the webhook's first attempt
+			return
+		}
+		w.WriteHeader(http.StatusNoContent)
+	}))
+	defer rx.Close()
+	if err := b.post("/api/v1/secrets", map[string]any{"name": "RECORD_SLACK", "value": rx.URL + "/slack"}, 201, nil); err != nil {
+		return err
+	}
+	type idView struct {
+		ID string `json:"id"`
+	}
+	var hook, fn, slack idView
+	defs := []struct {
+		into *idView
+		def  map[string]any
+	}{
+		{&hook, map[string]any{"name": "record-webhook", "operation_kind": "invoke_webhook",
+			"config": map[string]any{"operation": map[string]any{"url": rx.URL + "/hook", "max_attempts": 3}}}},
+		{&fn, map[string]any{"name": "record-function", "object_type_id": "Ticket", "operation_kind": "invoke_function",
+			"inputs": []map[string]any{{"name": "priority", "type": "integer", "required": true}},
+			"config": map[string]any{"operation": map[string]any{"inline": map[string]any{"runtime": "javascript", "source": fnSource}}}}},
+		{&slack, map[string]any{"name": "record-slack", "object_type_id": "Ticket", "operation_kind": "update_object",
+			"inputs": []map[string]any{{"name": "priority", "type": "integer", "required": true}},
+			"config": map[string]any{
+				"operation": map[string]any{"property_mappings": []map[string]any{{"property": "priority", "input": "priority"}}},
+				"notification_side_effects": []map[string]any{{"title": "priority {{ parameters.priority }}", "channels": []string{"in_app", "slack"},
+					"send_to_actor": true, "slack_webhook": "{{ secrets.RECORD_SLACK }}"}}}}},
+	}
+	for _, d := range defs {
+		if err := b.post("/api/v1/ontology/actions", d.def, 201, d.into); err != nil {
+			return err
+		}
+	}
+	type view struct {
+		ID         string `json:"id"`
+		WorkflowID string `json:"workflow_id"`
+	}
+	runs := []struct {
+		file, action string
+		body         map[string]any
+	}{
+		{"v1-action-webhook.json", hook.ID, map[string]any{}},
+		{"v1-action-function.json", fn.ID, map[string]any{"target_object_id": targets[0], "parameters": map[string]any{"priority": 7}}},
+		{"v1-action-slack.json", slack.ID, map[string]any{"target_object_id": targets[1], "parameters": map[string]any{"priority": 8}}},
+	}
+	var last view
+	for _, r := range runs {
+		if err := b.post("/api/v1/ontology/actions/"+r.action+"/execute", r.body, 200, &last); err != nil {
+			return fmt.Errorf("%s: %w", r.file, err)
+		}
+		if err := b.saveHistory(ctx, filepath.Join(dir, r.file), last.WorkflowID); err != nil {
+			return err
+		}
+	}
+	var rv view
+	if err := b.post("/api/v1/ontology/executions/"+last.ID+"/revert", map[string]any{"justification": "recorded"}, 200, &rv); err != nil {
+		return fmt.Errorf("revert: %w", err)
+	}
+	return b.saveHistory(ctx, filepath.Join(dir, "v1-revert.json"), rv.WorkflowID)
 }
 
 // saveHistory waits for a workflow to close and writes its history, and

@@ -1,6 +1,7 @@
 package console
 
 import (
+	"context"
 	"net/http"
 	"sort"
 	"strings"
@@ -8,12 +9,14 @@ import (
 	"github.com/gin-gonic/gin"
 
 	"github.com/ontoflow/ontoflow/apperr"
+	"github.com/ontoflow/ontoflow/auth"
 	"github.com/ontoflow/ontoflow/engine"
 	"github.com/ontoflow/ontoflow/models"
 	"github.com/ontoflow/ontoflow/ontology"
 )
 
-// maxListed bounds the action types and object types a page reads.
+// maxListed bounds the action types a page lists, and is the page size
+// in which it reads action and object types.
 const maxListed = 500
 
 type actionGroup struct {
@@ -31,7 +34,7 @@ type actionsView struct {
 func (c *Console) actionsPage(g *gin.Context) {
 	ctx, p := g.Request.Context(), principal(g)
 	q := strings.TrimSpace(g.Query("q"))
-	ats, err := c.d.Store.ListActionTypes(ctx, "", q, 0, maxListed)
+	ats, err := c.runnable(ctx, p, q)
 	if err != nil {
 		c.fail(g, err)
 		return
@@ -43,10 +46,6 @@ func (c *Console) actionsPage(g *gin.Context) {
 	}
 	groups := map[string][]ontology.ActionTypeView{}
 	for _, at := range ats {
-		full := &engine.ActionType{ID: at.ID, Version: at.Version, ActionDefinition: at.ActionDefinition}
-		if c.d.Executions.MayRun(full, p.User, p.Guest) != nil {
-			continue
-		}
 		ot := names[at.ObjectTypeID]
 		if ot == "" {
 			ot = "(no object type)"
@@ -61,17 +60,46 @@ func (c *Console) actionsPage(g *gin.Context) {
 	c.page(g, http.StatusOK, "actions", "Actions", v)
 }
 
-// objectTypeNames maps object type ids to display names.
-func (c *Console) objectTypeNames(g *gin.Context) (map[string]string, error) {
-	ots, err := c.d.Store.ListObjectTypes(g.Request.Context(), "", 0, maxListed)
-	if err != nil {
-		return nil, err
-	}
-	out := map[string]string{}
-	for _, ot := range ots {
-		out[ot.ID] = displayName(ot.DisplayName, ot.Name)
+// runnable lists, by name, up to maxListed action types matching search
+// that p may run. The store is read a page at a time until that many are
+// found or it has no more, so actions a user may not run do not crowd out
+// the ones they may.
+func (c *Console) runnable(ctx context.Context, p *auth.Principal, search string) ([]ontology.ActionTypeView, error) {
+	var out []ontology.ActionTypeView
+	for off := 0; len(out) < maxListed; off += maxListed {
+		ats, err := c.d.Store.ListActionTypes(ctx, "", search, off, maxListed)
+		if err != nil {
+			return nil, err
+		}
+		for _, at := range ats {
+			full := &engine.ActionType{ID: at.ID, Version: at.Version, ActionDefinition: at.ActionDefinition}
+			if c.d.Executions.MayRun(full, p.User, p.Guest) == nil && len(out) < maxListed {
+				out = append(out, at)
+			}
+		}
+		if len(ats) < maxListed {
+			break
+		}
 	}
 	return out, nil
+}
+
+// objectTypeNames maps every object type's id to its display name, read
+// a page at a time.
+func (c *Console) objectTypeNames(g *gin.Context) (map[string]string, error) {
+	out := map[string]string{}
+	for off := 0; ; off += maxListed {
+		ots, err := c.d.Store.ListObjectTypes(g.Request.Context(), "", off, maxListed)
+		if err != nil {
+			return nil, err
+		}
+		for _, ot := range ots {
+			out[ot.ID] = displayName(ot.DisplayName, ot.Name)
+		}
+		if len(ots) < maxListed {
+			return out, nil
+		}
+	}
 }
 
 func displayName(display, name string) string {

@@ -276,3 +276,26 @@ func TestConsoleUndoOfferedOnlyWhenRevertWouldRun(t *testing.T) {
 		t.Error("Undo offered for an execution already reverted")
 	}
 }
+
+// TestConsoleActionListPastRefusedActions: actions a user may not run do
+// not crowd out those they may. 505 ops-only actions sort before the one
+// the viewer may run; the list still shows it.
+func TestConsoleActionListPastRefusedActions(t *testing.T) {
+	s := startStack(t)
+	s.seed()
+	s.must(http.StatusCreated, "POST", "/api/v1/users", map[string]any{"username": "viewer",
+		"password": "viewer-password-1", "clearance": "public"}, nil)
+	for i := range 505 {
+		s.create("/api/v1/ontology/actions", map[string]any{"name": fmt.Sprintf("aa-ops-%03d", i), "object_type_id": "Ticket",
+			"operation_kind": "update_object", "policy": map[string]any{"any_role": []string{"ops"}},
+			"config": map[string]any{"operation": map[string]any{"static_patch": map[string]any{"status": "x"}}}})
+	}
+	s.create("/api/v1/ontology/actions", map[string]any{"name": "zz-for-everyone", "object_type_id": "Ticket",
+		"operation_kind": "update_object",
+		"config": map[string]any{"operation": map[string]any{"static_patch": map[string]any{"status": "y"}}}})
+	viewer := signIn(t, s.base+"/ui", "viewer", "viewer-password-1")
+	_, page := send(t, "GET", s.base+"/ui/", nil, viewer)
+	if !strings.Contains(page, "zz-for-everyone") || strings.Contains(page, "aa-ops-") {
+		t.Errorf("viewer's action list: %v", groups(page))
+	}
+}

@@ -1,6 +1,7 @@
 package webdav
 
 import (
+	"bufio"
 	"bytes"
 	"crypto/rand"
 	"fmt"
@@ -111,6 +112,25 @@ func TestFinderChunkedPut(t *testing.T) {
 		}
 		if _, b := e.want(http.StatusOK, "small", "GET", "/keep", ""); b != "old content" {
 			t.Fatalf("after a refused chunked PUT: %q", b)
+		}
+		// An announced size that cannot fit is refused before the body is
+		// read: the answer comes while the client has sent headers only.
+		for _, c := range []struct {
+			user, size string
+			want       string
+		}{{"small", "100000", "507"}, {"finder", "3000000", "413"}} {
+			conn, err := net.Dial("tcp", e.srv.Listener.Addr().String())
+			if err != nil {
+				t.Fatal(err)
+			}
+			fmt.Fprintf(conn, "PUT /webdav/big HTTP/1.1\r\nHost: x\r\nAuthorization: Basic %s\r\n"+
+				"Transfer-Encoding: chunked\r\nX-Expected-Entity-Length: %s\r\n\r\n", basic(c.user), c.size)
+			conn.SetReadDeadline(time.Now().Add(5 * time.Second))
+			line, err := bufio.NewReader(conn).ReadString('\n')
+			conn.Close()
+			if err != nil || !strings.Contains(line, " "+c.want+" ") {
+				t.Fatalf("announced %s bytes for %s: %q %v, want %s before any body", c.size, c.user, line, err, c.want)
+			}
 		}
 		// A chunked body cut short (no terminating chunk). With an
 		// OC-Checksum of a type the server does not compute (ADLER32) the

@@ -151,7 +151,8 @@ func (rq *request) servePut() (int, error) {
 	if rq.r.Header.Get("Content-Range") != "" {
 		return refuse(http.StatusBadRequest, "partial PUT is not supported")
 	}
-	if max := rq.h.opts.MaxUploadBytes; max > 0 && rq.r.ContentLength > max {
+	if max := rq.h.opts.MaxUploadBytes; max > 0 && announced(rq.r) > max {
+		rq.unread()
 		return refuse(http.StatusRequestEntityTooLarge, "upload too large")
 	}
 	// The checks and the staging happen in the parent directory, opened
@@ -248,6 +249,26 @@ func (u *upload) cleanup() {
 	}
 }
 
+// announced is the size the client says its body has: Content-Length,
+// or for a chunked body the X-Expected-Entity-Length macOS Finder sends;
+// -1 when neither says. It only lets an upload that cannot fit be refused
+// before its body is read: the body's own length is what is stored and
+// checked, whatever was announced.
+func announced(r *http.Request) int64 {
+	if r.ContentLength >= 0 {
+		return r.ContentLength
+	}
+	if n, err := strconv.ParseInt(r.Header.Get("X-Expected-Entity-Length"), 10, 64); err == nil && n >= 0 {
+		return n
+	}
+	return -1
+}
+
+// unread answers a PUT refused before its body was read with Connection:
+// close: net/http would otherwise read up to 256 KiB of a chunked body
+// before it sends the refusal, which the client is still uploading.
+func (rq *request) unread() { rq.w.Header().Set("Connection", "close") }
+
 // bound sets the body's limit: the upload limit, or the room the quota
 // leaves when smaller (507 at once when Content-Length exceeds it).
 func (u *upload) bound() error {
@@ -264,7 +285,8 @@ func (u *upload) bound() error {
 		return fmt.Errorf("quota usage: %w", err)
 	}
 	room := max(u.quota-used+u.oldSize, 0)
-	if rq.r.ContentLength > room {
+	if announced(rq.r) > room {
+		rq.unread()
 		return refusal(http.StatusInsufficientStorage, "quota exceeded")
 	}
 	if u.limit < 0 || room < u.limit {

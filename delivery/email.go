@@ -193,6 +193,12 @@ func (m *Mailer) Send(ctx context.Context, to []string, msg Message) ([]Recipien
 	defer c.Close()
 	for k, gm := range msgs {
 		r := &results[idx[k]]
+		if ctx.Err() != nil {
+			// The caller's time is up: what is left is for its next try.
+			e := smtpError(ctx.Err(), "send")
+			r.Error, r.Retryable = e.Error(), true
+			continue
+		}
 		if err := c.Send(gm); err != nil {
 			e := smtpError(err, "send")
 			r.Error, r.Retryable = e.Error(), e.Retryable

@@ -37,6 +37,8 @@ type mailServer struct {
 	mu   sync.Mutex
 	got  []received
 	auth []string // "user:pass" per successful AUTH
+	// afterData, when set, runs after each message is received.
+	afterData func()
 }
 
 type received struct {
@@ -91,7 +93,11 @@ func (m *mailSession) Data(r io.Reader) error {
 	_, m.cur.tls = m.c.TLSConnectionState()
 	m.s.mu.Lock()
 	m.s.got = append(m.s.got, m.cur)
+	after := m.s.afterData
 	m.s.mu.Unlock()
+	if after != nil {
+		after()
+	}
 	return nil
 }
 
@@ -347,5 +353,30 @@ func TestParseSMTPURL(t *testing.T) {
 	}
 	if _, err := delivery.ParseSMTPURL("smtp://h", "not an address"); err == nil {
 		t.Error("bad sender accepted")
+	}
+}
+
+// When the caller's time runs out mid-session, Send stops: what it sent
+// is reported sent, the rest failed and retryable (for the step's next
+// attempt), nothing after the deadline goes out.
+func TestEmailStopsWhenTheCallersTimeRunsOut(t *testing.T) {
+	serverTLS, pool := selfSigned(t)
+	ms := startMailServer(t, serverTLS)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	ms.mu.Lock()
+	ms.afterData = cancel // the first message received ends the caller's time
+	ms.mu.Unlock()
+	m := mailer(t, "smtp://mailer:p%40ss%20word@127.0.0.1:"+strconv.Itoa(ms.port), pool)
+	to := []string{"a@ontoflow.test", "b@ontoflow.test", "c@ontoflow.test"}
+	res, err := m.Send(ctx, to, delivery.Message{Title: "t", Body: "b"})
+	if err != nil {
+		t.Fatalf("send: %v", err)
+	}
+	if res[0].Status != "sent" || res[1].Status != "failed" || !res[1].Retryable || res[2].Status != "failed" || !res[2].Retryable {
+		t.Errorf("results %+v: the first sent, the others left for a retry", res)
+	}
+	if got := ms.messages(); len(got) != 1 {
+		t.Errorf("the server received %d messages, want 1", len(got))
 	}
 }

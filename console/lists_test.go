@@ -292,7 +292,7 @@ func TestConsoleActionListPastRefusedActions(t *testing.T) {
 	}
 	s.create("/api/v1/ontology/actions", map[string]any{"name": "zz-for-everyone", "object_type_id": "Ticket",
 		"operation_kind": "update_object",
-		"config": map[string]any{"operation": map[string]any{"static_patch": map[string]any{"status": "y"}}}})
+		"config":         map[string]any{"operation": map[string]any{"static_patch": map[string]any{"status": "y"}}}})
 	viewer := signIn(t, s.base+"/ui", "viewer", "viewer-password-1")
 	_, page := send(t, "GET", s.base+"/ui/", nil, viewer)
 	if !strings.Contains(page, "zz-for-everyone") || strings.Contains(page, "aa-ops-") {

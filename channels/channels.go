@@ -11,7 +11,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"strings"
+	"regexp"
 
 	"github.com/ontoflow/ontoflow/delivery"
 	"github.com/ontoflow/ontoflow/domain"
@@ -169,7 +169,8 @@ func unaddressed(r engine.Result, addrs []string) engine.Result {
 	}
 	msg := r.Err.Error()
 	for _, a := range addrs {
-		msg = strings.ReplaceAll(msg, a, "<address>")
+		// Servers may echo an address in another case.
+		msg = regexp.MustCompile(`(?i)`+regexp.QuoteMeta(a)).ReplaceAllLiteralString(msg, "<address>")
 	}
 	r.Err = errors.New(msg)
 	return r

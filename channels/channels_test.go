@@ -11,7 +11,7 @@ import (
 // A delivery failure recorded on the execution does not carry recipients'
 // addresses, which SMTP errors quote (go-mail adds "affected recipient(s)").
 func TestUnaddressed(t *testing.T) {
-	r := engine.Result{Err: errors.New(`email: send: 550 5.1.1 <bob@example.org>: no such user, affected recipient(s): bob@example.org`), Retryable: false}
+	r := engine.Result{Err: errors.New(`email: send: 550 5.1.1 <Bob@Example.org>: no such user, affected recipient(s): bob@example.org`), Retryable: false}
 	got := unaddressed(r, []string{"alice@example.org", "bob@example.org"})
 	if strings.Contains(got.Err.Error(), "@example.org") || !strings.Contains(got.Err.Error(), "550 5.1.1 <<address>>") || got.Retryable {
 		t.Errorf("got %q", got.Err)

@@ -114,6 +114,12 @@ func TestConsoleTargetSearchFindsEveryReadableObject(t *testing.T) {
 	if n := len(targetRE.FindAllString(body, -1)); n != 20 {
 		t.Errorf("a search matching 510 objects lists %d, want 20", n)
 	}
+	// Primary-key matches come first: "open" is the status of every
+	// older filler, and the title of the newest ticket only.
+	_, body = send(t, "GET", base+"/actions/triage/targets?q=open", nil, viewer)
+	if m := targetRE.FindAllStringSubmatch(body, -1); len(m) != 20 || m[0][1] != open {
+		t.Errorf("q=open: %d listed, first %v; want 20 with needle-open (its title matches) first", len(m), m[:min(len(m), 1)])
+	}
 }
 
 // fillTickets creates n public tickets straight through the store (the

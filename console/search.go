@@ -48,7 +48,8 @@ func (c *Console) searchObjects(g *gin.Context, typeRef, q string) ([]objectOpti
 // rule (auth.ReadScope, applied in SQL by the store) decides what is
 // found, and every readable object of the type can be found, not only
 // those in a first page: the object whose id is q, then those whose
-// primary key or another property matches, in one scan of the type.
+// primary key matches, then those another property matches: at most two
+// scans of the type.
 func (c *Console) findObjects(ctx context.Context, u *models.User, ot *ontology.ObjectTypeView, q string) ([]models.Object, error) {
 	if q == "" {
 		return c.d.Store.ListObjects(ctx, u, ot.ID, ontology.ObjectQuery{Limit: maxOptions})
@@ -63,20 +64,27 @@ func (c *Console) findObjects(ctx context.Context, u *models.User, ot *ontology.
 			found.add(*o)
 		}
 	}
-	objs, err := c.d.Store.SearchObjects(ctx, u, ot.ID, searchFilters(ot, q), maxOptions)
-	if err != nil {
-		return nil, err
+	// Primary-key matches first (one scan), then any other property's
+	// (a second scan, only when the first did not fill the list).
+	pk, rest := searchFilters(ot, q)
+	for _, fs := range [][]ontology.RawFilter{pk, rest} {
+		if len(fs) == 0 || len(found.list) >= maxOptions {
+			continue
+		}
+		objs, err := c.d.Store.SearchObjects(ctx, u, ot.ID, fs, maxOptions)
+		if err != nil {
+			return nil, err
+		}
+		found.add(objs...)
 	}
-	found.add(objs...)
 	return found.first(maxOptions), nil
 }
 
-// searchFilters are the store filters a search tries, any of which
-// matches: "includes" (a substring, case-sensitive) for text and lists of
+// searchFilters are the store filters a search tries, the primary key's
+// apart from the others' (any of which matches): "includes" (a substring, case-sensitive) for text and lists of
 // text, "is" for the other scalar types. A q that is no value of a
 // property's type matches nothing in it.
-func searchFilters(ot *ontology.ObjectTypeView, q string) []ontology.RawFilter {
-	var pk, rest []ontology.RawFilter
+func searchFilters(ot *ontology.ObjectTypeView, q string) (pk, rest []ontology.RawFilter) {
 	for _, p := range ot.Properties {
 		key, ok := searchKey(p.Name, p.Type.V)
 		if !ok {
@@ -89,7 +97,7 @@ func searchFilters(ot *ontology.ObjectTypeView, q string) []ontology.RawFilter {
 			rest = append(rest, f)
 		}
 	}
-	return append(pk, rest...)
+	return pk, rest
 }
 
 // searchKey is the filter key that matches a search in a property of

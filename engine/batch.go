@@ -105,7 +105,9 @@ func (e *Engine) FinishBatch(ctx context.Context, batchID string) (*BatchTotals,
 // FailNeverStarted records execution id (a batch with its items) failed
 // with f if it is still queued without a run id — no workflow has taken
 // it up — and reports whether it did. The check and the write are one
-// transaction, so a retry that starts the workflow meanwhile wins.
+// statement. A retry that started the workflow before the workflow's
+// first step recorded its run id may still find the row failed: that
+// workflow then answers from the failed record and applies nothing.
 func (e *Engine) FailNeverStarted(ctx context.Context, id string, f Failure) (bool, error) {
 	now := e.now()
 	cols := map[string]any{"status": models.StatusFailed, "error_code": f.Code, "error_message": f.Message,

@@ -43,7 +43,8 @@ type RemoteChannel interface {
 	// progress even when its time runs out midway. A Result's Retryable
 	// asks the step to try that delivery again (up to the step's
 	// attempts) before recording it failed. Deliver stops when ctx ends;
-	// a message it did not report is tried again.
+	// a message it did not report is tried again. report is called from
+	// Deliver's own goroutine, before Deliver returns.
 	Deliver(ctx context.Context, msgs []Message, report func(i int, r Result))
 }
 
@@ -55,8 +56,11 @@ type Message struct {
 	Recipient    *models.User
 	ExecutionID  string
 	ActionTypeID string
-	Title, Body  string
-	Metadata     map[string]any
+	// ActionVersion is the version of the action type rendered: with
+	// SideEffect and Recipient it names the message across attempts.
+	ActionVersion int
+	Title, Body   string
+	Metadata      map[string]any
 	// Settings are the recipient's notification settings (nil: none
 	// stored), e.g. their own chat destinations.
 	Settings *models.NotificationSettings

@@ -396,7 +396,7 @@ func (e *Engine) message(n *domain.NotificationSideEffect, index int, scope map[
 		}
 		meta[k] = v
 	}
-	return Message{SideEffect: index, Effect: n, Recipient: r, ExecutionID: ex.ID, ActionTypeID: at.ID,
+	return Message{SideEffect: index, Effect: n, Recipient: r, ExecutionID: ex.ID, ActionTypeID: at.ID, ActionVersion: at.Version,
 		Title: render(n.Title, scope), Body: render(n.Body, scope), Metadata: meta}
 }
 

@@ -3,7 +3,6 @@ package engine
 import (
 	"context"
 	"errors"
-	"hash/fnv"
 	"strconv"
 	"time"
 	"unicode/utf8"
@@ -49,23 +48,25 @@ func progressOf(ctx context.Context) DeliveryProgress {
 	return noProgress{}
 }
 
-// messageKey names a message across attempts: its side effect, its
-// recipient and what it says (so a definition edited between attempts
-// makes new messages, not ones taken for sent).
+// messageKey names a message across attempts: the action's version, its
+// side effect and its recipient. Not what it says: an attempt renders
+// again from the objects as they are then, and an edit between attempts
+// must not make a delivered message look new.
 func messageKey(m Message) string {
 	id := ""
 	if m.Recipient != nil {
 		id = m.Recipient.ID
 	}
-	h := fnv.New64a()
-	h.Write([]byte(m.Title + "\x00" + m.Body))
-	return strconv.Itoa(m.SideEffect) + "/" + id + "/" + strconv.FormatUint(h.Sum64(), 36)
+	return strconv.Itoa(m.ActionVersion) + "/" + strconv.Itoa(m.SideEffect) + "/" + id
 }
 
 // deliveryMargin is the time a delivery attempt keeps back from its
 // deadline to save its progress and answer: an attempt that times out
 // loses the progress it had not yet reported.
 const deliveryMargin = 15 * time.Second
+
+// progressEvery spaces the saves of a step's progress while it sends.
+const progressEvery = time.Second
 
 // maxProgressError bounds a failure's text kept in a step's progress (its
 // heartbeat details, which Temporal caps at 2 MB): hundreds of recipients
@@ -92,6 +93,7 @@ func deliverRemote(ctx context.Context, remote RemoteChannel, msgs []Message) ([
 	if len(pending) > 0 {
 		dctx, cancel := sendWindow(ctx)
 		reported := make([]bool, len(pending))
+		var saved time.Time
 		remote.Deliver(dctx, pending, func(i int, r Result) {
 			if i < 0 || i >= len(pending) || reported[i] {
 				return
@@ -102,7 +104,12 @@ func deliverRemote(ctx context.Context, remote RemoteChannel, msgs []Message) ([
 				return
 			}
 			done[messageKey(pending[i])] = recipientOutcome(pending[i], r)
-			prog.Save(done)
+			// Each save encodes the whole map: at most one a second while
+			// sending, and one at the end.
+			if time.Since(saved) >= progressEvery {
+				prog.Save(done)
+				saved = time.Now()
+			}
 		})
 		cancel()
 		for i, m := range pending {

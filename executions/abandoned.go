@@ -17,8 +17,15 @@ import (
 // enough that the action log does not show it queued for good.
 const DefaultAbandonAfter = time.Hour
 
-// abandonedPage is how many rows one query of the sweep reads.
-const abandonedPage = 100
+// abandonedPage is how many rows one query of the sweep reads; one
+// sweep reads at most abandonedPages of them and gives up after
+// abandonedErrors failed questions (Temporal down: the next sweep asks
+// again), so a sweep stays short whatever the backlog.
+const (
+	abandonedPage   = 100
+	abandonedPages  = 10
+	abandonedErrors = 3
+)
 
 // FailAbandoned records failed (Unavailable) the keyed executions (single
 // or batch, with their items) whose workflow start failed and that no
@@ -27,30 +34,37 @@ const abandonedPage = 100
 // workflow does not exist — a workflow that started but waits for a
 // worker (every worker down) is left alone, and so is a row Temporal
 // cannot answer for (the next sweep asks again). It returns how many it
-// failed and the first error met; one row's error does not stop the rest.
+// failed and the first error met; one row's error does not stop the
+// others, a few do.
 func (s *Service) FailAbandoned(ctx context.Context, now time.Time) (int, error) {
-	n := 0
+	n, errs := 0, 0
 	var first error
 	after := models.Execution{}
-	for {
+	for page := 0; page < abandonedPages; page++ {
 		rows, err := s.neverStarted(ctx, now.Add(-s.opts.AbandonAfter), after)
 		if err != nil {
 			return n, err
 		}
 		for _, r := range rows {
 			failed, err := s.failIfNeverStarted(ctx, r)
-			if err != nil && first == nil {
-				first = err
+			if err != nil {
+				if first == nil {
+					first = err
+				}
+				if errs++; errs >= abandonedErrors {
+					return n, first
+				}
 			}
 			if failed {
 				n++
 			}
 		}
 		if len(rows) < abandonedPage {
-			return n, first
+			break
 		}
 		after = rows[len(rows)-1]
 	}
+	return n, first
 }
 
 // neverStarted reads a page of keyed, queued executions without a run id
@@ -60,7 +74,7 @@ func (s *Service) neverStarted(ctx context.Context, cutoff time.Time, after mode
 		Where("status = ? AND idempotency_key IS NOT NULL AND batch_id IS NULL AND (run_id IS NULL OR run_id = '') AND created_at < ?",
 			models.StatusQueued, cutoff)
 	if after.ID != "" {
-		q = q.Where("(created_at > ? OR (created_at = ? AND id > ?))", after.CreatedAt, after.CreatedAt, after.ID)
+		q = q.Where("created_at >= ? AND (created_at > ? OR id > ?)", after.CreatedAt, after.CreatedAt, after.ID)
 	}
 	var rows []models.Execution
 	if err := q.Order("created_at, id").Limit(abandonedPage).Find(&rows).Error; err != nil {

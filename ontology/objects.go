@@ -782,7 +782,9 @@ func (s *Store) scan(ctx context.Context, base *gorm.DB, fn func(*models.Object)
 	for {
 		q := base.Session(&gorm.Session{}).Order("created_at, id").Limit(batch)
 		if last != nil {
-			q = q.Where("(created_at > ? OR (created_at = ? AND id > ?))", last.CreatedAt, last.CreatedAt, last.ID)
+			// created_at >= ? lets idx_object_type (object_type_id,
+			// created_at) seek to the page instead of walking to it.
+			q = q.Where("created_at >= ? AND (created_at > ? OR id > ?)", last.CreatedAt, last.CreatedAt, last.ID)
 		}
 		var objs []models.Object
 		if err := q.Find(&objs).Error; err != nil {

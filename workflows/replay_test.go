@@ -19,12 +19,13 @@ import (
 // `go run ./cmd/actionbench -record DIR` (one successful execution, one
 // with a notification, one refused, a batch and its chunk; the v1-* ones
 // with the versioned steps, among them a webhook whose effect step was
-// retried, a function, a Slack delivery step and a revert; v1-what-if by
-// an earlier recorder). New shapes are recorded beside the old files,
-// never over them: the old ones stand for executions in flight. Replaying them against the current code is what guards the rule
-// in the package comment: a change to the steps that is not behind
-// workflow.GetVersion fails here, before it fails the executions in flight
-// at a deploy.
+// retried, a function, a Slack delivery step and a revert with its
+// notification; v1-what-if by an earlier recorder). New shapes are
+// recorded beside the old files, never over them: the old ones stand for
+// executions in flight. Replaying them against the current code is what
+// guards the rule in the package comment: a change to the steps that is
+// not behind workflow.GetVersion fails here, before it fails the
+// executions in flight at a deploy.
 func newReplayer(t *testing.T) worker.WorkflowReplayer {
 	t.Helper()
 	r := worker.NewWorkflowReplayer()

@@ -114,7 +114,8 @@ func (b *bench) recordEffects(ctx context.Context, dir string, targets []string)
 			"config": map[string]any{
 				"operation": map[string]any{"property_mappings": []map[string]any{{"property": "priority", "input": "priority"}}},
 				"notification_side_effects": []map[string]any{{"title": "priority {{ parameters.priority }}", "channels": []string{"in_app", "slack"},
-					"send_to_actor": true, "slack_webhook": "{{ secrets.RECORD_SLACK }}"}}}}},
+					"send_to_actor": true, "slack_webhook": "{{ secrets.RECORD_SLACK }}"}},
+				"revert_notification_side_effects": []map[string]any{{"title": "priority reverted", "channels": []string{"in_app"}, "send_to_actor": true}}}}},
 	}
 	for _, d := range defs {
 		if err := b.post("/api/v1/ontology/actions", d.def, 201, d.into); err != nil {
@@ -153,6 +154,11 @@ func (b *bench) recordEffects(ctx context.Context, dir string, targets []string)
 // its id into workflow-ids.json beside the histories: a workflow's id is
 // not in its history, and the batch derives its children's ids from it.
 func (b *bench) saveHistory(ctx context.Context, path, workflowID string) error {
+	if _, err := os.Stat(path); err == nil {
+		// The histories in workflows/testdata stand for executions in
+		// flight: record into a new directory and copy the new ones over.
+		return fmt.Errorf("%s exists; record into a new directory", path)
+	}
 	ids := map[string]string{}
 	idsPath := filepath.Join(filepath.Dir(path), "workflow-ids.json")
 	if data, err := os.ReadFile(idsPath); err == nil {

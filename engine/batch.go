@@ -109,9 +109,7 @@ func (e *Engine) FinishBatch(ctx context.Context, batchID string) (*BatchTotals,
 // first step recorded its run id may still find the row failed: that
 // workflow then answers from the failed record and applies nothing.
 func (e *Engine) FailNeverStarted(ctx context.Context, id string, f Failure) (bool, error) {
-	now := e.now()
-	cols := map[string]any{"status": models.StatusFailed, "error_code": f.Code, "error_message": f.Message,
-		"error_details": models.NewJSON[any](f), "finished_at": &now}
+	cols := e.failedCols(f)
 	failed := false
 	err := e.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
 		res := tx.Model(&models.Execution{}).
@@ -132,16 +130,21 @@ func (e *Engine) FailNeverStarted(ctx context.Context, id string, f Failure) (bo
 	return failed, nil
 }
 
+// failedCols are the columns of an execution recorded failed with f now.
+func (e *Engine) failedCols(f Failure) map[string]any {
+	now := e.now()
+	return map[string]any{"status": models.StatusFailed, "error_code": f.Code, "error_message": f.Message,
+		"error_details": models.NewJSON[any](f), "finished_at": &now}
+}
+
 // FailUnstarted records an execution whose workflow could not be started
 // and will not be resumed (no Idempotency-Key) as failed with f: a single
 // execution, or a batch with every item, in one write, so no row stays
 // queued. Rows that already finished are left alone.
 func (e *Engine) FailUnstarted(ctx context.Context, id string, f Failure) error {
-	now := e.now()
 	res := e.db.WithContext(ctx).Model(&models.Execution{}).
 		Where("(id = ? OR batch_id = ?) AND status NOT IN ?", id, id, []string{models.StatusSucceeded, models.StatusFailed}).
-		Updates(map[string]any{"status": models.StatusFailed, "error_code": f.Code, "error_message": f.Message,
-			"error_details": models.NewJSON[any](f), "finished_at": &now})
+		Updates(e.failedCols(f))
 	if res.Error != nil {
 		return fmt.Errorf("record unstarted execution %s as failed: %w", id, res.Error)
 	}

@@ -16,8 +16,8 @@ import (
 const maxDeliveryWait = 10 * time.Minute
 
 // DeliveryProgress carries, from one attempt of a remote delivery step to
-// the next, what earlier attempts settled (keyed by side effect and
-// recipient), so that a retry sends only what is left: a bounced address
+// the next, what earlier attempts settled (keyed by messageKey), so that
+// a retry sends only what is left: a bounced address
 // or one failing destination does not send the others' messages again.
 // The activity layer keeps it in the step's heartbeat details; without
 // one (a test calling the engine) nothing carries over.

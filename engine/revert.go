@@ -2,7 +2,6 @@ package engine
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"maps"
 	"slices"
@@ -13,6 +12,7 @@ import (
 
 	"github.com/ontoflow/ontoflow/apperr"
 	"github.com/ontoflow/ontoflow/auth"
+	"github.com/ontoflow/ontoflow/domain"
 	"github.com/ontoflow/ontoflow/models"
 )
 
@@ -293,9 +293,7 @@ func (e *Engine) unchanged(ctx context.Context, tx *gorm.DB, actor *models.User,
 func changedProperties(left, now map[string]any) []string {
 	var out []string
 	for _, k := range slices.Sorted(maps.Keys(left)) {
-		a, _ := json.Marshal(left[k])
-		b, _ := json.Marshal(now[k])
-		if string(a) != string(b) {
+		if !domain.ValuesEqual(left[k], now[k]) {
 			out = append(out, k)
 		}
 	}

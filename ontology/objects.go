@@ -707,7 +707,7 @@ func (s *Store) ListObjects(ctx context.Context, u *models.User, typeRef string,
 	if err != nil {
 		return nil, err
 	}
-	base := s.visible(s.db.WithContext(ctx).Model(&models.Object{}).Where("object_type_id = ?", ts.ot.ID), u, "objects")
+	base := s.readableOfType(ctx, u, ts)
 	out := []models.Object{}
 	if len(conds) == 0 {
 		if err := base.Order("created_at, id").Offset(q.Offset).Limit(q.Limit).Find(&out).Error; err != nil {
@@ -754,7 +754,7 @@ func (s *Store) SearchObjects(ctx context.Context, u *models.User, typeRef strin
 	if len(conds) == 0 {
 		return out, nil
 	}
-	base := s.visible(s.db.WithContext(ctx).Model(&models.Object{}).Where("object_type_id = ?", ts.ot.ID), u, "objects")
+	base := s.readableOfType(ctx, u, ts)
 	err = s.scan(ctx, base, func(o *models.Object) bool {
 		env := s.env(o)
 		for _, c := range conds {
@@ -766,6 +766,11 @@ func (s *Store) SearchObjects(ctx context.Context, u *models.User, typeRef strin
 		return len(out) < limit
 	})
 	return out, err
+}
+
+// readableOfType is the query of ts's objects that u may read.
+func (s *Store) readableOfType(ctx context.Context, u *models.User, ts *typeState) *gorm.DB {
+	return s.visible(s.db.WithContext(ctx).Model(&models.Object{}).Where("object_type_id = ?", ts.ot.ID), u, "objects")
 }
 
 func (s *Store) env(o *models.Object) domain.EvalEnv {

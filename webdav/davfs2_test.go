@@ -37,26 +37,19 @@ func TestDavfs2(t *testing.T) {
 		e := newEnv(t, db, serverDir, Options{})
 		e.want(201, "dav2", "MKCOL", "/mnt", "")
 
-		want := map[string][]byte{} // path under the mount -> content
 		src := t.TempDir()
-		for i, name := range []string{"a.txt", "doc.txt", "b.txt", "sub/deep/c.bin", "sub/with space.txt", "sub/ünï €.txt", "big.bin"} {
-			data := []byte(fmt.Sprintf("line one of %s\nfoo is here\nlast line %d\n", name, i))
-			if strings.HasSuffix(name, ".bin") {
-				data = make([]byte, 64<<10+i*1000)
+		want := localTree(t, src, []string{"a.txt", "doc.txt", "b.txt", "sub/deep/c.bin", "sub/with space.txt", "sub/ünï €.txt", "big.bin"},
+			func(i int, name string) []byte {
+				if !strings.HasSuffix(name, ".bin") {
+					return nil
+				}
+				data := make([]byte, 64<<10+i*1000)
 				if name == "big.bin" {
 					data = make([]byte, 3<<20+17)
 				}
 				rand.Read(data)
-			}
-			p := filepath.Join(src, "tree", filepath.FromSlash(name))
-			if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-				t.Fatal(err)
-			}
-			if err := os.WriteFile(p, data, 0o644); err != nil {
-				t.Fatal(err)
-			}
-			want["tree/"+name] = data
-		}
+				return data
+			})
 
 		m := mountDavfs(t, e.base+"/mnt/", "dav2")
 		run(t, "cp", "-r", filepath.Join(src, "tree"), m.dir+"/")
@@ -277,4 +270,28 @@ func needFUSE(t *testing.T, what, program, pkg string, more ...string) {
 		}
 	}
 	need(program + " missing (apt-get install " + pkg + ")")
+}
+
+// localTree writes files under src/tree for a mount test to copy in and
+// returns them by "tree/<name>". A file's content is binary(i, name), or,
+// when that is nil, three lines of text naming it (the second holds "foo"
+// for sed).
+func localTree(t *testing.T, src string, names []string, binary func(i int, name string) []byte) map[string][]byte {
+	t.Helper()
+	want := map[string][]byte{}
+	for i, name := range names {
+		data := binary(i, name)
+		if data == nil {
+			data = []byte(fmt.Sprintf("line one of %s\nfoo is here\nlast line %d\n", name, i))
+		}
+		p := filepath.Join(src, "tree", filepath.FromSlash(name))
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		want["tree/"+name] = data
+	}
+	return want
 }

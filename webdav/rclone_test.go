@@ -297,21 +297,12 @@ func TestRcloneMount(t *testing.T) {
 		}
 
 		src := t.TempDir()
-		want := map[string][]byte{}
-		for i, name := range []string{"a.txt", "b.txt", "doc.txt", "sub/c.bin"} {
-			data := []byte(fmt.Sprintf("line one of %s\nfoo is here\nlast line %d\n", name, i))
+		want := localTree(t, src, []string{"a.txt", "b.txt", "doc.txt", "sub/c.bin"}, func(i int, name string) []byte {
 			if name == "sub/c.bin" {
-				data = bytes.Repeat([]byte{byte(i)}, 3<<20+5)
+				return bytes.Repeat([]byte{byte(i)}, 3<<20+5)
 			}
-			p := filepath.Join(src, "tree", filepath.FromSlash(name))
-			if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-				t.Fatal(err)
-			}
-			if err := os.WriteFile(p, data, 0o644); err != nil {
-				t.Fatal(err)
-			}
-			want["tree/"+name] = data
-		}
+			return nil
+		})
 		m, unmount := mount("mnt")
 		run(t, "cp", "-r", filepath.Join(src, "tree"), m+"/")
 		run(t, "sed", "-i", "s/foo/bar/", filepath.Join(m, "tree/a.txt"))

@@ -19,8 +19,8 @@ import (
 // `go run ./cmd/actionbench -record DIR` (one successful execution, one
 // with a notification, one refused, a batch and its chunk; the v1-* ones
 // with the versioned steps, among them a webhook whose effect step was
-// retried, a function, a Slack delivery step and a revert with its
-// notification; v1-what-if by an earlier recorder). New shapes are
+// retried, a function, a Slack delivery step, a what-if and a revert
+// with its notification). New shapes are
 // recorded beside the old files, never over them: the old ones stand for
 // executions in flight. Replaying them against the current code is what
 // guards the rule in the package comment: a change to the steps that is

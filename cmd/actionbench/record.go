@@ -81,7 +81,8 @@ func (b *bench) record(ctx context.Context, dir, actionID string, targets []stri
 // recordEffects records the shapes that leave the process: an
 // invoke_webhook whose effect step (a regular activity) is retried once,
 // an invoke_function whose effect runs locally, a notification delivered
-// to Slack by its own regular activity, and a revert. Receivers listen on
+// to Slack by its own regular activity, a what-if of that action (its
+// notifications previewed, no delivery step) and a revert. Receivers listen on
 // loopback (the dev process allows 127.0.0.1).
 func (b *bench) recordEffects(ctx context.Context, dir string, targets []string) error {
 	var calls atomic.Int32
@@ -142,6 +143,16 @@ func (b *bench) recordEffects(ctx context.Context, dir string, targets []string)
 		if err := b.saveHistory(ctx, filepath.Join(dir, r.file), last.WorkflowID); err != nil {
 			return err
 		}
+	}
+	var wi struct {
+		Execution view `json:"execution"`
+	}
+	if err := b.post("/api/v1/ontology/actions/"+slack.ID+"/what-if", map[string]any{"target_object_id": targets[2],
+		"parameters": map[string]any{"priority": 9}}, 201, &wi); err != nil {
+		return fmt.Errorf("what-if: %w", err)
+	}
+	if err := b.saveHistory(ctx, filepath.Join(dir, "v1-what-if.json"), wi.Execution.WorkflowID); err != nil {
+		return err
 	}
 	var rv view
 	if err := b.post("/api/v1/ontology/executions/"+last.ID+"/revert", map[string]any{"justification": "recorded"}, 200, &rv); err != nil {

@@ -98,48 +98,6 @@ func setActiveContentHeaders(h http.Header) {
 	h.Set("Content-Security-Policy", "sandbox")
 }
 
-// serveListing writes a minimal HTML index of a collection, streamed.
-func (rq *request) serveListing(dir *os.File) {
-	w := rq.w
-	w.Header().Set("Content-Type", "text/html; charset=utf-8")
-	w.Header().Set("X-Content-Type-Options", "nosniff")
-	w.Header().Set("Content-Security-Policy", "sandbox; default-src 'none'; style-src 'unsafe-inline'")
-	if rq.r.Method == http.MethodHead {
-		w.WriteHeader(http.StatusOK)
-		return
-	}
-	var b strings.Builder
-	b.WriteString("<!doctype html><meta charset=utf-8><title>")
-	escapeText(&b, rq.path)
-	b.WriteString("</title><h1>")
-	escapeText(&b, rq.path)
-	b.WriteString("</h1><ul>\n")
-	_, _ = io.WriteString(w, b.String())
-	for {
-		ents, err := dir.ReadDir(256)
-		b.Reset()
-		for _, e := range ents {
-			if strings.HasPrefix(e.Name(), tmpPrefix) {
-				continue
-			}
-			isDir := e.IsDir()
-			b.WriteString(`<li><a href="`)
-			escapeAttr(&b, rq.h.href(pathJoin(rq.path, e.Name()), isDir))
-			b.WriteString(`">`)
-			escapeText(&b, e.Name())
-			if isDir {
-				b.WriteString("/")
-			}
-			b.WriteString("</a>\n")
-		}
-		_, _ = io.WriteString(w, b.String())
-		if err != nil || len(ents) == 0 {
-			break
-		}
-	}
-	_, _ = io.WriteString(w, "</ul>\n")
-}
-
 // checkHTTPPreconditions applies If-Match / If-None-Match and
 // If-Unmodified-Since (RFC 9110) to a write: a refusal (412) when one
 // fails.

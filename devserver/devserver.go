@@ -83,6 +83,7 @@ type Server struct {
 	dynamicConfig dynamicconfig.Client
 	ui            *uiServer
 	unlock        func()
+	log           *slogAdapter
 
 	stopOnce sync.Once
 	stopErr  error
@@ -181,9 +182,9 @@ func start(ctx context.Context, cfg Config) (_ *Server, retErr error) {
 	if err != nil {
 		return nil, err
 	}
-	logger := newServerLogger(filtered)
+	logger := newServerLogger(filtered, cfg.Logger)
 
-	s := &Server{namespace: cfg.Namespace}
+	s := &Server{namespace: cfg.Namespace, log: logger}
 	var cleanups []func()
 	defer func() {
 		if retErr != nil {
@@ -271,6 +272,7 @@ func start(ctx context.Context, cfg Config) (_ *Server, retErr error) {
 	if err := waitReady(readyCtx, s.frontendAddr, cfg.Namespace, cfg.SearchAttributes, namespaceRefreshInterval(cfg.DynamicConfig)); err != nil {
 		return nil, fmt.Errorf("devserver: server not ready: %w", err)
 	}
+	logger.phase.Store(phaseRunning)
 
 	if uiLn != nil {
 		ui, err := startUI(uiLn, s.frontendAddr, cfg.Namespace, filtered)
@@ -300,6 +302,7 @@ func (s *Server) Namespace() string { return s.namespace }
 // return the first call's result.
 func (s *Server) Stop() error {
 	s.stopOnce.Do(func() {
+		s.log.phase.Store(phaseStopping)
 		var errs []error
 		if s.ui != nil {
 			ctx, cancel := context.WithTimeout(context.Background(), uiShutdownDeadline)

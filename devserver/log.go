@@ -5,14 +5,89 @@ import (
 	"fmt"
 	"log/slog"
 	"strings"
+	"sync/atomic"
 
 	"go.temporal.io/server/common/log"
 	"go.temporal.io/server/common/log/tag"
 )
 
-// newServerLogger adapts an slog.Logger to the server's log.Logger.
-func newServerLogger(filtered *slog.Logger) *slogAdapter {
-	return &slogAdapter{l: filtered.With("component", "temporal")}
+// newServerLogger adapts an slog.Logger to the server's log.Logger:
+// records go to filtered, except the known noise of starting and stopping,
+// which goes to base at debug (see phaseHandler).
+func newServerLogger(filtered, base *slog.Logger) *slogAdapter {
+	h := &phaseHandler{running: filtered.Handler(), noise: base.Handler(), phase: new(atomic.Int32)}
+	return &slogAdapter{l: slog.New(h).With("component", "temporal"), phase: h.phase}
+}
+
+// The server's phases, as far as its logs are concerned.
+const (
+	phaseStarting int32 = iota
+	phaseRunning
+	phaseStopping
+)
+
+// phaseHandler passes the embedded server's records on unchanged while it
+// runs. While it stops, its services go down one after another and each
+// complains about the ones already gone ("error fetching user data from
+// parent", "Failed to check Nexus endpoints ownership", pollers' "Failed
+// to poll for task.": 28 lines at WARN and ERROR on every clean Ctrl-C,
+// measured); while it starts, its internal worker dials the frontend
+// before it is healthy and says so at ERROR. Neither means anything is
+// wrong, and a real failure to start or stop is returned by Start and
+// Stop. So every record after the stop begins, and at start those that
+// only say the frontend is not up yet, are demoted to debug and marked as
+// noise with their level: `--log-level debug` still shows all of it, a
+// newcomer reads no crash.
+type phaseHandler struct {
+	running slog.Handler  // filtered at the configured level
+	noise   slog.Handler  // unfiltered; receives the demoted records
+	phase   *atomic.Int32 // shared by every handler derived from this one
+}
+
+func (h *phaseHandler) Enabled(ctx context.Context, l slog.Level) bool {
+	return h.running.Enabled(ctx, l) || h.noise.Enabled(ctx, slog.LevelDebug)
+}
+
+func (h *phaseHandler) Handle(ctx context.Context, r slog.Record) error {
+	if r.Level > slog.LevelDebug && h.isNoise(r) {
+		was := r.Level
+		r = r.Clone()
+		r.Level = slog.LevelDebug
+		r.AddAttrs(slog.Bool("noise", true), slog.String("level_was", was.String()))
+		if !h.noise.Enabled(ctx, slog.LevelDebug) {
+			return nil
+		}
+		return h.noise.Handle(ctx, r)
+	}
+	if !h.running.Enabled(ctx, r.Level) {
+		return nil
+	}
+	return h.running.Handle(ctx, r)
+}
+
+// isNoise tells the records of a stop, and a start's complaints that the
+// frontend is not healthy yet, from everything else.
+func (h *phaseHandler) isNoise(r slog.Record) bool {
+	switch h.phase.Load() {
+	case phaseStopping:
+		return true
+	case phaseStarting:
+		noise := false
+		r.Attrs(func(a slog.Attr) bool {
+			noise = strings.Contains(a.Value.String(), "not healthy yet")
+			return !noise
+		})
+		return noise
+	}
+	return false
+}
+
+func (h *phaseHandler) WithAttrs(attrs []slog.Attr) slog.Handler {
+	return &phaseHandler{running: h.running.WithAttrs(attrs), noise: h.noise.WithAttrs(attrs), phase: h.phase}
+}
+
+func (h *phaseHandler) WithGroup(name string) slog.Handler {
+	return &phaseHandler{running: h.running.WithGroup(name), noise: h.noise.WithGroup(name), phase: h.phase}
 }
 
 // newFilteredLogger wraps base so that only records at or above level
@@ -63,7 +138,10 @@ func (h *minLevelHandler) WithGroup(name string) slog.Handler {
 }
 
 // slogAdapter implements the server's log.Logger on top of slog.
-type slogAdapter struct{ l *slog.Logger }
+type slogAdapter struct {
+	l     *slog.Logger
+	phase *atomic.Int32 // set by Start and Stop; see phaseHandler
+}
 
 var (
 	_ log.Logger      = (*slogAdapter)(nil)
@@ -124,7 +202,7 @@ func (a *slogAdapter) With(tags ...tag.Tag) log.Logger {
 	for i, at := range attrs {
 		args[i] = at
 	}
-	return &slogAdapter{l: a.l.With(args...)}
+	return &slogAdapter{l: a.l.With(args...), phase: a.phase}
 }
 
 func (a *slogAdapter) Skip(int) log.Logger { return a }

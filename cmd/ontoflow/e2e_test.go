@@ -193,6 +193,15 @@ func TestDevRestartKeepsState(t *testing.T) {
 		t.Errorf("upload finished during shutdown = %q", got)
 	}
 	p2.stop()
+	// A clean stop reads as one: the embedded Temporal server's shutdown
+	// noise (28 WARN/ERROR lines before) is demoted to debug.
+	for i, out := range []string{p.stderr.String(), p2.stderr.String()} {
+		for _, line := range strings.Split(out, "\n") {
+			if strings.Contains(line, "level=ERROR") {
+				t.Errorf("start %d logged an ERROR around a clean SIGTERM: %s", i+1, line)
+			}
+		}
+	}
 }
 
 // TestServeAndWorkerOnExternalTemporal runs the production shape: `serve` and

@@ -117,7 +117,7 @@ func (a *Activities) Deliver(ctx context.Context, executionID string, d engine.D
 		if activity.GetInfo(ctx).Attempt >= DeliverAttempts {
 			ctx = engine.WithFinalAttempt(ctx)
 		}
-		ctx = engine.WithDeliveryProgress(ctx, heartbeatProgress{ctx})
+		ctx = engine.WithAttempt(engine.WithDeliveryProgress(ctx, heartbeatProgress{ctx}), activity.GetInfo(ctx).Attempt)
 	}
 	err := a.eng.Deliver(ctx, executionID, d.Channel, last)
 	var rd *engine.RetryableDelivery

@@ -123,14 +123,16 @@ func Start(ctx context.Context, mode Mode, cfg *config.Config, log *slog.Logger,
 			started.Stop(context.Background())
 		}
 	}()
+	// The database first: one this binary refuses (a newer schema) stops
+	// the start before the embedded Temporal server touches its state.
+	if err := a.openDatabase(ctx); err != nil {
+		return nil, err
+	}
 	temporalAddr := cfg.TemporalAddress
 	if mode == Dev {
 		if temporalAddr, err = a.startDevServer(ctx); err != nil {
 			return nil, err
 		}
-	}
-	if err := a.openDatabase(ctx); err != nil {
-		return nil, err
 	}
 	if err := a.dialTemporal(ctx, temporalAddr); err != nil {
 		return nil, err

@@ -251,6 +251,30 @@ func webhookSuite(t *testing.T, c devClient) {
 		}
 	})
 
+	t.Run("a body that drips past the timeout on every attempt is WebhookFailed", func(t *testing.T) {
+		drip := func(w http.ResponseWriter) {
+			w.Header().Set("Content-Length", "1000")
+			w.WriteHeader(http.StatusOK)
+			for range 30 {
+				if _, err := io.WriteString(w, "x"); err != nil {
+					return
+				}
+				w.(http.Flusher).Flush()
+				time.Sleep(100 * time.Millisecond)
+			}
+		}
+		rx.script("/drip", drip, drip)
+		id := action("drip", map[string]any{"url": rx.srv.URL + "/drip", "timeout": "1s", "max_attempts": 2})
+		st, ex := execute(id, "x")
+		e, _ := ex["error"].(map[string]any)
+		if st != http.StatusBadGateway || e["code"] != "WebhookFailed" || !strings.Contains(fmt.Sprint(e["message"]), "after 2 attempts") {
+			t.Errorf("execute: %d %v, want 502 WebhookFailed after 2 attempts", st, ex)
+		}
+		if n := len(rx.seenAt("/drip")); n != 2 {
+			t.Errorf("%d attempts, want 2", n)
+		}
+	})
+
 	t.Run("hostile template values are escaped", func(t *testing.T) {
 		id := action("tmpl", map[string]any{"method": "GET", "url": rx.srv.URL + "/t/{{ parameters.q }}?q={{ parameters.q }}&t={{ target.properties.title }}"})
 		if st, ex := execute(id, "../a b?x=1&y=#{{ secrets.CRM_TOKEN }}"); st != http.StatusOK {

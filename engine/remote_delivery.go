@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strconv"
 	"time"
 	"unicode/utf8"
@@ -88,7 +89,7 @@ func deliverRemote(ctx context.Context, remote RemoteChannel, msgs []Message) ([
 			pending = append(pending, m)
 		}
 	}
-	final := finalAttempt(ctx)
+	final, attempt := finalAttempt(ctx), attemptOf(ctx)
 	var retry *RetryableDelivery
 	if len(pending) > 0 {
 		dctx, cancel := sendWindow(ctx)
@@ -103,7 +104,7 @@ func deliverRemote(ctx context.Context, remote RemoteChannel, msgs []Message) ([
 				retry = retry.add(r.Err, r.RetryAfter)
 				return
 			}
-			done[messageKey(pending[i])] = recipientOutcome(pending[i], r)
+			done[messageKey(pending[i])] = recipientOutcome(pending[i], r, attempt, final)
 			// Each save encodes the whole map: at most one a second while
 			// sending, and one at the end.
 			if time.Since(saved) >= progressEvery {
@@ -121,7 +122,7 @@ func deliverRemote(ctx context.Context, remote RemoteChannel, msgs []Message) ([
 				retry = retry.add(err, 0)
 				continue
 			}
-			done[messageKey(m)] = recipientOutcome(m, Result{Err: err})
+			done[messageKey(m)] = recipientOutcome(m, Result{Err: err}, attempt, final)
 		}
 		prog.Save(done)
 	}
@@ -146,7 +147,10 @@ func sendWindow(ctx context.Context) (context.Context, context.CancelFunc) {
 	return context.WithDeadline(ctx, deadline.Add(-margin))
 }
 
-func recipientOutcome(m Message, r Result) models.RecipientOutcome {
+// recipientOutcome is m's outcome from r, settled on attempt (final: the
+// step's last). A failure says on which attempt it was settled, first, so
+// that clipping keeps it.
+func recipientOutcome(m Message, r Result, attempt int32, final bool) models.RecipientOutcome {
 	o := models.RecipientOutcome{Status: Delivered}
 	if m.Recipient != nil {
 		o.RecipientID = m.Recipient.ID
@@ -155,9 +159,18 @@ func recipientOutcome(m Message, r Result) models.RecipientOutcome {
 	case r.Err != nil && r.Skipped:
 		o.Status, o.Error = Skipped, clip(r.Err.Error(), maxProgressError)
 	case r.Err != nil:
-		o.Status, o.Error = Failed, clip(r.Err.Error(), maxProgressError)
+		o.Status, o.Error = Failed, clip(settledOn(attempt, final)+r.Err.Error(), maxProgressError)
 	}
 	return o
+}
+
+// settledOn tells how many attempts a failed delivery had: all of them,
+// or (a failure no retry can mend) the one that settled it.
+func settledOn(attempt int32, final bool) string {
+	if final {
+		return fmt.Sprintf("failed after %d attempts: ", attempt)
+	}
+	return fmt.Sprintf("failed on attempt %d, not retried: ", attempt)
 }
 
 func clip(s string, n int) string {

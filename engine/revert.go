@@ -37,7 +37,29 @@ func CheckRevert(actor *models.User, orig *models.Execution, at *ActionType) err
 	case at != nil && !at.Config.Revertible():
 		return apperr.New(apperr.Conflict, "action %s does not allow revert (allow_revert: false)", at.Name)
 	}
+	return checkInvertible(orig)
+}
+
+// checkInvertible refuses an execution with an edit whose undo could not
+// be told from overwriting a later edit: an update or a create recorded
+// without the update time it left (edits recorded before that field
+// existed, by an older version). Without it the later-edit check has
+// nothing to compare, and the object's properties alone cannot tell that
+// they were edited and edited back, or that links were added since.
+func checkInvertible(orig *models.Execution) error {
+	for _, ed := range orig.Edits.V {
+		if (ed.Op == models.EditUpdateObject || ed.Op == models.EditCreateObject) && ed.UpdatedAtAfter == nil {
+			return notInvertible(orig.ID, ed.ObjectID, "its "+ed.Op+" edit was recorded without the update time it left (by a version before revert checked for later edits)")
+		}
+	}
 	return nil
+}
+
+// notInvertible is the refusal of an execution that cannot be reverted
+// safely, naming the object whose edit is the cause.
+func notInvertible(executionID, objectID, why string) error {
+	return apperr.New(apperr.Conflict, "execution %s cannot be reverted: %s; a later edit of object %s could not be told apart and would be overwritten", executionID, why, objectID).
+		WithDetails(apperr.Detail{Field: objectID, Reason: "not_invertible", Message: why})
 }
 
 // Reverted is the revert step's answer: what it did, and the delivery
@@ -126,7 +148,8 @@ func (e *Engine) revertIn(ctx context.Context, tx *gorm.DB, rv *models.Execution
 	for i := len(orig.Edits.V) - 1; i >= 0; i-- {
 		inv, err := kind.Invert(orig.Edits.V[i])
 		if err != nil {
-			return nil, apperr.New(apperr.Conflict, "execution %s cannot be reverted: %v", orig.ID, err)
+			return nil, apperr.New(apperr.Conflict, "execution %s cannot be reverted: %v", orig.ID, err).
+				WithDetails(apperr.Detail{Field: orig.Edits.V[i].ObjectID, Reason: "not_invertible", Message: err.Error()})
 		}
 		for _, ed := range inv {
 			done, err := e.applyInverse(ctx, tx, actor, ed)
@@ -254,9 +277,16 @@ func (e *Engine) restoreStamp(ctx context.Context, tx *gorm.DB, orig, done model
 // when actor may not read it, it is gone, or it was updated after the
 // update time the undone edit left (ed.UpdatedAtBefore). A refusal names
 // the object and what changed: each property the undone edit set (ed's
-// Before) that holds another value now.
+// Before) that holds another value now. An inverse edit without that time
+// is refused as not invertible, never applied unchecked (CheckRevert
+// refuses such executions first).
 func (e *Engine) unchanged(ctx context.Context, tx *gorm.DB, actor *models.User, ed models.Edit) (*Object, error) {
 	id, want := ed.ObjectID, ed.UpdatedAtBefore
+	if want == nil {
+		why := "the edit to undo carries no update time to compare with"
+		return nil, apperr.New(apperr.Conflict, "object %s cannot be reverted: %s; a later edit could not be told apart and would be overwritten", id, why).
+			WithDetails(apperr.Detail{Field: id, Reason: "not_invertible", Message: why})
+	}
 	// Locked first: a concurrent write must not land between this check
 	// and the revert's write.
 	if err := e.onto.LockObject(ctx, tx, id); err != nil {
@@ -273,7 +303,7 @@ func (e *Engine) unchanged(ctx context.Context, tx *gorm.DB, actor *models.User,
 		return nil, apperr.New(apperr.Conflict, "object %s was deleted since; nothing to revert it to", id).
 			WithDetails(apperr.Detail{Field: id, Reason: "deleted", Message: "deleted since the execution"})
 	}
-	if want != nil && !o.UpdatedAt.Equal(*want) {
+	if !o.UpdatedAt.Equal(*want) {
 		at := o.UpdatedAt.UTC().Format(time.RFC3339Nano)
 		what := changedProperties(ed.Before, o.Properties)
 		msg := "updated at " + at + "; the properties this execution set are as it left them (another property or the marking changed)"

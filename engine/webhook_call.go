@@ -89,14 +89,19 @@ func (k InvokeWebhook) Effect(ctx context.Context, op *Op, key string) (json.Raw
 		return nil, k.sendFailure(err, x, attempt, c.attempts())
 	}
 	defer outbound.Drain(resp.Body)
-	body, _, rerr := outbound.ReadBody(resp.Body, webhookResponseMax)
+	body, oversize, rerr := outbound.ReadBody(resp.Body, webhookResponseMax)
 	call.StatusCode = resp.StatusCode
 	call.Excerpt = excerpt(x.Redact(string(body)))
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
 		return nil, statusFailure(resp, call, attempt, c.attempts())
 	}
 	if rerr != nil {
-		return nil, &RetryLater{Err: fmt.Errorf("read the webhook's answer: %s", x.Redact(rerr.Error())), Delay: backoff(attempt)}
+		return nil, readFailure(rerr, x, call, attempt, c.attempts())
+	}
+	if oversize {
+		// Final at once: the receiver would send the same answer again.
+		return nil, apperr.New(apperr.WebhookFailed, "the webhook's answer is larger than %d bytes (attempt %d of %d, not tried again)",
+			webhookResponseMax, attempt, c.attempts()).WithData(map[string]any{"webhook": call})
 	}
 	if call.Mapped, err = mapResponse(body, c.ResponseMappings); err != nil {
 		return nil, err
@@ -180,6 +185,21 @@ func (k InvokeWebhook) sendFailure(err error, x *secrets.Expander, attempt, max 
 		return apperr.New(apperr.WebhookFailed, "the webhook could not be reached after %d attempts: %s", attempt, msg)
 	}
 	return &RetryLater{Err: errors.New("the webhook could not be reached: " + msg), Delay: backoff(attempt)}
+}
+
+// readFailure classifies an answer whose body could not be read to its
+// end (the connection reset, or the attempt's time ran out mid-body):
+// tried again as a connection error is, and typed on the last attempt.
+func readFailure(err error, x *secrets.Expander, call *WebhookCall, attempt, max int32) error {
+	why := x.Redact(err.Error())
+	if errors.Is(err, context.DeadlineExceeded) {
+		why = "the answer did not arrive in time (" + why + ")"
+	}
+	if attempt >= max {
+		return apperr.New(apperr.WebhookFailed, "the webhook answered %d but its answer could not be read after %d attempts: %s", call.StatusCode, attempt, why).
+			WithData(map[string]any{"webhook": call})
+	}
+	return &RetryLater{Err: fmt.Errorf("read the webhook's answer: %s", why), Delay: backoff(attempt)}
 }
 
 // statusFailure classifies a non-2xx answer: 408, 429 and 5xx retry

@@ -146,11 +146,15 @@ func all() []any {
 // when several replicas start at once.
 const migrationLockKey = 0x6f6e746f666c6f77 // "ontoflow"
 
-// Migrate brings the schema up to date. It is idempotent, and safe when
-// several replicas run it at once: on Postgres it holds an advisory lock for
-// the duration.
+// Migrate brings the schema up to date and records SchemaVersion; it
+// refuses (*SchemaTooNewError) a database whose recorded version is newer,
+// before changing anything. A database without a recorded version is
+// taken for version 1 and migrated in place. It is idempotent, and safe
+// when several replicas run it at once: on Postgres it holds an advisory
+// lock for the duration.
 func Migrate(ctx context.Context, db *gorm.DB) error {
 	start := time.Now()
+	var from int
 	err := db.WithContext(ctx).Connection(func(conn *gorm.DB) error {
 		if IsPostgres(conn) {
 			if err := conn.Exec("SELECT pg_advisory_lock(?)", int64(migrationLockKey)).Error; err != nil {
@@ -158,14 +162,22 @@ func Migrate(ctx context.Context, db *gorm.DB) error {
 			}
 			defer conn.Exec("SELECT pg_advisory_unlock(?)", int64(migrationLockKey))
 		}
-		if err := conn.AutoMigrate(all()...); err != nil {
-			return fmt.Errorf("auto-migrate: %w", err)
-		}
-		return nil
+		var err error
+		from, err = migrateVersioned(ctx, conn, func() error {
+			if err := conn.AutoMigrate(all()...); err != nil {
+				return fmt.Errorf("auto-migrate: %w", err)
+			}
+			return nil
+		})
+		return err
 	})
 	if err != nil {
 		return fmt.Errorf("migrate database: %w", err)
 	}
-	slog.Debug("database migrated", "dialect", Dialect(db), "took", time.Since(start))
+	lvl := slog.LevelDebug
+	if from != 0 && from != SchemaVersion {
+		lvl = slog.LevelInfo // an upgrade in place is worth a line
+	}
+	slog.Log(ctx, lvl, "database migrated", "dialect", Dialect(db), "from_version", from, "to_version", SchemaVersion, "took", time.Since(start))
 	return nil
 }

@@ -1,0 +1,96 @@
+package models
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"gorm.io/gorm"
+	"gorm.io/gorm/clause"
+)
+
+// SchemaVersion is the version of the database schema (app records and
+// the WebDAV metadata, which live in the same database) this binary
+// migrates to and runs on. Raise it with any change an older binary must
+// not run against. Version 1 is every schema from before versions were
+// recorded; 2 is the first recorded one.
+const SchemaVersion = 2
+
+// legacySchemaVersion is what an existing database without a recorded
+// version is taken for: the version before versions were recorded.
+const legacySchemaVersion = 1
+
+// SchemaState is the single row (ID 1) recording the schema version the
+// database was last migrated to.
+type SchemaState struct {
+	ID         int `gorm:"primaryKey;autoIncrement:false"`
+	Version    int `gorm:"not null"`
+	MigratedAt time.Time
+}
+
+// TableName implements gorm's tabler.
+func (SchemaState) TableName() string { return "schema_version" }
+
+// SchemaTooNewError refuses a database migrated by a newer binary: this
+// one could not tell what its migrations would break.
+type SchemaTooNewError struct {
+	// Found is the database's schema version, Known this binary's.
+	Found, Known int
+}
+
+func (e *SchemaTooNewError) Error() string {
+	return fmt.Sprintf("the database's schema is version %d, newer than version %d, the newest this binary knows: "+
+		"it was migrated by a newer Ontoflow; run that version or a later one (or restore a backup taken before the upgrade)", e.Found, e.Known)
+}
+
+// StoredSchemaVersion is the schema version db records: 0 for an empty
+// database, legacySchemaVersion for one made before versions were
+// recorded.
+func StoredSchemaVersion(ctx context.Context, db *gorm.DB) (int, error) {
+	db = db.WithContext(ctx)
+	m := db.Migrator()
+	if m.HasTable(&SchemaState{}) {
+		var st SchemaState
+		err := db.Take(&st, "id = ?", 1).Error
+		if err == nil {
+			return st.Version, nil
+		}
+		if !errors.Is(err, gorm.ErrRecordNotFound) {
+			return 0, fmt.Errorf("read the schema version: %w", err)
+		}
+	}
+	// Users exist in every schema there has been.
+	if m.HasTable(&User{}) {
+		return legacySchemaVersion, nil
+	}
+	return 0, nil
+}
+
+// migrateVersioned runs migrate on conn unless the database is newer than
+// this binary, then records SchemaVersion. conn holds the migration lock.
+func migrateVersioned(ctx context.Context, conn *gorm.DB, migrate func() error) (from int, err error) {
+	from, err = StoredSchemaVersion(ctx, conn)
+	if err != nil {
+		return 0, err
+	}
+	if from > SchemaVersion {
+		return from, &SchemaTooNewError{Found: from, Known: SchemaVersion}
+	}
+	if err := migrate(); err != nil {
+		return from, err
+	}
+	if err := conn.AutoMigrate(&SchemaState{}); err != nil {
+		return from, fmt.Errorf("create the schema version table: %w", err)
+	}
+	if from == SchemaVersion {
+		return from, nil
+	}
+	st := SchemaState{ID: 1, Version: SchemaVersion, MigratedAt: time.Now().UTC()}
+	err = conn.Clauses(clause.OnConflict{Columns: []clause.Column{{Name: "id"}},
+		DoUpdates: clause.AssignmentColumns([]string{"version", "migrated_at"})}).Create(&st).Error
+	if err != nil {
+		return from, fmt.Errorf("record schema version %d: %w", SchemaVersion, err)
+	}
+	return from, nil
+}

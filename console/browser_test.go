@@ -219,9 +219,9 @@ func TestConsoleInBrowser(t *testing.T) {
 	t.Run("action log", func(t *testing.T) {
 		run(t, ctx, "log",
 			chromedp.Navigate(base+"/log"),
-			until(`[...document.querySelectorAll('#log tbody tr')].filter(r => r.textContent.includes('triage') && r.textContent.includes('succeeded')).length >= 1`),
+			until(`[...document.querySelectorAll('#log tbody tr')].filter(r => r.textContent.includes('Triage ticket') && r.textContent.includes('succeeded') && r.querySelector('a[href^="/ui/objects/"]')).length >= 1`),
 			sh.take(ctx, "06-log"),
-			chromedp.Evaluate(`[...document.querySelectorAll('#log tbody tr')].find(r => r.textContent.includes('triage') && r.textContent.includes('succeeded')).querySelector('a').click()`, nil),
+			chromedp.Evaluate(`[...document.querySelectorAll('#log tbody tr')].find(r => r.textContent.includes('Triage ticket') && r.textContent.includes('succeeded')).querySelector('a').click()`, nil),
 			chromedp.WaitVisible("dl.meta", chromedp.ByQuery),
 			until(`document.querySelector('#workflow-link') && document.querySelector('#workflow-link').href.includes('/namespaces/default/workflows/action%2Ftriage%2F')`),
 			until(`document.querySelector('table.edits') !== null`),
@@ -263,6 +263,14 @@ func TestConsoleInBrowser(t *testing.T) {
 			chromedp.WaitVisible("#p-status", chromedp.ByQuery),
 			until(`document.documentElement.scrollWidth <= 390`),
 			sh.take(ctx, "09-form-390px"),
+			chromedp.Navigate(base+"/log"),
+			chromedp.WaitVisible("#log", chromedp.ByQuery),
+			until(`document.documentElement.scrollWidth <= 390 && `+brokenWords+`.length === 0`),
+			sh.take(ctx, "10-log-390px"),
+			chromedp.Evaluate(`document.querySelector('#log tbody tr a').click()`, nil),
+			chromedp.WaitVisible("dl.meta", chromedp.ByQuery),
+			until(`document.documentElement.scrollWidth <= 390 && `+brokenWords+`.length === 0`),
+			sh.take(ctx, "11-execution-390px"),
 			chromedp.EmulateViewport(1280, 900),
 		)
 	})
@@ -277,6 +285,19 @@ func TestConsoleInBrowser(t *testing.T) {
 		)
 	})
 }
+
+// brokenWords lists the words of table cells that the page renders
+// across two lines (a word broken inside, "tri age"): a word laid out in
+// one piece has one client rectangle. A break after a hyphen
+// ("set-" / "status") is a break between words.
+const brokenWords = `(() => { const bad = [];
+  for (const cell of document.querySelectorAll('table td, table th')) {
+    const w = document.createTreeWalker(cell, NodeFilter.SHOW_TEXT); let n;
+    while ((n = w.nextNode())) { const re = /[^\s-]+/g; let m;
+      while ((m = re.exec(n.data))) { const r = document.createRange();
+        r.setStart(n, m.index); r.setEnd(n, m.index + m[0].length);
+        if (r.getClientRects().length > 1) bad.push(m[0]); } } }
+  return bad; })()`
 
 // liveForm opens triage, picks the target by search, watches the
 // overrides change the DOM as it types, submits without a required

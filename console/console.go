@@ -59,6 +59,7 @@ type PreviewResult struct {
 // PreviewObject is one object a what-if would touch.
 type PreviewObject struct {
 	ObjectTypeID, ObjectID, Op string
+	Title                      string // set by the console when the user may read the object
 	Before, After              map[string]any
 }
 

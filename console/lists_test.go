@@ -198,13 +198,13 @@ func TestConsoleLogFilters(t *testing.T) {
 		want  []logRow
 	}{
 		{"admin", admin, "", []logRow{ok("set-status", "admin", "inline-edit"), ok("set-status", "viewer", "execute"),
-			failed("triage", "admin", "execute"), ok("triage", "admin", "execute")}},
-		{"admin", admin, "action=" + w.triage, []logRow{failed("triage", "admin", "execute"), ok("triage", "admin", "execute")}},
+			failed("Triage ticket", "admin", "execute"), ok("Triage ticket", "admin", "execute")}},
+		{"admin", admin, "action=" + w.triage, []logRow{failed("Triage ticket", "admin", "execute"), ok("Triage ticket", "admin", "execute")}},
 		{"admin", admin, "actor=viewer", []logRow{ok("set-status", "viewer", "execute")}},
-		{"admin", admin, "status=failed", []logRow{failed("triage", "admin", "execute")}},
+		{"admin", admin, "status=failed", []logRow{failed("Triage ticket", "admin", "execute")}},
 		{"admin", admin, "kind=inline-edit", []logRow{ok("set-status", "admin", "inline-edit")}},
 		{"admin", admin, "action=" + w.setStatus + "&kind=execute&status=succeeded", []logRow{ok("set-status", "viewer", "execute")}},
-		{"admin", admin, "since=" + day(-1) + "&status=failed", []logRow{failed("triage", "admin", "execute")}},
+		{"admin", admin, "since=" + day(-1) + "&status=failed", []logRow{failed("Triage ticket", "admin", "execute")}},
 		{"admin", admin, "since=" + day(2), nil},
 		{"viewer", viewer, "", []logRow{ok("set-status", "viewer", "execute")}},
 		{"viewer", viewer, "actor=admin", nil},
@@ -213,6 +213,10 @@ func TestConsoleLogFilters(t *testing.T) {
 		if st != http.StatusOK || fmt.Sprint(got) != fmt.Sprint(c.want) {
 			t.Errorf("%s's log ?%s: %d %v, want %v", c.who, c.query, st, got, c.want)
 		}
+	}
+	// Targets by title, linked to the object.
+	if _, page := send(t, "GET", base+"/log", nil, admin); !strings.Contains(page, `<a href="/ui/objects/Ticket/`+w.plain+`">plain-1</a>`) {
+		t.Errorf("the log does not name its target by title:\n%s", page)
 	}
 	for _, q := range []string{"since=yesterday", "status=bogus", "kind=bogus"} {
 		if st, _ := logRows(t, base, admin, q); st != http.StatusBadRequest {
@@ -303,5 +307,40 @@ func TestConsoleActionListPastRefusedActions(t *testing.T) {
 	_, page := send(t, "GET", s.base+"/ui/", nil, viewer)
 	if !strings.Contains(page, "zz-for-everyone") || strings.Contains(page, "aa-ops-") {
 		t.Errorf("viewer's action list: %v", groups(page))
+	}
+}
+
+// TestConsoleExecutionShowsChanges checks an execution's page: the action
+// by display name, the target and edited object by title, parameters as
+// values (not JSON escapes), and only the properties that changed.
+func TestConsoleExecutionShowsChanges(t *testing.T) {
+	s := startStack(t)
+	w := s.seed()
+	var ex struct {
+		ID    string `json:"id"`
+		Edits []struct {
+			Before, After map[string]any
+		} `json:"edits"`
+	}
+	s.must(http.StatusOK, "POST", "/api/v1/ontology/actions/triage/execute", map[string]any{"target_object_id": w.plain,
+		"parameters": map[string]any{"status": "open", "priority": "high", "reason": "<b>now</b> & here"}}, &ex)
+	if len(ex.Edits) != 1 || ex.Edits[0].After["status"] != "open" {
+		t.Fatalf("the record should keep the unchanged status (the inverse may need it): %+v", ex.Edits)
+	}
+	admin := signIn(t, s.base+"/ui", "admin", adminPassword)
+	_, page := send(t, "GET", s.base+"/ui/executions/"+ex.ID, nil, admin)
+	for _, want := range []string{
+		"<h1>Triage ticket ",
+		`<dt>Target</dt><dd><a href="/ui/objects/Ticket/` + w.plain + `">plain-1</a>`,
+		`<a href="/ui/objects/`, `">plain-1</a></td>`,
+		"<td>priority</td><td></td><td>high</td>",
+		"<dt>reason</dt><dd>&lt;b&gt;now&lt;/b&gt; &amp; here</dd>",
+	} {
+		if !strings.Contains(page, want) {
+			t.Errorf("execution page lacks %q:\n%s", want, page)
+		}
+	}
+	if strings.Contains(page, "<td>status</td>") || strings.Contains(page, `\u003c`) {
+		t.Errorf("execution page lists an unchanged property or a JSON escape:\n%s", page)
 	}
 }

@@ -22,6 +22,7 @@ type logView struct {
 	Statuses, Kinds                    []string
 	Actions                            []ontology.ActionTypeView
 	Rows                               []models.Execution
+	Names                              rowNames
 	Page                               int
 	More                               bool
 	Error                              string
@@ -56,7 +57,51 @@ func (c *Console) logPage(g *gin.Context) {
 		rows, v.More = rows[:logPageSize], true
 	}
 	v.Rows = rows
+	names := map[string]string{}
+	for _, a := range v.Actions {
+		names[a.ID] = displayName(a.DisplayName, a.Name)
+	}
+	v.Names = c.rowNames(g, names, rows)
 	c.page(g, http.StatusOK, "log", "Action log", v)
+}
+
+// rowNames names what the log and an execution's page show by id: actions
+// by their display name, objects by their title, linked.
+type rowNames struct {
+	Actions map[string]string
+	Objects map[string]ontology.ObjectRef
+}
+
+// Action is the display name of the action a row ran, or the name the
+// row recorded when the action is gone.
+func (n rowNames) Action(ex models.Execution) string {
+	if d := n.Actions[ex.ActionTypeID]; d != "" {
+		return d
+	}
+	return ex.ActionTypeName
+}
+
+// rowNames reads the titles of the rows' targets and edited objects the
+// user may read (one query); a failure only costs the names.
+func (c *Console) rowNames(g *gin.Context, actions map[string]string, rows []models.Execution) rowNames {
+	n := rowNames{Actions: actions}
+	var ids []string
+	for _, ex := range rows {
+		if ex.TargetObjectID != "" {
+			ids = append(ids, ex.TargetObjectID)
+		}
+		for _, e := range ex.Edits.V {
+			if e.ObjectID != "" {
+				ids = append(ids, e.ObjectID)
+			}
+		}
+	}
+	objs, err := c.d.Store.ObjectTitles(g.Request.Context(), principal(g).User, ids)
+	if err != nil {
+		c.d.Logger.WarnContext(g.Request.Context(), "name the objects of the action log", "err", err)
+	}
+	n.Objects = objs
+	return n
 }
 
 func (c *Console) logFilter(g *gin.Context, v logView) (executions.Filter, error) {
@@ -79,6 +124,7 @@ func (c *Console) logFilter(g *gin.Context, v logView) (executions.Filter, error
 
 type executionView struct {
 	Execution   *models.Execution
+	Names       rowNames
 	WorkflowURL string
 	Failure     any
 	CanUndo     bool
@@ -104,5 +150,10 @@ func (c *Console) executionPage(g *gin.Context) {
 	if f := failureOf(ex); f != nil {
 		v.Failure = f
 	}
-	c.page(g, http.StatusOK, "execution", "Execution "+ex.ID, v)
+	names := map[string]string{}
+	if at, err := c.d.Store.ActionType(ctx, ex.ActionTypeID); err == nil {
+		names[at.ID] = displayName(at.DisplayName, at.Name)
+	}
+	v.Names = c.rowNames(g, names, []models.Execution{*ex})
+	c.page(g, http.StatusOK, "execution", v.Names.Action(*ex), v)
 }

@@ -7,11 +7,14 @@ import (
 	"html/template"
 	"net/http"
 	"sort"
+	"strings"
 	"time"
 
 	"github.com/gin-gonic/gin"
 
+	"github.com/ontoflow/ontoflow/domain"
 	"github.com/ontoflow/ontoflow/models"
+	"github.com/ontoflow/ontoflow/ontology"
 )
 
 // pageData is what every full page shows around its content.
@@ -35,16 +38,31 @@ var funcs = template.FuncMap{
 	"lookup":   func(m map[string]any, k string) any { return m[k] },
 	"hasKey":   func(m map[string]any, k string) bool { _, ok := m[k]; return ok },
 	"prefix":   func() string { return Prefix },
-	"editKeys": editKeys,
+	"editRows": editRows,
+	"objectRef": func(n rowNames, id string) ontology.ObjectRef {
+		if ref, ok := n.Objects[id]; ok {
+			return ref
+		}
+		return ontology.ObjectRef{ID: id}
+	},
 }
 
 // jsonText renders v as indented JSON (as text: the template escapes it).
+// html/template escapes the text; json's own HTML escaping would show
+// "<" as \u003c.
 func jsonText(v any) string {
-	b, err := json.MarshalIndent(v, "", "  ")
-	if err != nil {
+	return marshalText(v, "  ")
+}
+
+func marshalText(v any, indent string) string {
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	enc.SetIndent("", indent)
+	if err := enc.Encode(v); err != nil {
 		return fmt.Sprint(v)
 	}
-	return string(b)
+	return strings.TrimSuffix(b.String(), "\n")
 }
 
 // valueText renders a property value compactly: strings as they are,
@@ -56,11 +74,7 @@ func valueText(v any) string {
 	case string:
 		return x
 	}
-	b, err := json.Marshal(v)
-	if err != nil {
-		return fmt.Sprint(v)
-	}
-	return string(b)
+	return marshalText(v, "")
 }
 
 func timePtr(t *time.Time) string {
@@ -79,7 +93,41 @@ func sortedKeys(m map[string]any) []string {
 	return ks
 }
 
-// editKeys are the properties an edit touched, before or after.
+// editRow is one line of an edits table: one property an edit changed,
+// or one link edit, with its object named by title.
+type editRow struct {
+	Op, ObjectTypeID, ObjectID, Title string
+	Property, Before, After           string
+	Link                              string
+}
+
+// editRows lists what edits changed, as Preview does: a property an
+// update wrote with the value it already had is left out (the record keeps
+// it; nothing changed, so nothing is shown).
+func editRows(edits []models.Edit, names rowNames) []editRow {
+	var rows []editRow
+	for _, e := range edits {
+		base := editRow{Op: e.Op, ObjectTypeID: e.ObjectTypeID, ObjectID: e.ObjectID, Title: e.ObjectID}
+		if ref, ok := names.Objects[e.ObjectID]; ok {
+			base.Title = ref.Title
+		}
+		keys := editKeys(e)
+		if len(keys) == 0 {
+			base.Link = e.LinkID
+			rows = append(rows, base)
+			continue
+		}
+		for _, k := range keys {
+			r := base
+			r.Property, r.Before, r.After = k, valueText(e.Before[k]), valueText(e.After[k])
+			rows = append(rows, r)
+		}
+	}
+	return rows
+}
+
+// editKeys are the properties an edit touched, before or after, less
+// those an update left as they were.
 func editKeys(e models.Edit) []string {
 	seen := map[string]any{}
 	for k := range e.Before {
@@ -87,6 +135,13 @@ func editKeys(e models.Edit) []string {
 	}
 	for k := range e.After {
 		seen[k] = nil
+	}
+	if e.Op == models.EditUpdateObject {
+		for k := range seen {
+			if domain.ValuesEqual(e.Before[k], e.After[k]) {
+				delete(seen, k)
+			}
+		}
 	}
 	return sortedKeys(seen)
 }

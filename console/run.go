@@ -17,6 +17,7 @@ import (
 // did not run, and the form again (its messages beside the fields).
 type resultView struct {
 	Execution   *models.Execution
+	Names       rowNames
 	WorkflowURL string
 	Failure     *engine.Failure
 	Refusal     *refusalView
@@ -54,6 +55,7 @@ func (c *Console) run(g *gin.Context) {
 		return
 	}
 	rv.Execution, rv.WorkflowURL = ex, c.d.Executions.WorkflowURL(ex)
+	rv.Names = c.rowNames(g, map[string]string{at.ID: displayName(at.DisplayName, at.Name)}, []models.Execution{*ex})
 	rv.CanUndo = c.canUndo(ctx, p.User, ex)
 	rv.Failure = failureOf(ex)
 	if rv.Failure != nil && rv.Failure.Code == string(apperr.PermissionDenied) {
@@ -146,7 +148,27 @@ func (c *Console) preview(g *gin.Context) {
 		return
 	}
 	pv.Result = res
+	c.titlePreview(g, res)
 	c.fragment(g, "preview", pv)
+}
+
+// titlePreview names the preview's objects that exist and the user may
+// read by their titles (an object the what-if would create has none yet).
+func (c *Console) titlePreview(g *gin.Context, res *PreviewResult) {
+	if res == nil {
+		return
+	}
+	var ids []string
+	for _, o := range res.Objects {
+		ids = append(ids, o.ObjectID)
+	}
+	refs, err := c.d.Store.ObjectTitles(g.Request.Context(), principal(g).User, ids)
+	if err != nil {
+		c.d.Logger.WarnContext(g.Request.Context(), "name the objects of a preview", "err", err)
+	}
+	for i := range res.Objects {
+		res.Objects[i].Title = refs[res.Objects[i].ObjectID].Title
+	}
 }
 
 // canUndo says whether the page offers Undo for ex: the revert service
@@ -179,6 +201,7 @@ func (c *Console) undo(g *gin.Context) {
 		return
 	} else {
 		rv.Execution, rv.WorkflowURL, rv.Failure = ex, c.d.Executions.WorkflowURL(ex), failureOf(ex)
+		rv.Names = c.rowNames(g, nil, []models.Execution{*ex})
 	}
 	c.fragment(g, "undo-result", rv)
 }

@@ -102,6 +102,9 @@ type App struct {
 	// generated password (printed once).
 	AdminPassword string
 
+	// kinds are the operation kinds assembled (the secrets' migration
+	// reads definitions through them).
+	kinds    *engine.Kinds
 	http     *http.Server
 	httpDone chan error
 	// stopSweeps ends the background purge of expired branches and waits
@@ -136,6 +139,9 @@ func Start(ctx context.Context, mode Mode, cfg *config.Config, log *slog.Logger,
 		return nil, err
 	}
 	a.assemble(o)
+	if _, err := secrets.MigratePolicies(ctx, a.DB, a.Log, a.kinds.Domain().SecretUses); err != nil {
+		return nil, err
+	}
 	if mode == Dev || mode == Worker {
 		if err := a.startWorker(); err != nil {
 			return nil, err
@@ -220,6 +226,8 @@ func (a *App) assemble(o options) {
 		engine.InvokeFunction{Functions: a.Functions, Reads: reads, Client: a.Outbound}}
 	kinds := engine.NewKinds(engine.ReplaceKinds(engine.BuiltinKinds(), append(withDeps, o.kinds...)...)...)
 	a.Store = ontology.NewStore(a.DB, cfg.Markings, kinds.Domain())
+	a.Store.UseSecretPolicy(a.Secrets)
+	a.kinds = kinds
 	reads.Store = a.Store
 	a.Engine = engine.New(engine.Deps{DB: a.DB, Ontology: a.Store, Kinds: kinds, Levels: cfg.Markings, Log: a.Log,
 		Registerer: a.Registry, Channels: a.channels(), MaxRecipients: cfg.MaxRecipients})

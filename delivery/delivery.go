@@ -105,8 +105,9 @@ func postJSON(ctx context.Context, client *http.Client, channel, dest string, bo
 }
 
 // transportError describes a request that got no answer: refused by the
-// guard or for its destination (permanent) or a network failure or timeout (retryable). The
-// *url.Error around it, which holds the URL, is dropped.
+// guard or for its destination (permanent), or a network failure or
+// timeout (retryable). The *url.Error around it, which holds the URL, is
+// dropped.
 func transportError(channel string, err error) error {
 	var de *outbound.DestinationError
 	if errors.As(err, &de) {

@@ -116,10 +116,14 @@ func invalidPolicy(field, reason, format string, args ...any) error {
 }
 
 // applyPolicy checks the policy members sp sets and writes them to row;
-// on create (by set) the members sp leaves out take their defaults.
-func (s *Store) applyPolicy(ctx context.Context, row *models.Secret, sp Spec, by string) error {
-	if by != "" {
-		row.UseRoles.V, row.UseUsers.V, row.Destinations.V, row.Channel = []string{}, []string{by}, []string{}, ""
+// on create the members sp leaves out take their defaults: the creator
+// by (when known) alone, no destination, no channel.
+func (s *Store) applyPolicy(ctx context.Context, row *models.Secret, sp Spec, create bool, by string) error {
+	if create {
+		row.UseRoles.V, row.UseUsers.V, row.Destinations.V, row.Channel = []string{}, []string{}, []string{}, ""
+		if by != "" {
+			row.UseUsers.V = []string{by}
+		}
 	}
 	if sp.UseRoles != nil {
 		roles, err := checkRoles(*sp.UseRoles)

@@ -155,7 +155,7 @@ func (s *Store) create(ctx context.Context, name string, sp Spec, by string) (*m
 	if sp.Description != nil {
 		row.Description = *sp.Description
 	}
-	if err := s.applyPolicy(ctx, row, sp, by); err != nil {
+	if err := s.applyPolicy(ctx, row, sp, true, by); err != nil {
 		return nil, err
 	}
 	if err := s.db.WithContext(ctx).Create(row).Error; err != nil {
@@ -199,7 +199,7 @@ func (s *Store) update(ctx context.Context, name string, sp Spec, by string) (*m
 		set["description"] = *sp.Description
 	}
 	if sp.setsPolicy() {
-		if err := s.applyPolicy(ctx, row, sp, ""); err != nil {
+		if err := s.applyPolicy(ctx, row, sp, false, ""); err != nil {
 			return nil, err
 		}
 		set["use_roles"], set["use_users"], set["destinations"] = row.UseRoles, row.UseUsers, row.Destinations

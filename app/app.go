@@ -139,7 +139,7 @@ func Start(ctx context.Context, mode Mode, cfg *config.Config, log *slog.Logger,
 		return nil, err
 	}
 	a.assemble(o)
-	if _, err := secrets.MigratePolicies(ctx, a.DB, a.Log, a.kinds.Domain().SecretUses); err != nil {
+	if err := MigrateData(ctx, a.DB, a.Log, a.kinds); err != nil {
 		return nil, err
 	}
 	if mode == Dev || mode == Worker {
@@ -199,6 +199,19 @@ func (a *App) openDatabase(ctx context.Context) error {
 		return a.ensureAdmin(ctx)
 	}
 	return nil
+}
+
+// MigrateData brings stored data to what this version expects, after the
+// schema (models.Migrate): today it gives secrets stored before use
+// policies existed theirs, judging definitions by kinds (nil: the
+// built-in ones). Every start runs it before serving; so does
+// `ontoflow migrate`. It is idempotent.
+func MigrateData(ctx context.Context, db *gorm.DB, log *slog.Logger, kinds *engine.Kinds) error {
+	if kinds == nil {
+		kinds = engine.NewKinds(engine.BuiltinKinds()...)
+	}
+	_, err := secrets.MigratePolicies(ctx, db, log, kinds.Domain().SecretUses)
+	return err
 }
 
 // dialTemporal connects to Temporal; against a server it did not start,

@@ -11,10 +11,12 @@ import (
 	"github.com/ontoflow/ontoflow/secrets"
 )
 
-// SecretRoutes registers /secrets: names and metadata are readable with
-// secrets:read (or secrets:write); creating, updating and deleting need
-// secrets:write and a full session (a guest session is refused). A value
-// goes in and is never answered, not at creation and not to admins.
+// SecretRoutes registers /secrets: names and metadata (the use policy
+// included) are readable with secrets:read (or secrets:write); creating,
+// updating and deleting, and setting who may use a secret and where it
+// may be sent, need secrets:write and a full session (a guest session is
+// refused). A value goes in and is never answered, not at creation and
+// not to admins.
 func SecretRoutes(store *secrets.Store) func(g *gin.RouterGroup) {
 	h := &secretsAPI{store: store}
 	return func(g *gin.RouterGroup) {
@@ -48,11 +50,11 @@ func (h *secretsAPI) write(c *gin.Context) {
 	c.Next()
 }
 
-// secretCreate is the body of POST /secrets.
+// secretCreate is the body of POST /secrets: a name, then what PUT
+// takes (the value, the description and the use policy).
 type secretCreate struct {
-	Name        string  `json:"name"`
-	Value       *string `json:"value"`
-	Description *string `json:"description"`
+	Name string `json:"name"`
+	secrets.Spec
 }
 
 func (h *secretsAPI) create(c *gin.Context) {
@@ -61,7 +63,7 @@ func (h *secretsAPI) create(c *gin.Context) {
 		fail(c, err)
 		return
 	}
-	row, err := h.store.Create(c.Request.Context(), req.Name, secrets.Spec{Value: req.Value, Description: req.Description}, principal(c).User.ID)
+	row, err := h.store.Create(c.Request.Context(), req.Name, req.Spec, principal(c).User.ID)
 	if err != nil {
 		fail(c, err)
 		return

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
@@ -221,4 +222,75 @@ func TestSecretsAPIWithoutKey(t *testing.T) {
 	if r := e.do("admin", "GET", "/secrets", ""); r.status != 200 {
 		t.Fatalf("list without a key: %d %s", r.status, r.raw)
 	}
+}
+
+// TestSecretsAPIUsePolicy: the use policy (use_roles, use_users,
+// destinations, channel) is set and read on the secrets routes by those
+// who manage secrets, checked (one JSON error shape naming the member),
+// shown in normal form, and never with the value.
+func TestSecretsAPIUsePolicy(t *testing.T) {
+	testdb.Each(t, func(t *testing.T, db *gorm.DB) {
+		raw, _ := secrets.ParseKey(secrets.GenerateKey())
+		keys, err := secrets.NewKeyring(raw)
+		if err != nil {
+			t.Fatal(err)
+		}
+		e := newSecretsEnv(t, db, keys)
+		var writer models.User
+		if err := db.Where("username = ?", "writer").Take(&writer).Error; err != nil {
+			t.Fatal(err)
+		}
+		r := e.do("writer", "POST", "/secrets", `{"name":"CRM","value":"`+secretValue+`"}`)
+		if r.status != 201 || fmt.Sprint(r.body["use_users"]) != "["+writer.ID+"]" || fmt.Sprint(r.body["use_roles"]) != "[]" ||
+			fmt.Sprint(r.body["destinations"]) != "[]" || r.body["channel"] != "" {
+			t.Fatalf("create with the default policy: %d %s", r.status, r.raw)
+		}
+		r = e.do("writer", "POST", "/secrets", `{"name":"SLACK","value":"`+secretValue+`s","channel":"slack","use_roles":["ops"],"use_users":[]}`)
+		if r.status != 201 || r.body["channel"] != "slack" || fmt.Sprint(r.body["use_roles"]) != "[ops]" || fmt.Sprint(r.body["use_users"]) != "[]" {
+			t.Fatalf("create with a policy: %d %s", r.status, r.raw)
+		}
+		r = e.do("writer", "PUT", "/secrets/CRM", `{"destinations":["HTTPS://crm.example.com:443/api/","127.0.0.1:9000"],"use_roles":["integrations"]}`)
+		if r.status != 200 || fmt.Sprint(r.body["destinations"]) != "[https://crm.example.com/api/ 127.0.0.1:9000]" ||
+			fmt.Sprint(r.body["use_roles"]) != "[integrations]" || fmt.Sprint(r.body["use_users"]) != "["+writer.ID+"]" {
+			t.Fatalf("set the policy: %d %s", r.status, r.raw)
+		}
+		r = e.do("reader", "GET", "/secrets/CRM", "")
+		if r.status != 200 || fmt.Sprint(r.body["destinations"]) != "[https://crm.example.com/api/ 127.0.0.1:9000]" {
+			t.Fatalf("read the policy: %d %s", r.status, r.raw)
+		}
+		steps := []struct {
+			name, user, method, path, body string
+			status                         int
+			code, field                    string
+		}{
+			{"bad destination", "writer", "PUT", "/secrets/CRM", `{"destinations":["ftp://x/"]}`, 400, "InvalidArgument", "destinations"},
+			{"destination with a query", "writer", "PUT", "/secrets/CRM", `{"destinations":["https://x/?a=1"]}`, 400, "InvalidArgument", "destinations"},
+			{"unknown user", "writer", "PUT", "/secrets/CRM", `{"use_users":["5b0f6c1e-0000-4000-8000-000000000000"]}`, 400, "InvalidArgument", "use_users"},
+			{"unknown channel", "writer", "PUT", "/secrets/CRM", `{"channel":"fax"}`, 400, "InvalidArgument", "channel"},
+			{"destinations not a list", "writer", "PUT", "/secrets/CRM", `{"destinations":"x"}`, 400, "InvalidJSON", ""},
+			{"bad policy on create", "writer", "POST", "/secrets", `{"name":"X","value":"v","destinations":["a b"]}`, 400, "InvalidArgument", "destinations"},
+			{"reader may not set", "reader", "PUT", "/secrets/CRM", `{"destinations":[]}`, 403, "PermissionDenied", ""},
+			{"ontology writer may not set", "plain", "PUT", "/secrets/CRM", `{"use_users":[]}`, 403, "PermissionDenied", ""},
+			{"guest may not set", "guest", "PUT", "/secrets/CRM", `{"destinations":[]}`, 403, "PermissionDenied", ""},
+		}
+		for _, s := range steps {
+			r := e.do(s.user, s.method, s.path, s.body)
+			if r.status != s.status || r.code() != s.code {
+				t.Errorf("%s: %d %s, want %d %s", s.name, r.status, r.raw, s.status, s.code)
+				continue
+			}
+			if s.field != "" && !strings.Contains(r.raw, `"field":"`+s.field+`"`) {
+				t.Errorf("%s: the error does not name %s: %s", s.name, s.field, r.raw)
+			}
+		}
+		if r := e.do("reader", "GET", "/secrets/X", ""); r.status != 404 {
+			t.Errorf("a refused create stored the secret: %d", r.status)
+		}
+		if r := e.do("reader", "GET", "/secrets/CRM", ""); fmt.Sprint(r.body["destinations"]) != "[https://crm.example.com/api/ 127.0.0.1:9000]" {
+			t.Errorf("a refused update changed the policy: %s", r.raw)
+		}
+		if strings.Contains(e.seen.String(), secretValue) {
+			t.Fatal("an answer of the API held a secret's value")
+		}
+	})
 }

@@ -102,6 +102,9 @@ type App struct {
 	// generated password (printed once).
 	AdminPassword string
 
+	// kinds are the operation kinds assembled (the secrets' migration
+	// reads definitions through them).
+	kinds    *engine.Kinds
 	http     *http.Server
 	httpDone chan error
 	// stopSweeps ends the background purge of expired branches and waits
@@ -138,6 +141,9 @@ func Start(ctx context.Context, mode Mode, cfg *config.Config, log *slog.Logger,
 		return nil, err
 	}
 	a.assemble(o)
+	if err := MigrateData(ctx, a.DB, a.Log, a.kinds); err != nil {
+		return nil, err
+	}
 	if mode == Dev || mode == Worker {
 		if err := a.startWorker(); err != nil {
 			return nil, err
@@ -197,6 +203,19 @@ func (a *App) openDatabase(ctx context.Context) error {
 	return nil
 }
 
+// MigrateData brings stored data to what this version expects, after the
+// schema (models.Migrate): today it gives secrets stored before use
+// policies existed theirs, judging definitions by kinds (nil: the
+// built-in ones). Every start runs it before serving; so does
+// `ontoflow migrate`. It is idempotent.
+func MigrateData(ctx context.Context, db *gorm.DB, log *slog.Logger, kinds *engine.Kinds) error {
+	if kinds == nil {
+		kinds = engine.NewKinds(engine.BuiltinKinds()...)
+	}
+	_, err := secrets.MigratePolicies(ctx, db, log, kinds.Domain().SecretUses)
+	return err
+}
+
 // dialTemporal connects to Temporal; against a server it did not start,
 // it registers the search attributes executions use.
 func (a *App) dialTemporal(ctx context.Context, addr string) error {
@@ -222,6 +241,8 @@ func (a *App) assemble(o options) {
 		engine.InvokeFunction{Functions: a.Functions, Reads: reads, Client: a.Outbound}}
 	kinds := engine.NewKinds(engine.ReplaceKinds(engine.BuiltinKinds(), append(withDeps, o.kinds...)...)...)
 	a.Store = ontology.NewStore(a.DB, cfg.Markings, kinds.Domain())
+	a.Store.UseSecretPolicy(a.Secrets)
+	a.kinds = kinds
 	reads.Store = a.Store
 	a.Engine = engine.New(engine.Deps{DB: a.DB, Ontology: a.Store, Kinds: kinds, Levels: cfg.Markings, Log: a.Log,
 		Registerer: a.Registry, Channels: a.channels(), MaxRecipients: cfg.MaxRecipients})

@@ -140,8 +140,8 @@ func TestNotificationChannelsOnDev(t *testing.T) {
 
 func channelSuite(t *testing.T, c devClient, mail *smtpSink) {
 	rx := newReceiver(t)
-	c.must(http.StatusCreated, "POST", "/api/v1/secrets", map[string]any{"name": "SLACK_OPS", "value": rx.srv.URL + "/slack/T000/B000/xyz"}, nil)
-	c.must(http.StatusCreated, "POST", "/api/v1/secrets", map[string]any{"name": "TEAMS_OPS", "value": rx.srv.URL + "/teams/flow"}, nil)
+	c.must(http.StatusCreated, "POST", "/api/v1/secrets", map[string]any{"name": "SLACK_OPS", "value": rx.srv.URL + "/slack/T000/B000/xyz", "channel": "slack"}, nil)
+	c.must(http.StatusCreated, "POST", "/api/v1/secrets", map[string]any{"name": "TEAMS_OPS", "value": rx.srv.URL + "/teams/flow", "channel": "teams"}, nil)
 	c.must(http.StatusOK, "PATCH", "/api/v1/me", map[string]any{"email": "admin@example.org"}, nil)
 	st, body := c.do("PATCH", "/api/v1/me", map[string]any{"email": "Eve <eve@example.org>\r\nBcc: x@example.org"})
 	if st != http.StatusBadRequest {

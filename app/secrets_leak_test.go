@@ -80,7 +80,11 @@ func leakSuite(t *testing.T, dsn string) {
 		"LEAK_TEAMS":   rx.srv.URL + "/teams/leak-7c3e0d95ab21",
 	}
 	for name, v := range values {
-		c.must(http.StatusCreated, "POST", "/api/v1/secrets", map[string]any{"name": name, "value": v}, nil)
+		policy := map[string]any{"name": name, "value": v, "destinations": []string{rx.srv.URL + "/hook/"}}
+		if ch, ok := map[string]string{"LEAK_SLACK": "slack", "LEAK_TEAMS": "teams"}[name]; ok {
+			policy["channel"], policy["destinations"] = ch, []string{rx.srv.URL + "/" + ch + "/"}
+		}
+		c.must(http.StatusCreated, "POST", "/api/v1/secrets", policy, nil)
 	}
 	c.must(http.StatusCreated, "POST", "/api/v1/ontology/types", map[string]any{"name": "Ticket", "primary_key": "title",
 		"properties": []map[string]any{{"name": "title", "type": "string", "required": true}, {"name": "notes", "type": "string"}}}, nil)

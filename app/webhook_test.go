@@ -106,8 +106,9 @@ func webhookSuite(t *testing.T, c devClient) {
 	rx := newReceiver(t)
 	const token = "tok-3f9a1c77e2b54d0c"
 	signing := "whsec_" + base64.StdEncoding.EncodeToString([]byte("a-signing-key-of-32-bytes-long!!"))
-	c.must(http.StatusCreated, "POST", "/api/v1/secrets", map[string]any{"name": "CRM_TOKEN", "value": token}, nil)
-	c.must(http.StatusCreated, "POST", "/api/v1/secrets", map[string]any{"name": "CRM_SIGNING", "value": signing}, nil)
+	for name, v := range map[string]string{"CRM_TOKEN": token, "CRM_SIGNING": signing} {
+		c.must(http.StatusCreated, "POST", "/api/v1/secrets", map[string]any{"name": name, "value": v, "destinations": []string{rx.srv.URL + "/sync"}}, nil)
+	}
 	c.must(http.StatusCreated, "POST", "/api/v1/ontology/types", map[string]any{"name": "Ticket", "primary_key": "title",
 		"properties": []map[string]any{{"name": "title", "type": "string", "required": true},
 			{"name": "external_id", "type": "string"}, {"name": "notes", "type": "string"}}}, nil)

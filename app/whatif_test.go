@@ -133,7 +133,8 @@ type fixture struct {
 
 func (c wi) setUp(rxURL string) fixture {
 	var f fixture
-	c.must(http.StatusCreated, "POST", "/api/v1/secrets", jsonMap{"name": "HOOK_TOKEN", "value": "tok-secret-value-42"}, nil)
+	c.must(http.StatusCreated, "POST", "/api/v1/secrets", jsonMap{"name": "HOOK_TOKEN", "value": "tok-secret-value-42",
+		"destinations": []string{rxURL + "/sync"}}, nil)
 	c.must(http.StatusCreated, "POST", "/api/v1/ontology/types", jsonMap{"name": "Ticket", "primary_key": "title",
 		"properties": []jsonMap{{"name": "title", "type": "string", "required": true}, {"name": "notes", "type": "string"},
 			{"name": "status", "type": "string"}}}, nil)

@@ -16,6 +16,7 @@ import (
 	"github.com/ontoflow/ontoflow/delivery"
 	"github.com/ontoflow/ontoflow/domain"
 	"github.com/ontoflow/ontoflow/engine"
+	"github.com/ontoflow/ontoflow/outbound"
 	"github.com/ontoflow/ontoflow/secrets"
 )
 
@@ -36,10 +37,11 @@ type Chat struct {
 
 // Secrets resolves a side effect's destination (a secret reference) and a
 // recipient's own (a user's secret, which only delivery to that user may
-// open); secrets.Store is one.
+// open), and reads a secret's use policy; secrets.Store is one.
 type Secrets interface {
 	secrets.Resolver
 	ResolveOwned(ctx context.Context, name string) (string, error)
+	UsePolicy(ctx context.Context, name string) (secrets.Policy, error)
 }
 
 var _ engine.RemoteChannel = (*Chat)(nil)
@@ -95,12 +97,36 @@ func (c *Chat) post(ctx context.Context, ref string, own bool, m engine.Message)
 	resolve := c.secrets.Resolve
 	if own {
 		resolve = c.secrets.ResolveOwned
+	} else {
+		var err error
+		if ctx, err = c.restrict(ctx, names[0]); err != nil {
+			return engine.Result{Err: err}
+		}
 	}
 	url, err := resolve(ctx, names[0])
 	if err != nil {
 		return engine.Result{Err: fmt.Errorf("resolve the %s destination: %w", c.name, err)}
 	}
 	return result(c.sender.Send(ctx, url, delivery.Message{Title: m.Title, Body: m.Body}))
+}
+
+// restrict is the call-time half of a shared destination's use policy:
+// the secret must still be bound to this channel, and when it lists
+// destinations the post goes out only to a URL inside them (checked by
+// the outbound client as it sends). A recipient's own destination is
+// theirs alone and has no policy.
+func (c *Chat) restrict(ctx context.Context, name string) (context.Context, error) {
+	p, err := c.secrets.UsePolicy(ctx, name)
+	if err != nil {
+		return nil, fmt.Errorf("read the use policy of the %s destination: %w", c.name, err)
+	}
+	if err := p.ChannelError(name, c.name); err != nil {
+		return nil, fmt.Errorf("not sent: %w", err)
+	}
+	if len(p.Destinations) > 0 {
+		ctx = outbound.RestrictTo(ctx, "the secret "+name, p.Destinations)
+	}
+	return ctx, nil
 }
 
 // result turns a sender's error into a Result; delivery errors never hold

@@ -105,9 +105,14 @@ func postJSON(ctx context.Context, client *http.Client, channel, dest string, bo
 }
 
 // transportError describes a request that got no answer: refused by the
-// guard (permanent) or a network failure or timeout (retryable). The
-// *url.Error around it, which holds the URL, is dropped.
+// guard or for its destination (permanent), or a network failure or
+// timeout (retryable). The *url.Error around it, which holds the URL, is
+// dropped.
 func transportError(channel string, err error) error {
+	var de *outbound.DestinationError
+	if errors.As(err, &de) {
+		return &Error{Channel: channel, Message: de.Error(), Err: de}
+	}
 	if errors.Is(err, outbound.ErrBlocked) {
 		var be *outbound.BlockedError
 		errors.As(err, &be)

@@ -28,10 +28,12 @@ type InvokeWebhook struct {
 }
 
 // SecretSource resolves secret references at call time and checks them
-// when a definition is saved (secrets.Store is one).
+// when a definition is saved (secrets.Store is one); UsePolicy is a
+// secret's use policy, checked again when the call is made.
 type SecretSource interface {
 	secrets.Resolver
 	CheckRefs(ctx context.Context, member, text string) error
+	UsePolicy(ctx context.Context, name string) (secrets.Policy, error)
 }
 
 // Webhook limits and defaults (docs/actions.md, "invoke_webhook").

@@ -35,6 +35,9 @@ type WebhookCall struct {
 	Mapped     map[string]any    `json:"mapped,omitempty"`
 	// Preview marks a what-if's call: built, shown, never sent.
 	Preview bool `json:"preview,omitempty"`
+	// SignedWith, in a preview, names the secret the call would be signed
+	// with (Standard Webhooks headers, added when it is sent).
+	SignedWith string `json:"signed_with,omitempty"`
 }
 
 // RetryLater asks the effect step to be tried again after Delay (the
@@ -80,6 +83,9 @@ func (k InvokeWebhook) Effect(ctx context.Context, op *Op, key string) (json.Raw
 	if err != nil {
 		return nil, err
 	}
+	if ctx, err = k.restrictToSecrets(ctx, x); err != nil {
+		return nil, err
+	}
 	attempt := attemptOf(ctx)
 	call := &WebhookCall{Method: req.method, URL: x.Redact(req.url), Attempts: attempt}
 	start := time.Now()
@@ -110,15 +116,21 @@ func (k InvokeWebhook) Effect(ctx context.Context, op *Op, key string) (json.Raw
 }
 
 // PreviewEffect implements EffectPreviewer: the request that would be
-// sent, secrets shown as references, nothing sent.
+// sent, secrets shown as references, nothing sent. A signed webhook is
+// not signed (a placeholder is no key): SignedWith names its secret.
 func (k InvokeWebhook) PreviewEffect(ctx context.Context, op *Op) (json.RawMessage, error) {
 	c := op.Config.(*webhookConfig)
 	x := secrets.NewExpander(placeholderSecrets{})
-	req, err := buildWebhook(ctx, c, op, x, op.ExecutionID)
+	unsigned := *c
+	unsigned.SigningSecret = ""
+	req, err := buildWebhook(ctx, &unsigned, op, x, op.ExecutionID)
 	if err != nil {
 		return nil, err
 	}
 	call := &WebhookCall{Method: req.method, URL: req.url, Headers: previewHeaders(c, req.header), Body: string(req.body), Preview: true}
+	if c.SigningSecret != "" {
+		call.SignedWith = secrets.Refs(c.SigningSecret)[0]
+	}
 	return json.Marshal(call)
 }
 
@@ -126,8 +138,8 @@ func (k InvokeWebhook) PreviewEffect(ctx context.Context, op *Op) (json.RawMessa
 // with the branch and shown to whoever may run the action, who may not see
 // the configured values: those are redacted by the definition view's rule
 // (RedactHeaders), never copied as rendered. Headers the engine adds
-// itself (Idempotency-Key, webhook-id, a default Content-Type, the
-// signature over placeholder secrets) carry no configured value and stay.
+// itself (Idempotency-Key, webhook-id, a default Content-Type) carry no
+// configured value and stay.
 func previewHeaders(c *webhookConfig, rendered http.Header) map[string]string {
 	out := map[string]string{}
 	for h := range rendered {
@@ -178,6 +190,9 @@ func (c cancelOnClose) Close() error { err := c.ReadCloser.Close(); c.cancel(); 
 // the outbound guard is final; network trouble and timeouts retry.
 func (k InvokeWebhook) sendFailure(err error, x *secrets.Expander, attempt, max int32) error {
 	msg := x.Redact(err.Error())
+	if f := destinationFailure(err); f != nil {
+		return f
+	}
 	if errors.Is(err, outbound.ErrBlocked) {
 		return apperr.New(apperr.WebhookFailed, "the webhook's address is refused by the outbound guard (see --outbound-allow): %s", msg)
 	}

@@ -45,3 +45,38 @@ func TestWebhookPreviewRedactsHeaders(t *testing.T) {
 		t.Errorf("definition view %v", view.Headers)
 	}
 }
+
+// TestWebhookPreviewOfSignedWebhook: a what-if of a webhook with a
+// signing_secret previews the call — method, URL, headers with secrets
+// masked, body, and the name of the secret it would be signed with —
+// instead of failing to sign with a placeholder (which is no key).
+func TestWebhookPreviewOfSignedWebhook(t *testing.T) {
+	c := &webhookConfig{Method: "PUT", URL: "https://crm.example/hook/{{ parameters.note }}",
+		Headers:       map[string]string{"Authorization": "Bearer {{ secrets.CRM_TOKEN }}", "X-Token": "{{ secrets.CRM_TOKEN }}"},
+		Body:          `{"note":"{{ parameters.note }}"}`,
+		SigningSecret: "{{ secrets.CRM_SIGNING }}"}
+	op := &Op{Action: &ActionType{ID: "a1", ActionDefinition: domain.ActionDefinition{Name: "sync"}}, Config: c,
+		Actor: &models.User{ID: "u1", Username: "ann"}, Params: map[string]any{"note": "n1"}, ExecutionID: "ex1"}
+	raw, err := InvokeWebhook{}.PreviewEffect(context.Background(), op)
+	if err != nil {
+		t.Fatalf("preview of a signed webhook: %v", err)
+	}
+	var call WebhookCall
+	if err := json.Unmarshal(raw, &call); err != nil {
+		t.Fatal(err)
+	}
+	if !call.Preview || call.Method != "PUT" || call.URL != "https://crm.example/hook/n1" || call.Body != `{"note":"n1"}` {
+		t.Errorf("preview %+v", call)
+	}
+	if call.SignedWith != "CRM_SIGNING" {
+		t.Errorf("signed_with = %q, want CRM_SIGNING", call.SignedWith)
+	}
+	if call.Headers["Authorization"] != "***" || call.Headers["X-Token"] != "[secret:CRM_TOKEN]" || call.Headers["Webhook-Id"] != "ex1" {
+		t.Errorf("headers %v", call.Headers)
+	}
+	for _, h := range []string{"Webhook-Signature", "Webhook-Timestamp"} {
+		if v, ok := call.Headers[h]; ok {
+			t.Errorf("the preview carries %s %q: a signature over a placeholder", h, v)
+		}
+	}
+}

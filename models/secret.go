@@ -17,7 +17,20 @@ type Secret struct {
 	Ciphertext []byte `gorm:"not null" json:"-"`
 	// KeyID names the key that sealed Ciphertext (a fingerprint, not the
 	// key), so a key rotation can find what is left under an old key.
-	KeyID     string    `gorm:"size:16;not null;index" json:"-"`
+	KeyID string `gorm:"size:16;not null;index" json:"-"`
+	// UseRoles and UseUsers (user ids) may reference the secret in a
+	// definition, beside admins; Destinations (outbound.Destination
+	// entries) are where a webhook may send it; Channel, when set
+	// ("slack", "teams"), binds it to that notification channel's
+	// destination and nothing else. See docs/security.md, "Secrets".
+	UseRoles     JSON[[]string] `json:"use_roles"`
+	UseUsers     JSON[[]string] `json:"use_users"`
+	Destinations JSON[[]string] `json:"destinations"`
+	Channel      string         `gorm:"size:16;not null;default:''" json:"channel"`
+	// PolicySet is false on rows written before secrets had a use policy,
+	// until the startup migration (secrets.MigratePolicies) gives them
+	// one; such a row is used as admins only, with no destination.
+	PolicySet bool      `gorm:"not null;default:false" json:"-"`
 	CreatedBy string    `gorm:"size:36" json:"created_by"`
 	UpdatedBy string    `gorm:"size:36" json:"updated_by"`
 	CreatedAt time.Time `json:"created_at"`

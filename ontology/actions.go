@@ -152,6 +152,9 @@ func (s *Store) validateAction(ctx context.Context, tx *gorm.DB, d *domain.Actio
 	if err := domain.ValidateDefinition(*d, s.kinds, dbLookup{ctx: ctx, db: tx}, s.checkEnv(ctx, tx)); err != nil {
 		return err
 	}
+	if err := s.checkSecretUses(ctx, *d); err != nil {
+		return err
+	}
 	// Stored in its kind's form: one spelling whatever the client sent.
 	op, err := s.kinds.Canonical(*d)
 	if err != nil {

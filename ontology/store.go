@@ -49,6 +49,9 @@ type Store struct {
 	// reader, when set (As), is the user a write is made for: a reference
 	// it writes must name an object it may read.
 	reader *models.User
+	// secrets, when set (UseSecretPolicy), judges an action type's
+	// references to secrets by their use policy.
+	secrets SecretPolicy
 }
 
 // As is the store writing on behalf of u: every reference value written

@@ -174,7 +174,9 @@ func (d *dialer) lookup(ctx context.Context, host string) ([]netip.Addr, error) 
 // NewClient returns an HTTP client for calls to addresses users chose:
 // guarded dialling, no proxy from the environment (a proxy would be
 // dialled instead of the target, and the guard would check the wrong
-// address), redirects answered rather than followed, bounded timeouts.
+// address), redirects answered rather than followed, bounded timeouts,
+// and the destinations a request's context restricts it to (RestrictTo)
+// enforced on every request it sends.
 func NewClient(opts Options) *http.Client {
 	if opts.Timeout <= 0 {
 		opts.Timeout = DefaultTimeout
@@ -203,7 +205,7 @@ func NewClient(opts Options) *http.Client {
 		ExpectContinueTimeout: time.Second,
 	}
 	return &http.Client{
-		Transport: tr,
+		Transport: restricted{tr},
 		Timeout:   opts.Timeout,
 		// A redirect is the receiver's answer: a 3xx target was never
 		// vetted by whoever configured the call, and following it would

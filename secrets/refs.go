@@ -130,3 +130,15 @@ func encodings(v string) []string {
 	out = append(out, url.QueryEscape(v), url.PathEscape(v))
 	return out
 }
+
+// Names are the secrets this Expander resolved, sorted.
+func (e *Expander) Names() []string {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	out := make([]string, 0, len(e.values))
+	for n := range e.values {
+		out = append(out, n)
+	}
+	sort.Strings(out)
+	return out
+}

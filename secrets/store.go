@@ -62,10 +62,21 @@ type Store struct {
 func NewStore(db *gorm.DB, keys *Keyring) *Store { return &Store{db: db, keys: keys} }
 
 // Spec is what a create or an update sets; nil members are left alone on
-// update.
+// update. The use policy's members (UseRoles, UseUsers, Destinations,
+// Channel) default on create to the creator alone, no destination and no
+// channel (policy.go).
 type Spec struct {
-	Value       *string `json:"value"`
-	Description *string `json:"description"`
+	Value        *string   `json:"value"`
+	Description  *string   `json:"description"`
+	UseRoles     *[]string `json:"use_roles"`
+	UseUsers     *[]string `json:"use_users"`
+	Destinations *[]string `json:"destinations"`
+	Channel      *string   `json:"channel"`
+}
+
+// setsPolicy reports whether sp changes the use policy.
+func (sp Spec) setsPolicy() bool {
+	return sp.UseRoles != nil || sp.UseUsers != nil || sp.Destinations != nil || sp.Channel != nil
 }
 
 func notFound(name string) error {
@@ -86,8 +97,8 @@ func checkSpec(sp Spec, create bool) error {
 		return apperr.New(apperr.InvalidArgument, "value is required").
 			WithDetails(apperr.Detail{Field: "value", Reason: "required", Message: "required"})
 	}
-	if sp.Value == nil && sp.Description == nil {
-		return apperr.New(apperr.InvalidArgument, "nothing to update: give value and/or description")
+	if sp.Value == nil && sp.Description == nil && !sp.setsPolicy() {
+		return apperr.New(apperr.InvalidArgument, "nothing to update: give value, description or a member of the use policy")
 	}
 	if v := sp.Value; v != nil {
 		switch {
@@ -140,9 +151,12 @@ func (s *Store) create(ctx context.Context, name string, sp Spec, by string) (*m
 	if err != nil {
 		return nil, err
 	}
-	row := &models.Secret{ID: uuid.NewString(), Name: name, Ciphertext: ct, KeyID: kid, CreatedBy: by, UpdatedBy: by}
+	row := &models.Secret{ID: uuid.NewString(), Name: name, Ciphertext: ct, KeyID: kid, CreatedBy: by, UpdatedBy: by, PolicySet: true}
 	if sp.Description != nil {
 		row.Description = *sp.Description
+	}
+	if err := s.applyPolicy(ctx, row, sp, true, by); err != nil {
+		return nil, err
 	}
 	if err := s.db.WithContext(ctx).Create(row).Error; err != nil {
 		if errors.Is(err, gorm.ErrDuplicatedKey) {
@@ -184,6 +198,13 @@ func (s *Store) update(ctx context.Context, name string, sp Spec, by string) (*m
 	if sp.Description != nil {
 		set["description"] = *sp.Description
 	}
+	if sp.setsPolicy() {
+		if err := s.applyPolicy(ctx, row, sp, false, ""); err != nil {
+			return nil, err
+		}
+		set["use_roles"], set["use_users"], set["destinations"] = row.UseRoles, row.UseUsers, row.Destinations
+		set["channel"], set["policy_set"] = row.Channel, true
+	}
 	res := s.db.WithContext(ctx).Model(&models.Secret{}).Where("id = ?", row.ID).Updates(set)
 	if res.Error != nil {
 		return nil, fmt.Errorf("update secret %q: %w", name, res.Error)
@@ -215,6 +236,7 @@ func (s *Store) get(ctx context.Context, name string) (*models.Secret, error) {
 	if err != nil {
 		return nil, fmt.Errorf("read secret %q: %w", name, err)
 	}
+	normalise(&row)
 	return &row, nil
 }
 
@@ -225,6 +247,9 @@ func (s *Store) List(ctx context.Context, offset, limit int) ([]models.Secret, e
 		Order("name").Offset(offset).Limit(limit).Find(&rows).Error
 	if err != nil {
 		return nil, fmt.Errorf("list secrets: %w", err)
+	}
+	for i := range rows {
+		normalise(&rows[i])
 	}
 	return rows, nil
 }

@@ -94,7 +94,7 @@ func (b *bench) recordEffects(ctx context.Context, dir string, targets []string)
 		w.WriteHeader(http.StatusNoContent)
 	}))
 	defer rx.Close()
-	if err := b.post("/api/v1/secrets", map[string]any{"name": "RECORD_SLACK", "value": rx.URL + "/slack"}, 201, nil); err != nil {
+	if err := b.post("/api/v1/secrets", map[string]any{"name": "RECORD_SLACK", "value": rx.URL + "/slack", "channel": "slack"}, 201, nil); err != nil {
 		return err
 	}
 	type idView struct {

@@ -204,6 +204,9 @@ func migrate(args []string) error {
 	if err := models.Migrate(ctx, db); err != nil {
 		return err
 	}
+	if err := app.MigrateData(ctx, db, log, nil); err != nil {
+		return err
+	}
 	fmt.Println("database schema is up to date")
 	if temporalAddr != "" {
 		c, err := app.Dial(ctx, temporalAddr, ns, log)

@@ -1,0 +1,60 @@
+package domain
+
+import (
+	"fmt"
+	"regexp"
+)
+
+// SecretUse is one reference of an action type to a secret, as the
+// secrets' use policy judges it when the action type is saved.
+type SecretUse struct {
+	// Field is the member holding the reference, e.g.
+	// "config.operation.headers.Authorization".
+	Field string
+	// Name is the secret's name.
+	Name string
+	// Channel is the notification channel whose destination the secret
+	// is ("slack", "teams"), or "" when a webhook sends it.
+	Channel string
+	// URL is the webhook's URL as configured (templates included), where
+	// the secret is sent; "" for a channel.
+	URL string
+}
+
+// SecretReferrer is implemented by kinds whose config may reference
+// secrets: it lists the references in cfg (as NewConfig returned it,
+// decoded); field prefixes each member.
+type SecretReferrer interface {
+	SecretUses(field string, cfg any) []SecretUse
+}
+
+// secretRefName captures the name of one whole secret reference.
+var secretRefName = regexp.MustCompile(`^\{\{\s*secrets\.([A-Za-z_][A-Za-z0-9_]{0,63})\s*\}\}$`)
+
+// SecretUses lists d's references to secrets: its operation's (when its
+// kind is a SecretReferrer and its config decodes) and its notification
+// side effects' chat destinations.
+func (r *Kinds) SecretUses(d ActionDefinition) []SecretUse {
+	var out []SecretUse
+	if k, cfg, err := r.Config(d); err == nil {
+		if sr, ok := k.(SecretReferrer); ok {
+			out = sr.SecretUses("config.operation", cfg)
+		}
+	}
+	sides := map[string][]NotificationSideEffect{
+		"config.notification_side_effects":        d.Config.NotificationSideEffects,
+		"config.revert_notification_side_effects": d.Config.RevertNotificationSideEffects,
+	}
+	for _, f := range []string{"config.notification_side_effects", "config.revert_notification_side_effects"} {
+		for i, n := range sides[f] {
+			for _, c := range []struct{ member, channel, ref string }{
+				{"slack_webhook", "slack", n.SlackWebhook}, {"teams_webhook", "teams", n.TeamsWebhook},
+			} {
+				if m := secretRefName.FindStringSubmatch(c.ref); m != nil {
+					out = append(out, SecretUse{Field: fmt.Sprintf("%s[%d].%s", f, i, c.member), Name: m[1], Channel: c.channel})
+				}
+			}
+		}
+	}
+	return out
+}

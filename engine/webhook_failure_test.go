@@ -15,6 +15,7 @@ import (
 	"github.com/ontoflow/ontoflow/domain"
 	"github.com/ontoflow/ontoflow/models"
 	"github.com/ontoflow/ontoflow/outbound"
+	"github.com/ontoflow/ontoflow/secrets"
 )
 
 // noSecrets resolves nothing: the calls of these tests reference none.
@@ -24,6 +25,9 @@ func (noSecrets) Resolve(context.Context, string) (string, error) {
 	return "", errors.New("no secrets here")
 }
 func (noSecrets) CheckRefs(context.Context, string, string) error { return nil }
+func (noSecrets) UsePolicy(context.Context, string) (secrets.Policy, error) {
+	return secrets.Policy{}, errors.New("no secrets here")
+}
 
 // loopbackClient is the outbound client with 127.0.0.1 allowlisted.
 func loopbackClient(t *testing.T) *http.Client {

@@ -311,8 +311,8 @@ func (k InvokeFunction) run(ctx context.Context, op *Op, ref FunctionRef, lim ru
 	call := &FunctionCall{Package: res.Package, Version: res.Version, Console: res.Output.Console,
 		DurationMS: res.Output.Duration.Milliseconds(), Reads: h.seen, Scanned: h.scanned,
 		Network: lim.Network, TimeoutMS: lim.Timeout.Milliseconds(), MemoryMiB: lim.Memory >> 20}
-	if call.Edits, call.Result, err = parseReturn(res.Output.Value); err != nil {
-		return nil, err
+	if call.Edits, call.Result, err = parseReturn(res.Output.Value, req.TargetID); err != nil {
+		return nil, withConsole(err, res.Output.Console)
 	}
 	return call, nil
 }

@@ -401,11 +401,11 @@ func (s *Store) buildProperty(ctx context.Context, tx *gorm.DB, ot *models.Objec
 	if len(sp.DisplayName) > 256 {
 		return nil, ontErr(f("display_name"), "too_long", "display_name is at most 256 characters")
 	}
-	if err := sp.Type.Validate(f("type")); err != nil {
-		return nil, domain.Retag(err, apperr.InvalidDefinition, apperr.InvalidOntology)
-	}
 	if err := domain.ResolveTypeRefs(&sp.Type, selfRefs{typeRefs{ctx: ctx, db: tx}, ot}); err != nil {
 		return nil, err
+	}
+	if err := sp.Type.Validate(f("type")); err != nil {
+		return nil, domain.Retag(err, apperr.InvalidDefinition, apperr.InvalidOntology)
 	}
 	for _, id := range sp.Type.References() {
 		var n int64

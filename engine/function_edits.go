@@ -113,11 +113,11 @@ func (r rawEdit) normalize(i int) (FunctionEdit, *apperr.Error) {
 // editRefused is the typed refusal of edit i.
 func editRefused(i int, e FunctionEdit, reason, format string, args ...any) *apperr.Error {
 	msg := fmt.Sprintf(format, args...)
-	field := e.Field
+	field, what := e.Field, e.Field+" edit"
 	if field == "" {
-		field = fmt.Sprintf("edits[%d]", i)
+		field, what = fmt.Sprintf("edits[%d]", i), fmt.Sprintf("edit %d", i)
 	}
-	return apperr.New(apperr.FunctionEditRefused, "the function's edit %s (%s %s) was refused: %s", field, e.Type, e.subject(), msg).
+	return apperr.New(apperr.FunctionEditRefused, "the function's %s (%s %s) was refused: %s", what, e.Type, e.subject(), msg).
 		WithDetails(apperr.Detail{Field: field, Reason: reason, Message: msg})
 }
 

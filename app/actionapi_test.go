@@ -178,6 +178,19 @@ func strictFunctionResults(t *testing.T, e apiEnv) {
 			t.Fatalf("recorded %+v", r)
 		}
 	}
+	// And with the function's own run record: failed, reason result_invalid.
+	e.c.must(http.StatusCreated, "POST", "/api/v1/functions", map[string]any{"name": "shaper", "runtime": "javascript"}, nil)
+	e.c.must(http.StatusCreated, "POST", "/api/v1/functions/shaper/versions", map[string]any{"version": "1.0.0",
+		"source": `export default () => ({ object_patchh: { notes: "lost" } })`}, nil)
+	pkg := e.action(map[string]any{"name": "fn-pkg-shape", "object_type_id": "Ticket", "operation_kind": "invoke_function",
+		"config": map[string]any{"operation": map[string]any{"package": "shaper", "version": "1.0.0"}}})["id"].(string)
+	if st, m := e.post("/api/v1/ontology/actions/"+pkg+"/execute", map[string]any{"target_object_id": e.t1}); st != http.StatusUnprocessableEntity {
+		t.Fatalf("package: %d %v", st, m)
+	}
+	runs := fnRuns(t, e.c, "shaper", "")
+	if len(runs) != 1 || runs[0]["status"] != "failed" || runs[0]["reason"] != "result_invalid" || !strings.Contains(fmt.Sprint(runs[0]["error"]), "object_patchh") {
+		t.Fatalf("the run's record: %v", runs)
+	}
 }
 
 // triage is the README Quick start's action, with a description on its

@@ -351,4 +351,14 @@ func TestConsoleFormIsTheAPIForm(t *testing.T) {
 	if n != 4 {
 		t.Fatalf("%d parameters in the API's form", n)
 	}
+	// The execution's page shows when it began running.
+	var ex struct {
+		ID string `json:"id"`
+	}
+	s.must(http.StatusOK, "POST", "/api/v1/ontology/actions/triage/execute", map[string]any{"target_object_id": w.plain,
+		"parameters": map[string]any{"status": "open"}}, &ex)
+	_, page = send(t, "GET", s.base+"/ui/executions/"+ex.ID, nil, admin)
+	if m := regexp.MustCompile(`<dd id="started-at">([^<]+)</dd>`).FindStringSubmatch(page); m == nil || strings.TrimSpace(m[1]) == "" {
+		t.Errorf("the execution page's start: %v", m)
+	}
 }

@@ -91,7 +91,11 @@ func retryLater(err error) error {
 // execution, exactly once (engine.Revert). Like Apply, its result in the
 // history is the small result and the delivery steps that follow.
 func (a *Activities) Revert(ctx context.Context, revertID string) (*engine.Reverted, error) {
-	o, err := a.eng.Revert(run(ctx), revertID)
+	ctx = run(ctx)
+	if err := a.eng.MarkRunning(ctx, revertID); err != nil {
+		return nil, typed(err)
+	}
+	o, err := a.eng.Revert(ctx, revertID)
 	if err != nil {
 		return nil, typed(err)
 	}

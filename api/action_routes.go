@@ -38,6 +38,7 @@ func ActionRoutes(d ActionDeps) func(g *gin.RouterGroup) {
 	h := &actionRoutes{d}
 	return func(g *gin.RouterGroup) {
 		g.POST("/ontology/actions/:id/validate", h.validate)
+		g.POST("/ontology/actions/:id/form", h.form)
 		g.POST("/ontology/actions/:id/execute", h.execute)
 		g.POST("/ontology/actions/:id/execute-batch", h.executeBatch)
 		g.POST("/ontology/types/:type_id/objects/:object_id/properties/:property/inline-edit", h.inlineEdit)
@@ -92,6 +93,21 @@ func (h *actionRoutes) validate(c *gin.Context) {
 		return
 	}
 	c.JSON(http.StatusOK, v)
+}
+
+// form answers the action's form resolved for the target and the
+// parameters typed so far (the body validate takes).
+func (h *actionRoutes) form(c *gin.Context) {
+	r, ok := h.bind(c)
+	if !ok {
+		return
+	}
+	f, err := h.Executions.Form(c.Request.Context(), *r)
+	if err != nil {
+		fail(c, err)
+		return
+	}
+	c.JSON(http.StatusOK, f)
 }
 
 // wantsAsync reads the respond-async preference (RFC 7240: preferences

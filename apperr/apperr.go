@@ -65,6 +65,10 @@ const (
 	FunctionEditRefused Code = "FunctionEditRefused"
 	// FunctionNotFound: no function package or version of that name.
 	FunctionNotFound Code = "FunctionNotFound"
+	// FunctionResultInvalid: a function's return value is not in a shape
+	// the engine knows (not an object, an unknown member, an edit of an
+	// unknown type); details name the member or edits[i].
+	FunctionResultInvalid Code = "FunctionResultInvalid"
 )
 
 var statusByCode = map[Code]int{
@@ -72,6 +76,7 @@ var statusByCode = map[Code]int{
 	FunctionFailed:         http.StatusUnprocessableEntity,
 	FunctionEditRefused:    http.StatusUnprocessableEntity,
 	FunctionNotFound:       http.StatusNotFound,
+	FunctionResultInvalid:  http.StatusUnprocessableEntity,
 	InvalidArgument:        http.StatusBadRequest,
 	InvalidJSON:            http.StatusBadRequest,
 	Unauthorized:           http.StatusUnauthorized,

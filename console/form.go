@@ -44,10 +44,10 @@ type formView struct {
 type refusalView struct{ Message, Reason string }
 
 type sectionView struct {
-	ID, Title, Description string
-	Columns                int
-	Collapsible, Visible   bool
-	Fields                 []fieldView
+	ID, Title, Description          string
+	Columns                         int
+	Collapsible, Collapsed, Visible bool
+	Fields                          []fieldView
 }
 
 type fieldView struct {
@@ -81,7 +81,7 @@ func (c *Console) evaluate(g *gin.Context, in formInput) (*formView, error) {
 		return fv, c.refused(fv, err)
 	}
 	fv.Ready, fv.Valid = true, v.Result == engine.Valid && len(bad) == 0
-	fv.Sections = buildSections(at, v, in, bad, c.d.Levels)
+	fv.Sections = buildSections(at, v, params, in, bad, c.d.Levels)
 	if in.Submitted && fv.Justification && strings.TrimSpace(in.Justification) == "" {
 		fv.JustError = "A justification is required."
 	}
@@ -132,55 +132,29 @@ func hasDetail(ae *apperr.Error, field string) bool {
 	return false
 }
 
-// buildSections lays the resolved parameters out in their sections; the
-// parameters no section places follow in a section of their own.
-func buildSections(at *engine.ActionType, v *engine.Validation, in formInput, bad map[string]string, levels []string) []sectionView {
-	fields := map[string]fieldView{}
-	for _, rp := range v.Form.Parameters {
-		fields[rp.Name] = buildField(rp, result(v, rp.Name), in, bad[rp.Name], levels)
-	}
-	var out []sectionView
-	placed := map[string]bool{}
-	for _, rs := range v.Form.Sections {
-		sv := sectionView{ID: rs.ID, Title: rs.Title, Description: rs.Description, Columns: rs.Columns,
-			Collapsible: rs.Collapsible, Visible: rs.Visible}
-		for _, name := range rs.Parameters {
-			if f, ok := fields[name]; ok && !placed[name] {
-				sv.Fields, placed[name] = append(sv.Fields, f), true
-			}
+// buildSections turns the engine's form model (the one the API serves at
+// POST .../form) into the page's sections: the console adds only what an
+// HTML form needs (field names, input kinds, what the user typed).
+func buildSections(at *engine.ActionType, v *engine.Validation, params map[string]any, in formInput, bad map[string]string, levels []string) []sectionView {
+	form := engine.BuildForm(at, v, params, levels)
+	out := make([]sectionView, 0, len(form.Sections))
+	for _, s := range form.Sections {
+		sv := sectionView{ID: s.ID, Title: s.Title, Description: s.Description, Columns: s.Columns,
+			Collapsible: s.Collapsible, Collapsed: s.Collapsed, Visible: s.Visible}
+		for _, p := range s.Parameters {
+			sv.Fields = append(sv.Fields, buildField(p, in, bad[p.Name]))
 		}
 		out = append(out, sv)
-	}
-	rest := sectionView{ID: "parameters", Columns: 1, Visible: true}
-	if len(out) > 0 {
-		rest.Title = "Other parameters"
-	}
-	for _, inp := range at.Inputs {
-		if !placed[inp.Name] {
-			rest.Fields = append(rest.Fields, fields[inp.Name])
-		}
-	}
-	if len(rest.Fields) > 0 {
-		out = append(out, rest)
 	}
 	return out
 }
 
-func result(v *engine.Validation, name string) engine.ParameterResult {
-	for _, p := range v.Parameters {
-		if p.Name == name {
-			return p
-		}
-	}
-	return engine.ParameterResult{}
-}
-
-func buildField(rp domain.ResolvedParameter, pr engine.ParameterResult, in formInput, parseErr string, levels []string) fieldView {
-	key := paramPrefix + rp.Name
-	f := fieldView{Name: rp.Name, ID: fieldID(rp.Name), Key: key, Label: rp.Label, Description: rp.Description,
-		Required: rp.Required, Visible: rp.Visible, Kind: kindOf(rp.Type), RefType: rp.Type.ObjectTypeID}
-	if rp.HasDefault {
-		f.HasDefault, f.Default = true, formText(rp.Type, rp.Default)
+func buildField(p engine.FormParameter, in formInput, parseErr string) fieldView {
+	key := paramPrefix + p.Name
+	f := fieldView{Name: p.Name, ID: fieldID(p.Name), Key: key, Label: p.Label, Description: p.Description,
+		Required: p.Required, Visible: p.Visible, Kind: kindOf(p.Type), RefType: p.Type.ObjectTypeID}
+	if p.HasDefault {
+		f.HasDefault, f.Default = true, formText(p.Type, p.Default)
 		f.Placeholder = f.Default
 	}
 	f.Value = in.Raw.Get(key)
@@ -190,29 +164,33 @@ func buildField(rp domain.ResolvedParameter, pr engine.ParameterResult, in formI
 		if vs := in.Raw[key]; len(vs) > 0 {
 			f.Checked = vs[len(vs)-1] == "true"
 		} else {
-			f.Checked = rp.HasDefault && rp.Default == true
+			f.Checked = p.HasDefault && p.Default == true
 		}
 	case "select":
-		f.Options = levels
+		for _, a := range p.AllowedValues {
+			if s, ok := a.(string); ok {
+				f.Options = append(f.Options, s)
+			}
+		}
 	case "number":
 		f.Step = "any"
-		if rp.Type.Base == domain.TypeInteger {
+		if p.Type.Base == domain.TypeInteger {
 			f.Step = "1"
 		}
 	}
-	f.Error = fieldMessage(pr, in, parseErr, f.Value != "" || f.Lat != "" || f.Lon != "")
+	f.Error = fieldMessage(p.Constraints, in, parseErr, f.Value != "" || f.Lat != "" || f.Lon != "")
 	return f
 }
 
 // fieldMessage is the message shown beside a field: a value the console
 // could not read, then the engine's failed constraints. Until the form is
 // submitted, a missing value is not yet an error.
-func fieldMessage(pr engine.ParameterResult, in formInput, parseErr string, typed bool) string {
+func fieldMessage(constraints []engine.Constraint, in formInput, parseErr string, typed bool) string {
 	if parseErr != "" {
 		return parseErr
 	}
 	var msgs []string
-	for _, c := range pr.Constraints {
+	for _, c := range constraints {
 		if c.Result != engine.Invalid {
 			continue
 		}

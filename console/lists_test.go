@@ -344,3 +344,60 @@ func TestConsoleExecutionShowsChanges(t *testing.T) {
 		t.Errorf("execution page lists an unchanged property or a JSON escape:\n%s", page)
 	}
 }
+
+// TestConsoleFormIsTheAPIForm checks, without a browser, that the console
+// draws the form POST .../form answers (one evaluator, one model): with
+// priority high on a VIP ticket both overrides of reason apply, the later
+// one winning the label, and each field's label, requiredness and
+// visibility are the API's.
+func TestConsoleFormIsTheAPIForm(t *testing.T) {
+	s := startStack(t)
+	w := s.seed()
+	admin := signIn(t, s.base+"/ui", "admin", adminPassword)
+	_, page := send(t, "GET", s.base+"/ui/actions/triage?target="+w.vip, nil, admin)
+	m := csrfRE.FindStringSubmatch(page)
+	if m == nil {
+		t.Fatal("no CSRF token on the action page")
+	}
+	typed := url.Values{"csrf": {m[1]}, "target_object_id": {w.vip}, "p.status": {"open"}, "p.priority": {"high"}}
+	_, frag := send(t, "POST", s.base+"/ui/actions/triage/form", typed, admin)
+	var form struct {
+		Sections []struct {
+			Parameters []struct {
+				Name, Label       string
+				Required, Visible bool
+			}
+		}
+	}
+	s.must(http.StatusOK, "POST", "/api/v1/ontology/actions/triage/form", map[string]any{"target_object_id": w.vip,
+		"parameters": map[string]any{"status": "open", "priority": "high"}}, &form)
+	n := 0
+	for _, sec := range form.Sections {
+		for _, p := range sec.Parameters {
+			n++
+			field := regexp.MustCompile(`(?s)<div class="field[^"]*" id="field-` + p.Name + `" data-required="(true|false)"([^>]*)>.*?<label[^>]*>([^<]*)`).FindStringSubmatch(frag)
+			if field == nil {
+				t.Fatalf("no field %s in %s", p.Name, frag)
+			}
+			if field[1] != fmt.Sprint(p.Required) || strings.Contains(field[2], "hidden") == p.Visible || strings.TrimSpace(field[3]) != p.Label {
+				t.Errorf("field %s: console %q, API %+v", p.Name, field[0], p)
+			}
+			if p.Name == "reason" && (p.Label != "Reason (VIP ticket)" || !p.Required) {
+				t.Errorf("reason: %+v, want both overrides applied (the VIP one's label)", p)
+			}
+		}
+	}
+	if n != 4 {
+		t.Fatalf("%d parameters in the API's form", n)
+	}
+	// The execution's page shows when it began running.
+	var ex struct {
+		ID string `json:"id"`
+	}
+	s.must(http.StatusOK, "POST", "/api/v1/ontology/actions/triage/execute", map[string]any{"target_object_id": w.plain,
+		"parameters": map[string]any{"status": "open"}}, &ex)
+	_, page = send(t, "GET", s.base+"/ui/executions/"+ex.ID, nil, admin)
+	if m := regexp.MustCompile(`<dd id="started-at">([^<]+)</dd>`).FindStringSubmatch(page); m == nil || strings.TrimSpace(m[1]) == "" {
+		t.Errorf("the execution page's start: %v", m)
+	}
+}

@@ -5,9 +5,10 @@ import (
 )
 
 // FormSchema lays out an action's parameters: sections, and conditional
-// overrides of parameters. Overrides are tried in order; for each
-// parameter (or section) the first override whose conditions all hold
-// wins, and members it leaves unset keep their base value.
+// overrides of parameters. Every override whose conditions all hold
+// applies, in definition order, member by member: a later matching
+// override wins for the members it sets, and members no matching override
+// sets keep their base value.
 type FormSchema struct {
 	Sections           []Section           `json:"sections,omitempty"`
 	ParameterOverrides []ParameterOverride `json:"parameter_overrides,omitempty"`
@@ -21,6 +22,8 @@ type Section struct {
 	// Columns is 1 or 2 (0 means 1).
 	Columns     int  `json:"columns,omitempty"`
 	Collapsible bool `json:"collapsible,omitempty"`
+	// Collapsed starts a collapsible section closed.
+	Collapsed bool `json:"collapsed,omitempty"`
 	// Visible defaults to true.
 	Visible *bool `json:"visible,omitempty"`
 	// Parameters are input names, in display order; an input belongs to at
@@ -71,6 +74,9 @@ func (fs FormSchema) Validate(field string, inputs []InputField, sc ConditionSco
 			return defErr(f+".id", "duplicate", "section id %q is already used by sections[%d]", s.ID, j)
 		}
 		ids[s.ID] = i
+		if s.Collapsed && !s.Collapsible {
+			return defErr(f+".collapsed", "not_collapsible", "only a collapsible section can start collapsed")
+		}
 		if s.Columns != 0 && s.Columns != 1 && s.Columns != 2 {
 			return defErr(f+".columns", "range", "columns must be 1 or 2, got %d", s.Columns)
 		}
@@ -146,9 +152,9 @@ type ResolvedParameter struct {
 	// Default is the effective default (nil when HasDefault is false).
 	Default    any  `json:"default,omitempty"`
 	HasDefault bool `json:"has_default"`
-	// Override is the index in form_schema.parameter_overrides of the
-	// override that applied, or -1.
-	Override int `json:"override"`
+	// Overrides are the indexes in form_schema.parameter_overrides of the
+	// overrides that applied, in the order they applied.
+	Overrides []int `json:"overrides,omitempty"`
 }
 
 // ResolvedSection is the effective form state of one section.
@@ -158,6 +164,7 @@ type ResolvedSection struct {
 	Description string   `json:"description,omitempty"`
 	Columns     int      `json:"columns"`
 	Collapsible bool     `json:"collapsible"`
+	Collapsed   bool     `json:"collapsed"`
 	Visible     bool     `json:"visible"`
 	Parameters  []string `json:"parameters"`
 }
@@ -179,42 +186,19 @@ func (rf ResolvedForm) Parameter(name string) (ResolvedParameter, bool) {
 	return ResolvedParameter{}, false
 }
 
-// Resolve evaluates the form schema over env: for each section and
-// parameter the first override whose conditions all hold is applied over
-// the base values (input definition: visible, required flag, display name
-// or name as label, description, default_value). A parameter placed in a
-// hidden section is hidden. Resolve does not judge contradictions (hidden
-// but required): the engine reports those per parameter.
+// Resolve evaluates the form schema over env: every override whose
+// conditions all hold applies over the base values (input definition:
+// visible, required flag, display name or name as label, description,
+// default_value), in definition order, member by member, so a later
+// matching override wins for what it sets. A conditional default thus
+// counts when a conditional requiredness is judged. A parameter placed in
+// a hidden section is hidden. Resolve does not judge contradictions
+// (hidden but required): the engine reports those per parameter.
 func (fs FormSchema) Resolve(inputs []InputField, env EvalEnv) ResolvedForm {
 	var rf ResolvedForm
 	sectionOf := map[string]int{}
 	for _, s := range fs.Sections {
-		rs := ResolvedSection{
-			ID: s.ID, Title: s.Title, Description: s.Description,
-			Columns: s.Columns, Collapsible: s.Collapsible,
-			Visible: s.Visible == nil || *s.Visible, Parameters: append([]string{}, s.Parameters...),
-		}
-		for _, o := range s.Overrides {
-			if !EvaluateAll(o.Conditions, env) {
-				continue
-			}
-			if o.Visible != nil {
-				rs.Visible = *o.Visible
-			}
-			if o.Title != nil {
-				rs.Title = *o.Title
-			}
-			if o.Description != nil {
-				rs.Description = *o.Description
-			}
-			if o.Columns != nil {
-				rs.Columns = *o.Columns
-			}
-			break
-		}
-		if rs.Columns == 0 {
-			rs.Columns = 1
-		}
+		rs := resolveSection(s, env)
 		for _, p := range s.Parameters {
 			if _, seen := sectionOf[p]; !seen {
 				sectionOf[p] = len(rf.Sections)
@@ -223,38 +207,7 @@ func (fs FormSchema) Resolve(inputs []InputField, env EvalEnv) ResolvedForm {
 		rf.Sections = append(rf.Sections, rs)
 	}
 	for _, in := range inputs {
-		rp := ResolvedParameter{
-			Name: in.Name, Type: in.Type, Visible: true, Required: in.Required,
-			Label: in.DisplayName, Description: in.Description, Override: -1,
-		}
-		if rp.Label == "" {
-			rp.Label = in.Name
-		}
-		if in.DefaultValue != nil {
-			rp.Default, rp.HasDefault = in.DefaultValue, true
-		}
-		for i, o := range fs.ParameterOverrides {
-			if o.Parameter != in.Name || !EvaluateAll(o.Conditions, env) {
-				continue
-			}
-			rp.Override = i
-			if o.Visible != nil {
-				rp.Visible = *o.Visible
-			}
-			if o.Required != nil {
-				rp.Required = *o.Required
-			}
-			if o.Label != nil {
-				rp.Label = *o.Label
-			}
-			if o.Description != nil {
-				rp.Description = *o.Description
-			}
-			if o.DefaultValue != nil {
-				rp.Default, rp.HasDefault = o.DefaultValue, true
-			}
-			break
-		}
+		rp := fs.resolveParameter(in, env)
 		if si, ok := sectionOf[in.Name]; ok {
 			rp.Section = rf.Sections[si].ID
 			if !rf.Sections[si].Visible {
@@ -264,4 +217,59 @@ func (fs FormSchema) Resolve(inputs []InputField, env EvalEnv) ResolvedForm {
 		rf.Parameters = append(rf.Parameters, rp)
 	}
 	return rf
+}
+
+func resolveSection(s Section, env EvalEnv) ResolvedSection {
+	rs := ResolvedSection{
+		ID: s.ID, Title: s.Title, Description: s.Description,
+		Columns: s.Columns, Collapsible: s.Collapsible, Collapsed: s.Collapsible && s.Collapsed,
+		Visible: s.Visible == nil || *s.Visible, Parameters: append([]string{}, s.Parameters...),
+	}
+	for _, o := range s.Overrides {
+		if !EvaluateAll(o.Conditions, env) {
+			continue
+		}
+		setIf(&rs.Visible, o.Visible)
+		setIf(&rs.Title, o.Title)
+		setIf(&rs.Description, o.Description)
+		setIf(&rs.Columns, o.Columns)
+	}
+	if rs.Columns == 0 {
+		rs.Columns = 1
+	}
+	return rs
+}
+
+func (fs FormSchema) resolveParameter(in InputField, env EvalEnv) ResolvedParameter {
+	rp := ResolvedParameter{
+		Name: in.Name, Type: in.Type, Visible: true, Required: in.Required,
+		Label: in.DisplayName, Description: in.Description,
+	}
+	if rp.Label == "" {
+		rp.Label = in.Name
+	}
+	if in.DefaultValue != nil {
+		rp.Default, rp.HasDefault = in.DefaultValue, true
+	}
+	for i, o := range fs.ParameterOverrides {
+		if o.Parameter != in.Name || !EvaluateAll(o.Conditions, env) {
+			continue
+		}
+		rp.Overrides = append(rp.Overrides, i)
+		setIf(&rp.Visible, o.Visible)
+		setIf(&rp.Required, o.Required)
+		setIf(&rp.Label, o.Label)
+		setIf(&rp.Description, o.Description)
+		if o.DefaultValue != nil {
+			rp.Default, rp.HasDefault = o.DefaultValue, true
+		}
+	}
+	return rp
+}
+
+// setIf sets *dst to *v when an override sets the member (v non-nil).
+func setIf[T any](dst *T, v *T) {
+	if v != nil {
+		*dst = *v
+	}
 }

@@ -2,6 +2,7 @@ package domain
 
 import (
 	"encoding/json"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -45,8 +46,9 @@ func formFixture(t *testing.T) ([]InputField, FormSchema) {
 	return d.Inputs, d.FormSchema
 }
 
-// TestFormResolve applies the first override whose conditions all hold,
-// for sections and parameters, over the inputs' base values.
+// TestFormResolve applies every override whose conditions all hold, in
+// definition order and member by member, for sections and parameters,
+// over the inputs' base values.
 func TestFormResolve(t *testing.T) {
 	inputs, fs := formFixture(t)
 	target := func(priority int, marking string) *EvalTarget {
@@ -60,7 +62,7 @@ func TestFormResolve(t *testing.T) {
 	}{
 		{"base values", map[string]any{"status": "open"}, target(1, "public"), func(t *testing.T, rf ResolvedForm) {
 			r, _ := rf.Parameter("reason")
-			if r.Required || r.Label != "Reason" || r.Default != "none" || !r.HasDefault || r.Override != -1 || r.Section != "main" {
+			if r.Required || r.Label != "Reason" || r.Default != "none" || !r.HasDefault || r.Overrides != nil || r.Section != "main" {
 				t.Fatalf("reason = %+v", r)
 			}
 			if rf.Sections[0].Title != "Main" || rf.Sections[0].Columns != 1 {
@@ -74,12 +76,15 @@ func TestFormResolve(t *testing.T) {
 				t.Fatalf("priority = %+v", p)
 			}
 		}},
-		{"first matching override wins", map[string]any{"status": "closed"}, target(5, "confidential"), func(t *testing.T, rf ResolvedForm) {
+		{"every matching override applies, a later one wins per member", map[string]any{"status": "closed"}, target(5, "confidential"), func(t *testing.T, rf ResolvedForm) {
 			r, _ := rf.Parameter("reason")
-			if !r.Required || r.Label != "Why closed?" || r.Default != "fixed" || r.Override != 0 || r.Description != "" {
+			// Override 0 sets required, label and default; override 1, also
+			// matching, sets required back to false and a description.
+			if r.Required || r.Label != "Why closed?" || r.Default != "fixed" || !slices.Equal(r.Overrides, []int{0, 1}) || r.Description != "second" {
 				t.Fatalf("reason = %+v", r)
 			}
-			if rf.Sections[0].Title != "Urgent" || rf.Sections[0].Columns != 2 {
+			// Both section overrides hold: the later title, the earlier columns.
+			if rf.Sections[0].Title != "Restricted" || rf.Sections[0].Columns != 2 {
 				t.Fatalf("main = %+v", rf.Sections[0])
 			}
 			if n, _ := rf.Parameter("notes"); !rf.Sections[1].Visible || !n.Visible {
@@ -88,7 +93,7 @@ func TestFormResolve(t *testing.T) {
 		}},
 		{"all conditions must hold", map[string]any{"status": "closed"}, target(0, "confidential"), func(t *testing.T, rf ResolvedForm) {
 			r, _ := rf.Parameter("reason")
-			if r.Required || r.Override != 1 || r.Description != "second" || r.Label != "Reason" || r.Default != "none" {
+			if r.Required || !slices.Equal(r.Overrides, []int{1}) || r.Description != "second" || r.Label != "Reason" || r.Default != "none" {
 				t.Fatalf("reason = %+v", r)
 			}
 			if rf.Sections[0].Title != "Restricted" {
@@ -96,10 +101,10 @@ func TestFormResolve(t *testing.T) {
 			}
 		}},
 		{"no target", map[string]any{"status": "closed"}, nil, func(t *testing.T, rf ResolvedForm) {
-			if p, _ := rf.Parameter("priority"); p.Visible || p.Override != 2 {
+			if p, _ := rf.Parameter("priority"); p.Visible || !slices.Equal(p.Overrides, []int{2}) {
 				t.Fatalf("priority = %+v", p)
 			}
-			if r, _ := rf.Parameter("reason"); r.Override != 1 {
+			if r, _ := rf.Parameter("reason"); !slices.Equal(r.Overrides, []int{1}) {
 				t.Fatalf("reason = %+v", r)
 			}
 		}},

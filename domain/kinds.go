@@ -49,6 +49,21 @@ type SecretRedactor interface {
 	RedactSecrets(cfg any, redacted string)
 }
 
+// TypeRefs resolves a type that a definition names by id or by name to
+// its id; ok is false when no type has that id or name.
+type TypeRefs interface {
+	ObjectTypeID(ref string) (id string, ok bool, err error)
+	LinkTypeID(ref string) (id string, ok bool, err error)
+}
+
+// RefResolver is implemented by kinds whose config names ontology types
+// (e.g. create_link's link_type_id): ResolveRefs replaces, in cfg in
+// place, each type given by name with its id, and leaves one that names
+// nothing as given for CheckConfig to refuse.
+type RefResolver interface {
+	ResolveRefs(cfg any, refs TypeRefs) error
+}
+
 // References are the parts of the ontology an operation config uses.
 type References struct {
 	// Properties of the action's object type that the config reads or
@@ -145,6 +160,55 @@ func (r *Kinds) RedactSecrets(d ActionDefinition, redacted string) json.RawMessa
 		return nil
 	}
 	return b
+}
+
+// ResolveRefs replaces every type d names by name (reference inputs'
+// object types, at any depth of arrays, and what its kind's config names)
+// with its id, so a definition is stored with ids whichever the client
+// wrote. A name that matches no type stays as given: the definition
+// check refuses it naming the member. A config that does not decode is
+// left for the check too.
+func (r *Kinds) ResolveRefs(d *ActionDefinition, refs TypeRefs) error {
+	for i := range d.Inputs {
+		if err := ResolveTypeRefs(&d.Inputs[i].Type, refs); err != nil {
+			return err
+		}
+	}
+	k, cfg, err := r.Config(*d)
+	if err != nil {
+		return nil
+	}
+	rr, ok := k.(RefResolver)
+	if !ok {
+		return nil
+	}
+	if err := rr.ResolveRefs(cfg, refs); err != nil {
+		return err
+	}
+	b, err := json.Marshal(cfg)
+	if err != nil {
+		return fmt.Errorf("encode the %s config of action %s: %w", d.OperationKind, d.Name, err)
+	}
+	d.Config.Operation = b
+	return nil
+}
+
+// ResolveTypeRefs replaces a reference type's object type name with its
+// id (a name that matches nothing stays).
+func ResolveTypeRefs(t *PropertyType, refs TypeRefs) error {
+	for ; t != nil; t = t.ElementType {
+		if t.ObjectTypeID == "" || IsUUID(t.ObjectTypeID) {
+			continue
+		}
+		id, ok, err := refs.ObjectTypeID(t.ObjectTypeID)
+		if err != nil {
+			return err
+		}
+		if ok {
+			t.ObjectTypeID = id
+		}
+	}
+	return nil
 }
 
 // Canonical re-encodes d's operation config from its kind's type, so

@@ -11,11 +11,14 @@ import (
 
 // BatchTotals counts a batch's item outcomes.
 type BatchTotals struct {
-	Total     int    `json:"total"`
-	Succeeded int    `json:"succeeded"`
-	Failed    int    `json:"failed"`
-	Pending   int    `json:"pending"`
-	Status    string `json:"status"`
+	Total     int `json:"total"`
+	Succeeded int `json:"succeeded"`
+	Failed    int `json:"failed"`
+	// Pending counts the items not finished yet; Running, those of them
+	// whose first step has started.
+	Pending int    `json:"pending"`
+	Running int    `json:"running"`
+	Status  string `json:"status"`
 }
 
 // Totals counts the items of a batch by status (progress while it runs,
@@ -38,6 +41,9 @@ func (e *Engine) Totals(ctx context.Context, batchID string) (*BatchTotals, erro
 			t.Succeeded += r.N
 		case models.StatusFailed:
 			t.Failed += r.N
+		case models.StatusRunning:
+			t.Running += r.N
+			t.Pending += r.N
 		default:
 			t.Pending += r.N
 		}
@@ -58,6 +64,10 @@ func (e *Engine) Totals(ctx context.Context, batchID string) (*BatchTotals, erro
 // ListBatchChunk lists the unfinished item executions of batch items
 // [from, to), in order. A retried chunk skips what already finished.
 func (e *Engine) ListBatchChunk(ctx context.Context, batchID string, from, to int) ([]string, error) {
+	// The batch runs from its first chunk's first step.
+	if err := e.MarkRunning(ctx, batchID); err != nil {
+		return nil, err
+	}
 	var ids []string
 	err := e.db.WithContext(ctx).Model(&models.Execution{}).
 		Where("batch_id = ? AND batch_index >= ? AND batch_index < ? AND status NOT IN ?", batchID, from, to,

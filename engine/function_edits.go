@@ -6,6 +6,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
+	"strings"
 
 	"gorm.io/gorm"
 
@@ -42,6 +44,9 @@ type FunctionEdit struct {
 	LinkType   string         `json:"link_type,omitempty"`
 	Source     string         `json:"source,omitempty"`
 	Target     string         `json:"target,omitempty"`
+	// Field names the member of the return value the edit came from when
+	// it is not edits[i] (object_patch, link, delete_object).
+	Field string `json:"field,omitempty"`
 }
 
 // rawEdit accepts the names both shapes use.
@@ -94,8 +99,10 @@ func (r rawEdit) normalize(i int) (FunctionEdit, *apperr.Error) {
 		missing = map[bool]string{true: "object_id"}[e.ObjectID == ""]
 	case FnEditLink, FnEditUnlink:
 		missing = map[bool]string{true: "link_type, source and target"}[e.LinkType == "" || e.Source == "" || e.Target == ""]
+	case "":
+		return e, resultInvalid(fmt.Sprintf("edits[%d]", i), "type", "an edit needs a type (update, create, delete, link, unlink)")
 	default:
-		return e, editRefused(i, e, "type", "unknown edit type %q (update, create, delete, link, unlink)", t)
+		return e, resultInvalid(fmt.Sprintf("edits[%d]", i), "type", fmt.Sprintf("unknown edit type %q (update, create, delete, link, unlink)", clipText(t)))
 	}
 	if missing != "" {
 		return e, editRefused(i, e, "shape", "a %s edit needs %s", t, missing)
@@ -106,8 +113,27 @@ func (r rawEdit) normalize(i int) (FunctionEdit, *apperr.Error) {
 // editRefused is the typed refusal of edit i.
 func editRefused(i int, e FunctionEdit, reason, format string, args ...any) *apperr.Error {
 	msg := fmt.Sprintf(format, args...)
-	return apperr.New(apperr.FunctionEditRefused, "the function's edit %d (%s %s) was refused: %s", i, e.Type, e.subject(), msg).
-		WithDetails(apperr.Detail{Field: fmt.Sprintf("edits[%d]", i), Reason: reason, Message: msg})
+	field, what := e.Field, e.Field+" edit"
+	if field == "" {
+		field, what = fmt.Sprintf("edits[%d]", i), fmt.Sprintf("edit %d", i)
+	}
+	return apperr.New(apperr.FunctionEditRefused, "the function's %s (%s %s) was refused: %s", what, e.Type, e.subject(), msg).
+		WithDetails(apperr.Detail{Field: field, Reason: reason, Message: msg})
+}
+
+// resultInvalid refuses a return value whose member field is not in a
+// shape the engine knows.
+func resultInvalid(field, reason, msg string) *apperr.Error {
+	return apperr.New(apperr.FunctionResultInvalid, "the function's return value is invalid: %s: %s", field, msg).
+		WithDetails(apperr.Detail{Field: field, Reason: reason, Message: msg})
+}
+
+// clipText shortens a value the function chose for an error message.
+func clipText(s string) string {
+	if len(s) > 64 {
+		return s[:64] + "..."
+	}
+	return s
 }
 
 func (e FunctionEdit) subject() string {
@@ -120,29 +146,52 @@ func (e FunctionEdit) subject() string {
 	return e.ObjectID
 }
 
-// parseReturn reads a function's return value: {edits, result} (or
-// OpenFoundry's output for result). A bare non-object value is the result.
-func parseReturn(v json.RawMessage) ([]FunctionEdit, json.RawMessage, error) {
-	d := json.NewDecoder(bytes.NewReader(v))
-	d.UseNumber()
-	var ret struct {
-		Edits  []json.RawMessage `json:"edits"`
-		Result json.RawMessage   `json:"result"`
-		Output json.RawMessage   `json:"output"`
+// returnMembers are the members a return value may have: edits and
+// result, and OpenFoundry's top-level form (output for result;
+// object_patch, link and delete_object as edits of the target).
+var returnMembers = []string{"edits", "result", "output", "object_patch", "link", "delete_object"}
+
+// parseReturn reads a function's return value strictly: an object of
+// returnMembers, each in its shape; anything else is FunctionResultInvalid
+// naming the member. OpenFoundry's members of the target (targetID) become
+// edits around edits: object_patch and link before them, delete_object
+// after them.
+func parseReturn(v json.RawMessage, targetID string) ([]FunctionEdit, json.RawMessage, error) {
+	var ret map[string]json.RawMessage
+	v = bytes.TrimSpace(v)
+	if len(v) == 0 || v[0] != '{' || json.Unmarshal(v, &ret) != nil {
+		return nil, nil, resultInvalid("return", "type", "a function returns an object: {edits: [...], result: ...}")
 	}
-	if len(bytes.TrimSpace(v)) == 0 || v[0] != '{' || d.Decode(&ret) != nil {
-		return nil, v, nil
+	for k := range ret {
+		if !slices.Contains(returnMembers, k) {
+			return nil, nil, resultInvalid(clipText(k), "unknown_member", fmt.Sprintf("unknown member %q (expected %s)", clipText(k), strings.Join(returnMembers, ", ")))
+		}
 	}
-	if len(ret.Edits) > functionEditsMax {
-		return nil, nil, apperr.New(apperr.FunctionEditRefused, "the function returned %d edits, at most %d", len(ret.Edits), functionEditsMax)
+	if ret["result"] != nil && ret["output"] != nil {
+		return nil, nil, resultInvalid("output", "duplicate", "result and output are the same member: return one")
 	}
-	edits := make([]FunctionEdit, 0, len(ret.Edits))
-	for i, raw := range ret.Edits {
+	result := ret["result"]
+	if result == nil {
+		result = ret["output"]
+	}
+	var rawEdits []json.RawMessage
+	if e, ok := ret["edits"]; ok && !isNull(e) {
+		if err := json.Unmarshal(e, &rawEdits); err != nil {
+			return nil, nil, resultInvalid("edits", "type", "edits is an array of edit objects")
+		}
+	}
+	if len(rawEdits) > functionEditsMax {
+		return nil, nil, apperr.New(apperr.FunctionEditRefused, "the function returned %d edits, at most %d", len(rawEdits), functionEditsMax)
+	}
+	before, after, err := targetSugar(ret, targetID)
+	if err != nil {
+		return nil, nil, err
+	}
+	edits := append(make([]FunctionEdit, 0, len(rawEdits)+len(before)+len(after)), before...)
+	for i, raw := range rawEdits {
 		var r rawEdit
-		dd := json.NewDecoder(bytes.NewReader(raw))
-		dd.UseNumber()
-		if err := dd.Decode(&r); err != nil {
-			return nil, nil, editRefused(i, FunctionEdit{}, "shape", "not an edit object: %v", err)
+		if err := decodeNumbers(raw, &r); err != nil {
+			return nil, nil, resultInvalid(fmt.Sprintf("edits[%d]", i), "type", "an edit is an object")
 		}
 		e, rerr := r.normalize(i)
 		if rerr != nil {
@@ -150,12 +199,66 @@ func parseReturn(v json.RawMessage) ([]FunctionEdit, json.RawMessage, error) {
 		}
 		edits = append(edits, e)
 	}
-	result := ret.Result
-	if len(result) == 0 {
-		result = ret.Output
-	}
-	return edits, result, nil
+	return append(edits, after...), result, nil
 }
+
+// targetSugar reads OpenFoundry's top-level members about the target:
+// object_patch (a patch of it) and link (a link from it) come before the
+// edits, delete_object: true (its deletion) after them.
+func targetSugar(ret map[string]json.RawMessage, targetID string) (before, after []FunctionEdit, err error) {
+	needTarget := func(member string) error {
+		if targetID == "" {
+			return resultInvalid(member, "no_target", member+" edits the target, and this action has none")
+		}
+		return nil
+	}
+	if raw, ok := ret["object_patch"]; ok {
+		var patch map[string]any
+		if decodeNumbers(raw, &patch) != nil || len(patch) == 0 {
+			return nil, nil, resultInvalid("object_patch", "type", "object_patch is a non-empty object of the target's properties")
+		}
+		if err := needTarget("object_patch"); err != nil {
+			return nil, nil, err
+		}
+		before = append(before, FunctionEdit{Type: FnEditUpdate, ObjectID: targetID, Properties: patch, Field: "object_patch"})
+	}
+	if raw, ok := ret["link"]; ok {
+		var r rawEdit
+		if decodeNumbers(raw, &r) != nil {
+			return nil, nil, resultInvalid("link", "type", "link is an object: {link_type, target}")
+		}
+		if err := needTarget("link"); err != nil {
+			return nil, nil, err
+		}
+		e := FunctionEdit{Type: FnEditLink, LinkType: firstOf(r.LinkType, r.LinkTypeID), Source: targetID,
+			Target: firstOf(r.Target, r.TargetObjectID), Field: "link"}
+		if e.LinkType == "" || e.Target == "" {
+			return nil, nil, resultInvalid("link", "shape", "link needs link_type and target (the other object's id)")
+		}
+		before = append(before, e)
+	}
+	if raw, ok := ret["delete_object"]; ok {
+		var del bool
+		if json.Unmarshal(raw, &del) != nil {
+			return nil, nil, resultInvalid("delete_object", "type", "delete_object is true or false")
+		}
+		if del {
+			if err := needTarget("delete_object"); err != nil {
+				return nil, nil, err
+			}
+			after = append(after, FunctionEdit{Type: FnEditDelete, ObjectID: targetID, Field: "delete_object"})
+		}
+	}
+	return before, after, nil
+}
+
+func decodeNumbers(raw json.RawMessage, into any) error {
+	d := json.NewDecoder(bytes.NewReader(raw))
+	d.UseNumber()
+	return d.Decode(into)
+}
+
+func isNull(raw json.RawMessage) bool { return bytes.Equal(bytes.TrimSpace(raw), []byte("null")) }
 
 // applyFunctionEdits applies edits in op.Tx, each through the store's
 // write path (type-checked as every write is) and with the actor's read
@@ -323,3 +426,12 @@ func invertUnlink(ed models.Edit) ([]models.Edit, error) {
 func asFailure(err error, f **runtime.Failure) bool { return errors.As(err, f) }
 
 func isNotFound(err error) bool { return errors.Is(err, gorm.ErrRecordNotFound) }
+
+// withConsole adds the run's console output to a refused return value, so
+// the author sees what the function logged beside why it was refused.
+func withConsole(err error, console string) error {
+	if ae, ok := apperr.As(err); ok && ae.Data == nil {
+		return ae.WithData(map[string]any{"console": console})
+	}
+	return err
+}

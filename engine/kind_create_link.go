@@ -40,6 +40,20 @@ func (CreateLink) CheckConfig(s *domain.KindScope, cfg any) error {
 	return s.CheckLinkEnds(c.LinkTypeID, c.OtherObjectInput, c.TargetSide)
 }
 
+// ResolveRefs implements domain.RefResolver: link_type_id may name the
+// link type.
+func (CreateLink) ResolveRefs(cfg any, refs domain.TypeRefs) error {
+	c := cfg.(*createLinkConfig)
+	if c.LinkTypeID == "" || domain.IsUUID(c.LinkTypeID) {
+		return nil
+	}
+	id, ok, err := refs.LinkTypeID(c.LinkTypeID)
+	if ok {
+		c.LinkTypeID = id
+	}
+	return err
+}
+
 // References implements domain.OperationKind.
 func (CreateLink) References(cfg any) domain.References {
 	return domain.References{LinkTypeIDs: []string{cfg.(*createLinkConfig).LinkTypeID}}

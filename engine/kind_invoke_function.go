@@ -111,7 +111,15 @@ type FunctionRunRequest struct {
 	ActionTypeID, ActionName, ExecutionID, ActorID, TargetID string
 	// Preview marks a what-if's run (network refused).
 	Preview bool
+	// CheckResult refuses a return value in a shape the engine does not
+	// know; the runner records the run failed with its error (reason
+	// ResultInvalidReason) and returns that error.
+	CheckResult func(out *runtime.Output) error
 }
+
+// ResultInvalidReason is the reason a run is recorded failed with when its
+// return value was refused (FunctionResultInvalid).
+const ResultInvalidReason = "result_invalid"
 
 // FunctionRunError is a failed run of a resolved version.
 type FunctionRunError struct {
@@ -299,9 +307,15 @@ func (k InvokeFunction) run(ctx context.Context, op *Op, ref FunctionRef, lim ru
 	req := FunctionRunRequest{Ref: ref, Limits: lim, Host: h, Preview: preview,
 		ActionTypeID: op.Action.ID, ActionName: op.Action.Name, ExecutionID: op.ExecutionID, ActorID: op.Actor.ID}
 	if op.Target != nil {
+		req.TargetID = op.Target.ID
+	}
+	req.CheckResult = func(out *runtime.Output) error {
+		_, _, err := parseReturn(out.Value, req.TargetID)
+		return withConsole(err, out.Console)
+	}
+	if op.Target != nil {
 		in.Target = objectView(op.Target)
 		_ = h.saw(op.Target.ID, op.Target) // the first read: never over the bound
-		req.TargetID = op.Target.ID
 	}
 	req.Input = in
 	res, err := k.Functions.Run(ctx, req)
@@ -311,8 +325,9 @@ func (k InvokeFunction) run(ctx context.Context, op *Op, ref FunctionRef, lim ru
 	call := &FunctionCall{Package: res.Package, Version: res.Version, Console: res.Output.Console,
 		DurationMS: res.Output.Duration.Milliseconds(), Reads: h.seen, Scanned: h.scanned,
 		Network: lim.Network, TimeoutMS: lim.Timeout.Milliseconds(), MemoryMiB: lim.Memory >> 20}
-	if call.Edits, call.Result, err = parseReturn(res.Output.Value); err != nil {
-		return nil, err
+	if call.Edits, call.Result, err = parseReturn(res.Output.Value, req.TargetID); err != nil {
+		// A runner that did not check (a test double) still refuses it.
+		return nil, withConsole(err, res.Output.Console)
 	}
 	return call, nil
 }

@@ -170,12 +170,16 @@ func (InvokeWebhook) References(cfg any) domain.References {
 	return r
 }
 
-// RedactSecrets implements domain.SecretRedactor: header values commonly
-// carry credentials; the names stay. A secret reference is not a secret
-// and stays.
+// RedactSecrets implements domain.SecretRedactor with RedactHeaders' rule
+// for the members that carry credentials: header values (the names stay)
+// and the signing secret. A value that is exactly one secret reference is
+// not a secret and stays; anything else is redacted.
 func (InvokeWebhook) RedactSecrets(cfg any, redacted string) {
 	c := cfg.(*webhookConfig)
 	c.Headers = RedactHeaders(c.Headers, redacted, secrets.Ref)
+	if c.SigningSecret != "" {
+		c.SigningSecret = RedactHeaders(map[string]string{"": c.SigningSecret}, redacted, secrets.Ref)[""]
+	}
 }
 
 // RedactHeaders is the one rule for showing configured webhook headers to

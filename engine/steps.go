@@ -173,6 +173,9 @@ func (e *Engine) step(ctx context.Context, id string) (*models.Execution, *input
 func (e *Engine) Prepare(ctx context.Context, executionID string) (*Prepared, error) {
 	defer e.observe("validate", time.Now())
 	e.memo.drop(executionID) // validation always reads afresh
+	if err := e.MarkRunning(ctx, executionID); err != nil {
+		return nil, err
+	}
 	ex, in, err := e.step(ctx, executionID)
 	if err != nil {
 		return nil, err

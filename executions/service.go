@@ -124,6 +124,13 @@ func (s *Service) Validate(ctx context.Context, r Request) (*engine.Validation, 
 		TargetID: r.TargetID, Parameters: r.Parameters, Justification: r.Justification})
 }
 
+// Form resolves r's form (the validate check, answered as the form
+// model every client draws).
+func (s *Service) Form(ctx context.Context, r Request) (*engine.Form, error) {
+	return s.eng.Form(ctx, engine.Request{Action: r.Action, Actor: r.Actor, Guest: r.Guest,
+		TargetID: r.TargetID, Parameters: r.Parameters, Justification: r.Justification})
+}
+
 // Submit records an execution and starts its workflow, or, for a repeated
 // Idempotency-Key, finds the execution the key recorded (starting its
 // workflow if it never started). listen asks for a Handle whose Wait can

@@ -192,14 +192,22 @@ func (s *Service) Run(ctx context.Context, req engine.FunctionRunRequest) (*engi
 	}
 	start := time.Now()
 	out, err := s.rt.Run(ctx, r.prog, req.Input, req.Host, lim)
+	var refused error
+	if err == nil && req.CheckResult != nil {
+		// A return value the engine refuses fails the run, recorded so.
+		refused = req.CheckResult(out)
+	}
 	kind := RunAction
 	if req.Preview {
 		kind = RunWhatIf
 	}
-	s.record(r, req, kind, out, err, time.Since(start))
+	s.record(r, req, kind, out, errors.Join(err, refused), time.Since(start))
 	name := ""
 	if r.pkg != nil {
 		name = r.pkg.Name
+	}
+	if refused != nil {
+		return nil, refused
 	}
 	if err != nil {
 		return nil, &engine.FunctionRunError{Package: name, Version: r.version, Err: err}
@@ -234,6 +242,8 @@ func (s *Service) record(r *resolved, req engine.FunctionRunRequest, kind string
 		var f *runtime.Failure
 		if errors.As(err, &f) {
 			run.Reason, run.Console = f.Reason, strings.ToValidUTF8(f.Console, "")
+		} else if apperr.CodeOf(err) == apperr.FunctionResultInvalid {
+			run.Reason = engine.ResultInvalidReason
 		}
 	}
 	run.Status = status

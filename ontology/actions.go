@@ -149,6 +149,9 @@ func (s *Store) validateAction(ctx context.Context, tx *gorm.DB, d *domain.Actio
 		d.ObjectTypeID = ot.ID
 	}
 	d.ObjectTypeID = strings.ToLower(d.ObjectTypeID)
+	if err := s.kinds.ResolveRefs(d, typeRefs{ctx: ctx, db: tx}); err != nil {
+		return err
+	}
 	if err := domain.ValidateDefinition(*d, s.kinds, dbLookup{ctx: ctx, db: tx}, s.checkEnv(ctx, tx)); err != nil {
 		return err
 	}
@@ -162,6 +165,34 @@ func (s *Store) validateAction(ctx context.Context, tx *gorm.DB, d *domain.Actio
 	}
 	d.Config.Operation = op
 	return nil
+}
+
+// typeRefs resolves the types a definition names by id or name.
+type typeRefs struct {
+	ctx context.Context
+	db  *gorm.DB
+}
+
+func (r typeRefs) ObjectTypeID(ref string) (string, bool, error) {
+	ot, err := findObjectType(r.ctx, r.db, ref)
+	if apperr.Is(err, apperr.ObjectTypeNotFound) {
+		return "", false, nil
+	}
+	if err != nil {
+		return "", false, err
+	}
+	return ot.ID, true, nil
+}
+
+func (r typeRefs) LinkTypeID(ref string) (string, bool, error) {
+	lt, err := findLinkType(r.ctx, r.db, ref)
+	if apperr.Is(err, apperr.LinkTypeNotFound) {
+		return "", false, nil
+	}
+	if err != nil {
+		return "", false, err
+	}
+	return lt.ID, true, nil
 }
 
 func applyDefinition(at *models.ActionType, d domain.ActionDefinition) {

@@ -368,6 +368,20 @@ func inputsReference(inputs []domain.InputField, objectTypeID string) bool {
 	return false
 }
 
+// selfRefs resolves type names as typeRefs does, and also the name of
+// the object type being defined (not stored yet when it is new).
+type selfRefs struct {
+	typeRefs
+	self *models.ObjectType
+}
+
+func (r selfRefs) ObjectTypeID(ref string) (string, bool, error) {
+	if ref == r.self.Name {
+		return r.self.ID, true, nil
+	}
+	return r.typeRefs.ObjectTypeID(ref)
+}
+
 // buildProperty validates sp as a property of ot (field prefixes member
 // names in errors) and returns the record to store; prev is the stored
 // property when sp replaces one.
@@ -386,6 +400,9 @@ func (s *Store) buildProperty(ctx context.Context, tx *gorm.DB, ot *models.Objec
 	}
 	if len(sp.DisplayName) > 256 {
 		return nil, ontErr(f("display_name"), "too_long", "display_name is at most 256 characters")
+	}
+	if err := domain.ResolveTypeRefs(&sp.Type, selfRefs{typeRefs{ctx: ctx, db: tx}, ot}); err != nil {
+		return nil, err
 	}
 	if err := sp.Type.Validate(f("type")); err != nil {
 		return nil, domain.Retag(err, apperr.InvalidDefinition, apperr.InvalidOntology)

@@ -94,6 +94,7 @@ func stepOptions(ctx workflow.Context) workflow.Context {
 // Action runs one execution (kinds execute and inline-edit).
 func (w *Workflows) Action(ctx workflow.Context, in ActionInput) (ItemResult, error) {
 	ctx = stepOptions(ctx)
+	markRunning(ctx)
 	res := w.runItem(ctx, in.ExecutionID)
 	_ = workflow.UpsertTypedSearchAttributes(ctx, SAStatus.ValueSet(res.Status))
 	if res.Status != models.StatusSucceeded {

@@ -45,6 +45,9 @@ const maxChildrenPerRun = 500
 // independently, and their rows hold the per-item outcome.
 func (w *Workflows) Batch(ctx workflow.Context, in BatchInput) (engine.BatchTotals, error) {
 	ctx = stepOptions(ctx)
+	if in.NextChunk == 0 {
+		markRunning(ctx)
+	}
 	chunks := (in.Total + in.ChildItems - 1) / in.ChildItems
 	parentID := workflow.GetInfo(ctx).WorkflowExecution.ID
 	sel := workflow.NewSelector(ctx)

@@ -20,7 +20,8 @@ import (
 // with a notification, one refused, a batch and its chunk; the v1-* ones
 // with the versioned steps, among them a webhook whose effect step was
 // retried, a function, a Slack delivery step, a what-if and a revert
-// with its notification). New shapes are
+// with its notification; the v2-* ones with the running status's
+// search attribute upsert). New shapes are
 // recorded beside the old files, never over them: the old ones stand for
 // executions in flight. Replaying them against the current code is what
 // guards the rule in the package comment: a change to the steps that is

@@ -19,6 +19,7 @@ const RevertWorkflowName = "RevertWorkflow"
 // transaction (exactly once however often it runs), or records why not.
 func (w *Workflows) Revert(ctx workflow.Context, in ActionInput) (ItemResult, error) {
 	ctx = stepOptions(ctx)
+	markRunning(ctx)
 	var out engine.Reverted
 	res := ItemResult{ExecutionID: in.ExecutionID, Status: models.StatusSucceeded}
 	if err := workflow.ExecuteLocalActivity(ctx, w.steps.Revert, in.ExecutionID).Get(ctx, &out); err != nil {

@@ -3,6 +3,9 @@ package workflows
 import (
 	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/sdk/temporal"
+	"go.temporal.io/sdk/workflow"
+
+	"github.com/ontoflow/ontoflow/models"
 )
 
 // Custom search attributes set on every execution, so the Temporal UI can
@@ -26,4 +29,23 @@ func SearchAttributes() map[string]enumspb.IndexedValueType {
 		m[k.GetName()] = enumspb.INDEXED_VALUE_TYPE_KEYWORD
 	}
 	return m
+}
+
+// Version of the status search attribute's running value
+// (workflow.GetVersion): histories recorded before it replay without the
+// upsert.
+const (
+	changeStatusRunning  = "status-running"
+	statusRunningVersion = 1
+)
+
+// markRunning sets OntoflowStatus to running as the workflow's first step
+// starts (it was queued from the start request); the execution row is
+// marked running by that step itself. Its command is guarded by
+// GetVersion, so workflows recorded before it replay unchanged.
+func markRunning(ctx workflow.Context) {
+	if workflow.GetVersion(ctx, changeStatusRunning, workflow.DefaultVersion, statusRunningVersion) == workflow.DefaultVersion {
+		return
+	}
+	_ = workflow.UpsertTypedSearchAttributes(ctx, SAStatus.ValueSet(models.StatusRunning))
 }

@@ -62,7 +62,8 @@ func (s *Starter) options(ex *models.Execution) client.StartWorkflowOptions {
 			SAActor.ValueSet(ex.ActorName),
 			SATarget.ValueSet(ex.TargetObjectID),
 			SAKind.ValueSet(ex.Kind),
-			SAStatus.ValueSet(models.StatusRunning),
+			// Queued until the workflow's first step starts (markRunning).
+			SAStatus.ValueSet(models.StatusQueued),
 			SAExecutionID.ValueSet(ex.ID),
 		),
 	}

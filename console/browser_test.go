@@ -3,6 +3,7 @@ package console_test
 import (
 	"context"
 	"fmt"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -212,6 +213,8 @@ func TestConsoleInBrowser(t *testing.T) {
 		run(t, ctx, "refusal",
 			chromedp.Navigate(base+"/actions/archive?target="+w.secret),
 			until(text("#refusal")+`.includes('confidential') && `+text("#refusal")+`.includes('marking_not_allowed')`),
+			until(text("#refusal")+`.includes('Ask an administrator')`),
+			until(`document.querySelector('#run') === null && document.querySelector('#preview') === null`),
 			sh.take(ctx, "05-refusal"),
 		)
 	})
@@ -346,12 +349,21 @@ func liveForm(t *testing.T, ctx context.Context, base string, w world, s *stack,
 	run(t, ctx, "missing required value",
 		quiet(),
 		click("#run"),
-		until(text("#p-reason-err")+`.includes('required')`),
-		until(`document.querySelector('#run-failure') !== null`),
+		until(text("#p-reason-err")+`.includes('"Reason for high priority" is required')`),
+		until(text("#result")+`.includes('Nothing was run')`),
+		until(`document.querySelector('#result').contains(document.activeElement)`),
 		sh.take(ctx, "04-form-invalid"),
 	)
 	if got := s.object(w.plain)["status"]; got != "open" {
 		t.Fatalf("a refused run changed the object: status = %v", got)
+	}
+	// A typo is not an execution: nothing was recorded for it.
+	var failed struct {
+		Data []any `json:"data"`
+	}
+	s.must(http.StatusOK, "GET", "/api/v1/ontology/executions?status=failed&action_type=triage", nil, &failed)
+	if len(failed.Data) != 0 {
+		t.Fatalf("a validation mistake in the console recorded failed executions: %v", failed.Data)
 	}
 	run(t, ctx, "preview",
 		quiet(),
@@ -370,6 +382,7 @@ func liveForm(t *testing.T, ctx context.Context, base string, w world, s *stack,
 		quiet(),
 		click("#run"),
 		until(text("#run-status")+` === 'succeeded'`),
+		until(`document.querySelector('#result').contains(document.activeElement)`),
 		until(`document.querySelector('#workflow-link') !== null`),
 		until(`document.querySelector('table.edits') !== null`),
 		sh.take(ctx, "04-form-result"),

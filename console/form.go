@@ -1,6 +1,7 @@
 package console
 
 import (
+	"fmt"
 	"net/url"
 	"strings"
 
@@ -39,6 +40,7 @@ type formView struct {
 	JustError     string
 	Valid         bool
 	Ready         bool
+	CanPreview    bool
 }
 
 type refusalView struct{ Message, Reason string }
@@ -75,7 +77,8 @@ func (c *Console) evaluate(g *gin.Context, in formInput) (*formView, error) {
 	}
 	params, bad := parseParams(at.Inputs, in.Raw)
 	fv := &formView{ActionID: at.ID, TargetID: in.TargetID, CSRF: g.GetString(csrfKey),
-		Justification: at.Policy.ConfirmationRequired, JustValue: in.Justification, NeedsTarget: in.TargetID != ""}
+		Justification: at.Policy.ConfirmationRequired, JustValue: in.Justification, NeedsTarget: in.TargetID != "",
+		CanPreview: c.d.Preview != nil}
 	v, err := c.d.Executions.Validate(ctx, c.request(at, p.User, p.Guest, in.TargetID, params, in.Justification))
 	if err != nil {
 		return fv, c.refused(fv, err)
@@ -178,27 +181,37 @@ func buildField(p engine.FormParameter, in formInput, parseErr string) fieldView
 			f.Step = "1"
 		}
 	}
-	f.Error = fieldMessage(p.Constraints, in, parseErr, f.Value != "" || f.Lat != "" || f.Lon != "")
+	f.Error = fieldMessage(p, in, parseErr, f.Value != "" || f.Lat != "" || f.Lon != "")
 	return f
 }
 
 // fieldMessage is the message shown beside a field: a value the console
 // could not read, then the engine's failed constraints. Until the form is
 // submitted, a missing value is not yet an error.
-func fieldMessage(constraints []engine.Constraint, in formInput, parseErr string, typed bool) string {
+func fieldMessage(p engine.FormParameter, in formInput, parseErr string, typed bool) string {
 	if parseErr != "" {
 		return parseErr
 	}
 	var msgs []string
-	for _, c := range constraints {
+	for _, c := range p.Constraints {
 		if c.Result != engine.Invalid {
 			continue
 		}
 		if in.Submitted || (typed && c.Type == "type") {
-			msgs = append(msgs, c.Message)
+			msgs = append(msgs, labelled(c.Message, p.Name, p.Label))
 		}
 	}
 	return strings.Join(msgs, " ")
+}
+
+// labelled names a parameter in an engine message by the label the form
+// shows ("Reason for high priority" is required) rather than its name
+// ("reason"), which the API's details keep.
+func labelled(msg, name, label string) string {
+	if label == "" || label == name {
+		return msg
+	}
+	return strings.ReplaceAll(msg, fmt.Sprintf("parameter %q", name), fmt.Sprintf("%q", label))
 }
 
 // kindOf picks the input for a property type.

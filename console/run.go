@@ -44,6 +44,21 @@ func (c *Console) run(g *gin.Context) {
 		c.renderResult(g, rv, in)
 		return
 	}
+	// A typo is not an execution: what validation alone refuses (a missing
+	// or malformed value, a missing justification, a policy refusal) is
+	// answered from the form's own evaluation and recorded nowhere. The
+	// API's explicit executes still record their failures, as documented.
+	fv, err := c.evaluate(g, in)
+	if err != nil {
+		c.fail(g, err)
+		return
+	}
+	if !fv.Ready || !fv.Valid || fv.JustError != "" {
+		rv.Message = notRunMessage(fv)
+		rv.Form = fv
+		c.fragment(g, "result", rv)
+		return
+	}
 	hd, err := c.d.Executions.Submit(ctx, c.request(at, p.User, p.Guest, in.TargetID, params, in.Justification), true)
 	if err != nil {
 		c.submitFailed(g, rv, in, err)
@@ -62,6 +77,17 @@ func (c *Console) run(g *gin.Context) {
 		rv.Refusal = &refusalView{Message: rv.Failure.Message, Reason: firstReason(rv.Failure.Details)}
 	}
 	c.renderResult(g, rv, in)
+}
+
+// notRunMessage says why Run did nothing.
+func notRunMessage(fv *formView) string {
+	switch {
+	case fv.Refusal != nil:
+		return "Nothing was run: you may not run this action (see above)."
+	case !fv.Ready:
+		return "Nothing was run: " + fv.Notice
+	}
+	return "Nothing was run: some fields need attention; see the messages beside them."
 }
 
 func (c *Console) submitFailed(g *gin.Context, rv resultView, in formInput, err error) {

@@ -48,4 +48,22 @@
       el.dispatchEvent(new Event("input", { bubbles: true }));
     }
   });
+
+  // After Run or Preview, focus moves to what happened (the result's first
+  // alert or heading), so a keyboard or screen-reader user lands on the
+  // outcome instead of <body>; the region is aria-live, so it is read out.
+  document.addEventListener("htmx:afterSettle", function (e) {
+    var t = e.detail.target;
+    if (!t || t.id !== "result") {
+      return;
+    }
+    var el = t.querySelector("[role=alert], h2, p");
+    if (!el) {
+      return;
+    }
+    if (!el.hasAttribute("tabindex")) {
+      el.setAttribute("tabindex", "-1");
+    }
+    el.focus();
+  });
 })();

@@ -39,6 +39,7 @@ import (
 	"github.com/ontoflow/ontoflow/ontology"
 	"github.com/ontoflow/ontoflow/outbound"
 	"github.com/ontoflow/ontoflow/secrets"
+	"github.com/ontoflow/ontoflow/telemetry"
 	"github.com/ontoflow/ontoflow/users"
 	"github.com/ontoflow/ontoflow/webdav"
 	"github.com/ontoflow/ontoflow/worker"
@@ -98,12 +99,19 @@ type App struct {
 
 	// APIURL is the base URL the HTTP server listens on ("" without one).
 	APIURL string
+	// MetricsURL is where /metrics is served on --metrics-addr ("" when
+	// it is not).
+	MetricsURL string
 	// AdminPassword is set when this start created the admin user with a
 	// generated password (printed once).
 	AdminPassword string
 
 	http     *http.Server
 	httpDone chan error
+	metrics  *telemetry.MetricsServer
+	// stopTemporalMetrics ends the reporting of the Temporal SDK's
+	// metrics.
+	stopTemporalMetrics func()
 	// stopSweeps ends the background purge of expired branches and waits
 	// for it.
 	stopSweeps func()
@@ -148,7 +156,24 @@ func Start(ctx context.Context, mode Mode, cfg *config.Config, log *slog.Logger,
 			return nil, err
 		}
 	}
+	if err := a.serveMetrics(); err != nil {
+		return nil, err
+	}
 	return a, nil
+}
+
+// serveMetrics serves the registry on --metrics-addr when there is one
+// (worker by default, dev on request; serve answers on --http-addr).
+func (a *App) serveMetrics() error {
+	if a.Cfg.MetricsAddr == "" || a.Mode == Serve {
+		return nil
+	}
+	var err error
+	if a.metrics, err = telemetry.ServeMetrics(a.Cfg.MetricsAddr, a.Registry, a.Log); err != nil {
+		return err
+	}
+	a.MetricsURL = a.metrics.URL()
+	return nil
 }
 
 // startDevServer starts the embedded Temporal server (and its UI) and
@@ -187,6 +212,11 @@ func (a *App) openDatabase(ctx context.Context) error {
 	if err := models.Migrate(ctx, a.DB); err != nil {
 		return err
 	}
+	sqlDB, err := a.DB.DB()
+	if err != nil {
+		return fmt.Errorf("database pool: %w", err)
+	}
+	a.Registry.MustRegister(collectors.NewDBStatsCollector(sqlDB, "ontoflow"))
 	a.Auth = auth.NewService(a.DB, auth.Options{UserCacheTTL: a.Cfg.UserCacheTTL})
 	if err := a.setUpOutbound(); err != nil {
 		return err
@@ -200,8 +230,12 @@ func (a *App) openDatabase(ctx context.Context) error {
 // dialTemporal connects to Temporal; against a server it did not start,
 // it registers the search attributes executions use.
 func (a *App) dialTemporal(ctx context.Context, addr string) error {
-	var err error
-	if a.Temporal, err = Dial(ctx, addr, a.Cfg.TemporalNamespace, a.Log); err != nil {
+	var (
+		err     error
+		metrics client.MetricsHandler
+	)
+	metrics, a.stopTemporalMetrics = telemetry.TemporalMetrics(a.Registry, a.Log)
+	if a.Temporal, err = Dial(ctx, addr, a.Cfg.TemporalNamespace, a.Log, metrics); err != nil {
 		return err
 	}
 	if a.Mode == Dev {
@@ -458,6 +492,14 @@ func (a *App) Stop(ctx context.Context) {
 	if a.Temporal != nil {
 		a.Temporal.Close()
 	}
+	if a.stopTemporalMetrics != nil {
+		a.stopTemporalMetrics()
+	}
+	if a.metrics != nil {
+		if err := a.metrics.Shutdown(ctx); err != nil {
+			a.Log.Warn("metrics server shutdown", "err", err)
+		}
+	}
 	if a.Functions != nil {
 		if err := a.Functions.Flush(ctx); err != nil {
 			a.Log.Warn("write pending function run records", "err", err)
@@ -476,8 +518,8 @@ func (a *App) Stop(ctx context.Context) {
 }
 
 // Dial connects to a Temporal frontend, retrying for up to a minute while it
-// comes up.
-func Dial(ctx context.Context, addr, ns string, log *slog.Logger) (client.Client, error) {
+// comes up; the SDK's metrics go to metrics (nil: nowhere).
+func Dial(ctx context.Context, addr, ns string, log *slog.Logger, metrics client.MetricsHandler) (client.Client, error) {
 	var (
 		c   client.Client
 		err error
@@ -486,9 +528,10 @@ func Dial(ctx context.Context, addr, ns string, log *slog.Logger) (client.Client
 	deadline := time.Now().Add(60 * time.Second)
 	for {
 		c, err = client.DialContext(ctx, client.Options{
-			HostPort:  addr,
-			Namespace: ns,
-			Logger:    sdklog.NewStructuredLogger(log.With("component", "temporal-sdk")),
+			HostPort:       addr,
+			Namespace:      ns,
+			Logger:         sdklog.NewStructuredLogger(log.With("component", "temporal-sdk")),
+			MetricsHandler: metrics,
 		})
 		if err == nil {
 			return c, nil

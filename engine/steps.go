@@ -250,7 +250,10 @@ func (e *Engine) Effect(ctx context.Context, executionID string, last bool) (jso
 		return nil, nil
 	}
 	op.ExecutionID = ex.ID
-	res, err := ek.Effect(ctx, op, ex.ID)
+	res, err := ek.Effect(withMetrics(ctx, e.metrics), op, ex.ID)
+	if in.Action.OperationKind == domain.KindInvokeWebhook {
+		e.metrics.webhookSettled(ctx, err)
+	}
 	if err == nil && last && !ek.EffectOptions(op).Local {
 		e.applyEarly(ctx, ex.ID, res)
 	}

@@ -146,6 +146,9 @@ func printBanner(w io.Writer, a *app.App, took time.Duration) {
 		fmt.Fprintf(&b, "  WebDAV:      %s/webdav/\n", a.APIURL)
 		fmt.Fprintf(&b, "  Health:      %s/healthz  %s/readyz  metrics: %s/metrics\n", a.APIURL, a.APIURL, a.APIURL)
 	}
+	if a.MetricsURL != "" {
+		fmt.Fprintf(&b, "  Metrics:     %s\n", a.MetricsURL)
+	}
 	if a.Dev != nil {
 		fmt.Fprintf(&b, "  Temporal:    %s (namespace %s)\n", a.Dev.FrontendAddress(), a.Cfg.TemporalNamespace)
 		if ui := a.Dev.UIAddress(); ui != "" {
@@ -206,7 +209,7 @@ func migrate(args []string) error {
 	}
 	fmt.Println("database schema is up to date")
 	if temporalAddr != "" {
-		c, err := app.Dial(ctx, temporalAddr, ns, log)
+		c, err := app.Dial(ctx, temporalAddr, ns, log, nil)
 		if err != nil {
 			return err
 		}

@@ -91,7 +91,7 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 		}, []string{"channel", "outcome"}),
 		recipients: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "ontoflow_notification_recipients_total",
-			Help: "Messages to recipients of remote channels (Slack, Teams, e-mail) by channel and outcome.",
+			Help: "Messages to recipients by channel and outcome.",
 		}, []string{"channel", "outcome"}),
 		deliverySteps: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name:    "ontoflow_notification_delivery_attempts",
@@ -146,6 +146,10 @@ func (e *Engine) delivered(ctx context.Context, channel string, outcomes []model
 	m, ch := e.metrics, e.channelLabel(channel)
 	for _, o := range outcomes {
 		m.notifications.WithLabelValues(ch, outcomeLabel(o.Status)).Inc()
+		if len(o.Deliveries) == 0 {
+			// In-app: delivered in the transaction, to all its recipients.
+			m.recipients.WithLabelValues(ch, outcomeLabel(o.Status)).Add(float64(o.Recipients))
+		}
 		for _, r := range o.Deliveries {
 			m.recipients.WithLabelValues(ch, outcomeLabel(r.Status)).Inc()
 		}

@@ -20,6 +20,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/interceptor"
 	sdklog "go.temporal.io/sdk/log"
 	sdkworker "go.temporal.io/sdk/worker"
 	"gorm.io/gorm"
@@ -62,7 +63,14 @@ const (
 type Option func(*options)
 
 type options struct {
-	kinds []engine.Kind
+	kinds   []engine.Kind
+	tracing *telemetry.Tracing
+}
+
+// WithTracing traces into t instead of what the OTEL_* environment says
+// (tests record spans in memory).
+func WithTracing(t *telemetry.Tracing) Option {
+	return func(o *options) { o.tracing = t }
 }
 
 // ExtraKinds registers operation kinds beside the built-in ones; one with
@@ -109,6 +117,8 @@ type App struct {
 	http     *http.Server
 	httpDone chan error
 	metrics  *telemetry.MetricsServer
+	// tracing is nil when traces are off.
+	tracing *telemetry.Tracing
 	// stopTemporalMetrics ends the reporting of the Temporal SDK's
 	// metrics.
 	stopTemporalMetrics func()
@@ -131,6 +141,11 @@ func Start(ctx context.Context, mode Mode, cfg *config.Config, log *slog.Logger,
 			started.Stop(context.Background())
 		}
 	}()
+	if a.tracing = o.tracing; a.tracing == nil {
+		if a.tracing, err = telemetry.TracingFromEnv(ctx); err != nil {
+			return nil, err
+		}
+	}
 	// The database first: one this binary refuses (a newer schema) stops
 	// the start before the embedded Temporal server touches its state.
 	if err := a.openDatabase(ctx); err != nil {
@@ -231,11 +246,14 @@ func (a *App) openDatabase(ctx context.Context) error {
 // it registers the search attributes executions use.
 func (a *App) dialTemporal(ctx context.Context, addr string) error {
 	var (
-		err     error
-		metrics client.MetricsHandler
+		err  error
+		opts DialOptions
 	)
-	metrics, a.stopTemporalMetrics = telemetry.TemporalMetrics(a.Registry, a.Log)
-	if a.Temporal, err = Dial(ctx, addr, a.Cfg.TemporalNamespace, a.Log, metrics); err != nil {
+	if opts.Interceptors, err = a.tracing.Interceptors(); err != nil {
+		return err
+	}
+	opts.Metrics, a.stopTemporalMetrics = telemetry.TemporalMetrics(a.Registry, a.Log)
+	if a.Temporal, err = Dial(ctx, addr, a.Cfg.TemporalNamespace, a.Log, opts); err != nil {
 		return err
 	}
 	if a.Mode == Dev {
@@ -350,7 +368,7 @@ func (a *App) startHTTP(ctx context.Context, store *ontology.Store, eng *engine.
 	}
 	scheme := "http"
 	a.http = &http.Server{
-		Handler:           h,
+		Handler:           a.tracing.Handler(h),
 		ReadHeaderTimeout: 30 * time.Second,
 		IdleTimeout:       5 * time.Minute,
 		ErrorLog:          slog.NewLogLogger(a.Log.Handler(), slog.LevelWarn),
@@ -394,6 +412,7 @@ func (a *App) setUpOutbound() error {
 	}
 	a.Secrets = secrets.NewStore(a.DB, keys)
 	a.Outbound = outbound.NewClient(outbound.Options{Allow: a.Cfg.OutboundAllow})
+	a.Outbound.Transport = a.tracing.Transport(a.Outbound.Transport)
 	if a.Cfg.SMTP != nil {
 		if a.Mailer, err = delivery.NewMailer(*a.Cfg.SMTP); err != nil {
 			return err
@@ -500,6 +519,9 @@ func (a *App) Stop(ctx context.Context) {
 			a.Log.Warn("metrics server shutdown", "err", err)
 		}
 	}
+	if err := a.tracing.Shutdown(ctx); err != nil {
+		a.Log.Warn("send the last spans", "err", err)
+	}
 	if a.Functions != nil {
 		if err := a.Functions.Flush(ctx); err != nil {
 			a.Log.Warn("write pending function run records", "err", err)
@@ -517,9 +539,18 @@ func (a *App) Stop(ctx context.Context) {
 	}
 }
 
+// DialOptions are what a process adds to its Temporal client.
+type DialOptions struct {
+	// Metrics receives the SDK's metrics (nil: nowhere).
+	Metrics client.MetricsHandler
+	// Interceptors of the client, and of its workers when they implement
+	// interceptor.WorkerInterceptor (tracing does).
+	Interceptors []interceptor.ClientInterceptor
+}
+
 // Dial connects to a Temporal frontend, retrying for up to a minute while it
-// comes up; the SDK's metrics go to metrics (nil: nowhere).
-func Dial(ctx context.Context, addr, ns string, log *slog.Logger, metrics client.MetricsHandler) (client.Client, error) {
+// comes up.
+func Dial(ctx context.Context, addr, ns string, log *slog.Logger, opts DialOptions) (client.Client, error) {
 	var (
 		c   client.Client
 		err error
@@ -531,7 +562,8 @@ func Dial(ctx context.Context, addr, ns string, log *slog.Logger, metrics client
 			HostPort:       addr,
 			Namespace:      ns,
 			Logger:         sdklog.NewStructuredLogger(log.With("component", "temporal-sdk")),
-			MetricsHandler: metrics,
+			MetricsHandler: opts.Metrics,
+			Interceptors:   opts.Interceptors,
 		})
 		if err == nil {
 			return c, nil

@@ -26,6 +26,7 @@ import (
 	"github.com/ontoflow/ontoflow/config"
 	"github.com/ontoflow/ontoflow/devserver"
 	"github.com/ontoflow/ontoflow/models"
+	"github.com/ontoflow/ontoflow/telemetry"
 	"github.com/ontoflow/ontoflow/workflows"
 )
 
@@ -107,7 +108,7 @@ func newLogger(cfg *config.Config) *slog.Logger {
 	if cfg.LogFormat == "json" {
 		h = slog.NewJSONHandler(os.Stderr, opts)
 	}
-	l := slog.New(h)
+	l := slog.New(telemetry.LogHandler(h))
 	slog.SetDefault(l)
 	return l
 }
@@ -209,7 +210,7 @@ func migrate(args []string) error {
 	}
 	fmt.Println("database schema is up to date")
 	if temporalAddr != "" {
-		c, err := app.Dial(ctx, temporalAddr, ns, log, nil)
+		c, err := app.Dial(ctx, temporalAddr, ns, log, app.DialOptions{})
 		if err != nil {
 			return err
 		}

@@ -271,7 +271,7 @@ func (e *Engine) Effect(ctx context.Context, executionID string, last bool) (jso
 // here never makes the effect step call again.
 func (e *Engine) applyEarly(ctx context.Context, id string, effect json.RawMessage) {
 	if _, err := e.Run(ctx, &Prepared{ExecutionID: id, EffectResult: effect}, true); err != nil {
-		e.log.Debug("commit in the effect step failed; the run step applies", "execution", id, "err", err)
+		e.log.DebugContext(ctx, "commit in the effect step failed; the run step applies", "execution", id, "err", err)
 	}
 }
 

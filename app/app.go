@@ -487,6 +487,10 @@ func (a *App) Wait(ctx context.Context) error {
 	}
 }
 
+// tracingFlushTimeout bounds the sending of the spans still buffered at
+// Stop.
+const tracingFlushTimeout = 3 * time.Second
+
 // Stop shuts down gracefully: in-flight HTTP requests finish (up to the
 // shutdown timeout), the worker stops polling and lets running activities
 // finish, then the clients, database and embedded server close.
@@ -519,8 +523,14 @@ func (a *App) Stop(ctx context.Context) {
 			a.Log.Warn("metrics server shutdown", "err", err)
 		}
 	}
-	if err := a.tracing.Shutdown(ctx); err != nil {
-		a.Log.Warn("send the last spans", "err", err)
+	if a.tracing != nil {
+		// A collector that is down must not hold the shutdown for the
+		// exporter's whole timeout.
+		tctx, cancel := context.WithTimeout(ctx, tracingFlushTimeout)
+		if err := a.tracing.Shutdown(tctx); err != nil {
+			a.Log.Warn("send the last spans", "err", err)
+		}
+		cancel()
 	}
 	if a.Functions != nil {
 		if err := a.Functions.Flush(ctx); err != nil {

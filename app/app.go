@@ -20,6 +20,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/interceptor"
 	sdklog "go.temporal.io/sdk/log"
 	sdkworker "go.temporal.io/sdk/worker"
 	"gorm.io/gorm"
@@ -39,6 +40,7 @@ import (
 	"github.com/ontoflow/ontoflow/ontology"
 	"github.com/ontoflow/ontoflow/outbound"
 	"github.com/ontoflow/ontoflow/secrets"
+	"github.com/ontoflow/ontoflow/telemetry"
 	"github.com/ontoflow/ontoflow/users"
 	"github.com/ontoflow/ontoflow/webdav"
 	"github.com/ontoflow/ontoflow/worker"
@@ -61,7 +63,14 @@ const (
 type Option func(*options)
 
 type options struct {
-	kinds []engine.Kind
+	kinds   []engine.Kind
+	tracing *telemetry.Tracing
+}
+
+// WithTracing traces into t instead of what the OTEL_* environment says
+// (tests record spans in memory).
+func WithTracing(t *telemetry.Tracing) Option {
+	return func(o *options) { o.tracing = t }
 }
 
 // ExtraKinds registers operation kinds beside the built-in ones; one with
@@ -98,6 +107,9 @@ type App struct {
 
 	// APIURL is the base URL the HTTP server listens on ("" without one).
 	APIURL string
+	// MetricsURL is where /metrics is served on --metrics-addr ("" when
+	// it is not).
+	MetricsURL string
 	// AdminPassword is set when this start created the admin user with a
 	// generated password (printed once).
 	AdminPassword string
@@ -107,6 +119,12 @@ type App struct {
 	kinds    *engine.Kinds
 	http     *http.Server
 	httpDone chan error
+	metrics  *telemetry.MetricsServer
+	// tracing is nil when traces are off.
+	tracing *telemetry.Tracing
+	// stopTemporalMetrics ends the reporting of the Temporal SDK's
+	// metrics.
+	stopTemporalMetrics func()
 	// stopSweeps ends the background purge of expired branches and waits
 	// for it.
 	stopSweeps func()
@@ -126,6 +144,11 @@ func Start(ctx context.Context, mode Mode, cfg *config.Config, log *slog.Logger,
 			started.Stop(context.Background())
 		}
 	}()
+	if a.tracing = o.tracing; a.tracing == nil {
+		if a.tracing, err = telemetry.TracingFromEnv(ctx); err != nil {
+			return nil, err
+		}
+	}
 	// The database first: one this binary refuses (a newer schema) stops
 	// the start before the embedded Temporal server touches its state.
 	if err := a.openDatabase(ctx); err != nil {
@@ -154,7 +177,24 @@ func Start(ctx context.Context, mode Mode, cfg *config.Config, log *slog.Logger,
 			return nil, err
 		}
 	}
+	if err := a.serveMetrics(); err != nil {
+		return nil, err
+	}
 	return a, nil
+}
+
+// serveMetrics serves the registry on --metrics-addr when there is one
+// (worker by default, dev on request; serve answers on --http-addr).
+func (a *App) serveMetrics() error {
+	if a.Cfg.MetricsAddr == "" || a.Mode == Serve {
+		return nil
+	}
+	var err error
+	if a.metrics, err = telemetry.ServeMetrics(a.Cfg.MetricsAddr, a.Registry, a.Log); err != nil {
+		return err
+	}
+	a.MetricsURL = a.metrics.URL()
+	return nil
 }
 
 // startDevServer starts the embedded Temporal server (and its UI) and
@@ -193,6 +233,11 @@ func (a *App) openDatabase(ctx context.Context) error {
 	if err := models.Migrate(ctx, a.DB); err != nil {
 		return err
 	}
+	sqlDB, err := a.DB.DB()
+	if err != nil {
+		return fmt.Errorf("database pool: %w", err)
+	}
+	a.Registry.MustRegister(collectors.NewDBStatsCollector(sqlDB, "ontoflow"))
 	a.Auth = auth.NewService(a.DB, auth.Options{UserCacheTTL: a.Cfg.UserCacheTTL})
 	if err := a.setUpOutbound(); err != nil {
 		return err
@@ -219,8 +264,15 @@ func MigrateData(ctx context.Context, db *gorm.DB, log *slog.Logger, kinds *engi
 // dialTemporal connects to Temporal; against a server it did not start,
 // it registers the search attributes executions use.
 func (a *App) dialTemporal(ctx context.Context, addr string) error {
-	var err error
-	if a.Temporal, err = Dial(ctx, addr, a.Cfg.TemporalNamespace, a.Log); err != nil {
+	var (
+		err  error
+		opts DialOptions
+	)
+	if opts.Interceptors, err = a.tracing.Interceptors(); err != nil {
+		return err
+	}
+	opts.Metrics, a.stopTemporalMetrics = telemetry.TemporalMetrics(a.Registry, a.Log)
+	if a.Temporal, err = Dial(ctx, addr, a.Cfg.TemporalNamespace, a.Log, opts); err != nil {
 		return err
 	}
 	if a.Mode == Dev {
@@ -337,7 +389,7 @@ func (a *App) startHTTP(ctx context.Context, store *ontology.Store, eng *engine.
 	}
 	scheme := "http"
 	a.http = &http.Server{
-		Handler:           h,
+		Handler:           a.tracing.Handler(h),
 		ReadHeaderTimeout: 30 * time.Second,
 		IdleTimeout:       5 * time.Minute,
 		ErrorLog:          slog.NewLogLogger(a.Log.Handler(), slog.LevelWarn),
@@ -381,6 +433,7 @@ func (a *App) setUpOutbound() error {
 	}
 	a.Secrets = secrets.NewStore(a.DB, keys)
 	a.Outbound = outbound.NewClient(outbound.Options{Allow: a.Cfg.OutboundAllow})
+	a.Outbound.Transport = a.tracing.Transport(a.Outbound.Transport)
 	if a.Cfg.SMTP != nil {
 		if a.Mailer, err = delivery.NewMailer(*a.Cfg.SMTP); err != nil {
 			return err
@@ -455,6 +508,10 @@ func (a *App) Wait(ctx context.Context) error {
 	}
 }
 
+// tracingFlushTimeout bounds the sending of the spans still buffered at
+// Stop.
+const tracingFlushTimeout = 3 * time.Second
+
 // Stop shuts down gracefully: in-flight HTTP requests finish (up to the
 // shutdown timeout), the worker stops polling and lets running activities
 // finish, then the clients, database and embedded server close.
@@ -479,6 +536,23 @@ func (a *App) Stop(ctx context.Context) {
 	if a.Temporal != nil {
 		a.Temporal.Close()
 	}
+	if a.stopTemporalMetrics != nil {
+		a.stopTemporalMetrics()
+	}
+	if a.metrics != nil {
+		if err := a.metrics.Shutdown(ctx); err != nil {
+			a.Log.Warn("metrics server shutdown", "err", err)
+		}
+	}
+	if a.tracing != nil {
+		// A collector that is down must not hold the shutdown for the
+		// exporter's whole timeout.
+		tctx, cancel := context.WithTimeout(ctx, tracingFlushTimeout)
+		if err := a.tracing.Shutdown(tctx); err != nil {
+			a.Log.Warn("send the last spans", "err", err)
+		}
+		cancel()
+	}
 	if a.Functions != nil {
 		if err := a.Functions.Flush(ctx); err != nil {
 			a.Log.Warn("write pending function run records", "err", err)
@@ -496,9 +570,18 @@ func (a *App) Stop(ctx context.Context) {
 	}
 }
 
+// DialOptions are what a process adds to its Temporal client.
+type DialOptions struct {
+	// Metrics receives the SDK's metrics (nil: nowhere).
+	Metrics client.MetricsHandler
+	// Interceptors of the client, and of its workers when they implement
+	// interceptor.WorkerInterceptor (tracing does).
+	Interceptors []interceptor.ClientInterceptor
+}
+
 // Dial connects to a Temporal frontend, retrying for up to a minute while it
 // comes up.
-func Dial(ctx context.Context, addr, ns string, log *slog.Logger) (client.Client, error) {
+func Dial(ctx context.Context, addr, ns string, log *slog.Logger, opts DialOptions) (client.Client, error) {
 	var (
 		c   client.Client
 		err error
@@ -507,9 +590,11 @@ func Dial(ctx context.Context, addr, ns string, log *slog.Logger) (client.Client
 	deadline := time.Now().Add(60 * time.Second)
 	for {
 		c, err = client.DialContext(ctx, client.Options{
-			HostPort:  addr,
-			Namespace: ns,
-			Logger:    sdklog.NewStructuredLogger(log.With("component", "temporal-sdk")),
+			HostPort:       addr,
+			Namespace:      ns,
+			Logger:         sdklog.NewStructuredLogger(log.With("component", "temporal-sdk")),
+			MetricsHandler: opts.Metrics,
+			Interceptors:   opts.Interceptors,
 		})
 		if err == nil {
 			return c, nil

@@ -20,6 +20,7 @@ import (
 	"github.com/ontoflow/ontoflow/executions"
 	"github.com/ontoflow/ontoflow/outbound"
 	"github.com/ontoflow/ontoflow/secrets"
+	"github.com/ontoflow/ontoflow/telemetry"
 	"github.com/ontoflow/ontoflow/webdav"
 	"github.com/ontoflow/ontoflow/workflows"
 )
@@ -34,6 +35,9 @@ type Config struct {
 	TLSKey      string
 	LogLevel    string
 	LogFormat   string
+	// MetricsAddr is where worker and dev serve /metrics on a listener of
+	// their own ("" = none; dev and serve also answer on --http-addr).
+	MetricsAddr string
 
 	TemporalAddress   string
 	TemporalNamespace string
@@ -219,6 +223,12 @@ func Bind(fs *flag.FlagSet, mode Mode) (*Config, func() error) {
 		b.dur(&c.BranchTTL, "branch-ttl", "ONTOFLOW_BRANCH_TTL", executions.DefaultBranchTTL, "how long a what-if branch lives; expired branches are purged")
 		b.dur(&c.AbandonAfter, "abandon-after", "ONTOFLOW_ABANDON_AFTER", executions.DefaultAbandonAfter, "how long an execution whose workflow could not be started waits for the retry with its Idempotency-Key before it is recorded failed")
 		b.str(&c.UIURL, "temporal-ui-url", "ONTOFLOW_TEMPORAL_UI_URL", "", "Temporal Web UI base URL for workflow links (dev: the embedded UI)")
+	}
+	switch mode {
+	case ModeWorker:
+		b.str(&c.MetricsAddr, "metrics-addr", "ONTOFLOW_METRICS_ADDR", telemetry.DefaultWorkerMetricsAddr, "listen address of /metrics (Prometheus; empty = off)")
+	case ModeDev:
+		b.str(&c.MetricsAddr, "metrics-addr", "ONTOFLOW_METRICS_ADDR", "", "also serve /metrics on this address (it is always on --http-addr)")
 	}
 	if mode == ModeDev {
 		b.int(&c.TemporalPort, "temporal-port", "ONTOFLOW_TEMPORAL_PORT", 7233, "embedded Temporal frontend port (0 = any free port)")

@@ -85,12 +85,14 @@ func (e *Engine) ListBatchChunk(ctx context.Context, batchID string, from, to in
 func (e *Engine) FinishBatch(ctx context.Context, batchID string) (*BatchTotals, error) {
 	now := e.now()
 	db := e.db.WithContext(ctx)
-	if err := db.Model(&models.Execution{}).
+	closed := db.Model(&models.Execution{}).
 		Where("batch_id = ? AND status NOT IN ?", batchID, []string{models.StatusSucceeded, models.StatusFailed}).
 		Updates(map[string]any{"status": models.StatusFailed, "error_code": "Internal",
-			"error_message": "the item's batch chunk gave up", "finished_at": &now}).Error; err != nil {
-		return nil, fmt.Errorf("close open items of batch %s: %w", batchID, err)
+			"error_message": "the item's batch chunk gave up", "finished_at": &now})
+	if closed.Error != nil {
+		return nil, fmt.Errorf("close open items of batch %s: %w", batchID, closed.Error)
 	}
+	e.metrics.batchItems.WithLabelValues(models.StatusFailed).Add(float64(closed.RowsAffected))
 	t, err := e.Totals(ctx, batchID)
 	if err != nil {
 		return nil, err

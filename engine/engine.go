@@ -153,33 +153,3 @@ func (e *Engine) checkEnv(ctx context.Context, actor *models.User) domain.CheckE
 		},
 	}
 }
-
-type metrics struct {
-	executions *prometheus.CounterVec
-	steps      *prometheus.HistogramVec
-}
-
-func newMetrics(reg prometheus.Registerer) *metrics {
-	m := &metrics{
-		executions: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "ontoflow_action_executions_total",
-			Help: "Finished action executions by action type, kind and status.",
-		}, []string{"action_type", "kind", "status"}),
-		steps: prometheus.NewHistogramVec(prometheus.HistogramOpts{
-			Name:    "ontoflow_action_step_duration_seconds",
-			Help:    "Latency of the engine's steps (validate, authorize, run, notify).",
-			Buckets: prometheus.ExponentialBuckets(0.0005, 2, 14),
-		}, []string{"step"}),
-	}
-	reg.MustRegister(m.executions, m.steps)
-	return m
-}
-
-func (e *Engine) observe(step string, start time.Time) {
-	e.metrics.steps.WithLabelValues(step).Observe(time.Since(start).Seconds())
-}
-
-// finished counts a finished execution.
-func (e *Engine) finished(ex *models.Execution, status string) {
-	e.metrics.executions.WithLabelValues(ex.ActionTypeName, ex.Kind, status).Inc()
-}

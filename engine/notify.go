@@ -109,7 +109,8 @@ func (e *Engine) Deliver(ctx context.Context, executionID, channel string, last 
 		}
 		outcomes = tally(outcomes, msgs, recs)
 	}
-	return e.db.WithContext(ctx).Transaction(func(db *gorm.DB) error {
+	recorded := false
+	err = e.db.WithContext(ctx).Transaction(func(db *gorm.DB) error {
 		cur, err := e.lockExecution(db, executionID)
 		if err != nil {
 			return err
@@ -130,8 +131,13 @@ func (e *Engine) Deliver(ctx context.Context, executionID, channel string, last 
 		if err := db.Model(&models.Execution{}).Where("id = ?", executionID).Updates(cols).Error; err != nil {
 			return fmt.Errorf("record %s outcomes of %s: %w", channel, executionID, err)
 		}
+		recorded = true
 		return nil
 	})
+	if err == nil && recorded {
+		e.delivered(ctx, channel, outcomes)
+	}
+	return err
 }
 
 // messages renders the side effects that use channel, one message per

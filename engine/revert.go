@@ -78,6 +78,7 @@ type Reverted struct {
 func (e *Engine) Revert(ctx context.Context, revertID string) (*Reverted, error) {
 	defer e.observe("revert", time.Now())
 	out := &Reverted{}
+	var done *models.Execution // the revert as this call recorded it
 	err := e.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
 		rv, err := e.lockExecution(tx, revertID)
 		if err != nil {
@@ -96,10 +97,16 @@ func (e *Engine) Revert(ctx context.Context, revertID string) (*Reverted, error)
 		if o != nil {
 			out.Outcome = *o
 		}
+		if err == nil {
+			done = rv
+		}
 		return err
 	})
 	if err != nil {
 		return nil, err
+	}
+	if done != nil {
+		e.finished(done, models.StatusSucceeded)
 	}
 	if len(out.Deliveries) == 0 {
 		e.settle(revertID) // else the last delivery settles; a failure is settled by RecordFailure

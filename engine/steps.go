@@ -253,7 +253,10 @@ func (e *Engine) Effect(ctx context.Context, executionID string, last bool) (jso
 		return nil, nil
 	}
 	op.ExecutionID = ex.ID
-	res, err := ek.Effect(ctx, op, ex.ID)
+	res, err := ek.Effect(withMetrics(ctx, e.metrics), op, ex.ID)
+	if in.Action.OperationKind == domain.KindInvokeWebhook {
+		e.metrics.webhookSettled(ctx, err)
+	}
 	if err == nil && last && !ek.EffectOptions(op).Local {
 		e.applyEarly(ctx, ex.ID, res)
 	}
@@ -271,7 +274,7 @@ func (e *Engine) Effect(ctx context.Context, executionID string, last bool) (jso
 // here never makes the effect step call again.
 func (e *Engine) applyEarly(ctx context.Context, id string, effect json.RawMessage) {
 	if _, err := e.Run(ctx, &Prepared{ExecutionID: id, EffectResult: effect}, true); err != nil {
-		e.log.Debug("commit in the effect step failed; the run step applies", "execution", id, "err", err)
+		e.log.DebugContext(ctx, "commit in the effect step failed; the run step applies", "execution", id, "err", err)
 	}
 }
 

@@ -91,6 +91,7 @@ func (k InvokeWebhook) Effect(ctx context.Context, op *Op, key string) (json.Raw
 	start := time.Now()
 	resp, err := k.send(ctx, req, c.timeout())
 	call.DurationMS = time.Since(start).Milliseconds()
+	webhookAnswered(ctx, statusOf(resp), time.Since(start))
 	if err != nil {
 		return nil, k.sendFailure(err, x, attempt, c.attempts())
 	}

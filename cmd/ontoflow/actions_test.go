@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"io"
 	"log/slog"
 	"net/http"
 	"strings"
@@ -42,9 +43,10 @@ func TestActionsOnPostgres(t *testing.T) {
 	env := []string{"DATABASE_URL=" + dsn, "TEMPORAL_ADDRESS=" + temporal.TemporalAddr,
 		"ONTOFLOW_TASK_QUEUE=e2e-actions-pg", "ONTOFLOW_DATA_DIR=" + t.TempDir()}
 	serve := start(t, env, "serve", "--http-addr", "127.0.0.1:0", "--log-level", "warn")
-	worker := start(t, env, "worker", "--log-level", "warn")
+	worker := start(t, env, "worker", "--log-level", "warn", "--metrics-addr", "127.0.0.1:0")
 	root := client{t: t, base: serve.APIURL, user: "root", pass: "root-password-1", temporal: temporal.TemporalAddr}
 	actionSuite(t, root)
+	workerMetrics(t, worker)
 
 	// Restart survival with the worker killed mid-batch: a new worker
 	// finishes it and every item's object is created exactly once.
@@ -52,7 +54,7 @@ func TestActionsOnPostgres(t *testing.T) {
 	accepted := submitTickets(t, root, id, 200)
 	waitFor(t, 2*time.Minute, func() bool { return countTickets(t, root, "pg-ticket") >= 20 })
 	worker.kill()
-	worker2 := start(t, env, "worker", "--log-level", "warn")
+	worker2 := start(t, env, "worker", "--log-level", "warn", "--metrics-addr", "127.0.0.1:0")
 	waitBatch(t, root, accepted)
 	if n := countTickets(t, root, "pg-ticket"); n != 200 {
 		t.Fatalf("%d objects after the worker was killed mid-batch, want exactly 200", n)
@@ -894,4 +896,31 @@ func countNotes(t *testing.T, c client) (all, unread int) {
 		}
 	}
 	return len(page.Data), unread
+}
+
+// workerMetrics: the worker serves /metrics on --metrics-addr with the
+// engine's series and the Temporal SDK's under their standard names.
+func workerMetrics(t *testing.T, worker *proc) {
+	t.Helper()
+	if worker.MetricsURL == "" {
+		t.Fatalf("the worker's banner names no metrics address:\n%s", worker.stdout)
+	}
+	var body string
+	waitFor(t, 30*time.Second, func() bool {
+		resp, err := http.Get(worker.MetricsURL)
+		if err != nil {
+			return false
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		body = string(b)
+		return resp.StatusCode == http.StatusOK && strings.Contains(body, "temporal_activity_execution_latency_seconds_bucket")
+	})
+	for _, want := range []string{"ontoflow_action_executions_total{", "ontoflow_action_step_duration_seconds_bucket{",
+		"temporal_worker_task_slots_available{", "temporal_workflow_task_execution_latency_seconds_bucket{",
+		"temporal_request_total{", "go_sql_open_connections{"} {
+		if !strings.Contains(body, want) {
+			t.Errorf("the worker's /metrics has no %s", want)
+		}
+	}
 }

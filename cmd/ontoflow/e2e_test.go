@@ -244,7 +244,7 @@ func TestServeAndWorkerOnExternalTemporal(t *testing.T) {
 	env := []string{"DATABASE_URL=" + dsn, "TEMPORAL_ADDRESS=" + temporal.TemporalAddr,
 		"ONTOFLOW_TASK_QUEUE=e2e-external", "ONTOFLOW_DATA_DIR=" + t.TempDir()}
 	serve := start(t, env, "serve", "--http-addr", "127.0.0.1:0", "--log-level", "warn")
-	worker := start(t, env, "worker", "--log-level", "warn")
+	worker := start(t, env, "worker", "--log-level", "warn", "--metrics-addr", "127.0.0.1:0")
 	waitHTTP(t, serve.APIURL+"/readyz")
 
 	alice := client{t: t, base: serve.APIURL, user: "alice", pass: "alice-password-1"}

@@ -26,6 +26,7 @@ import (
 	"github.com/ontoflow/ontoflow/config"
 	"github.com/ontoflow/ontoflow/devserver"
 	"github.com/ontoflow/ontoflow/models"
+	"github.com/ontoflow/ontoflow/telemetry"
 	"github.com/ontoflow/ontoflow/workflows"
 )
 
@@ -107,7 +108,7 @@ func newLogger(cfg *config.Config) *slog.Logger {
 	if cfg.LogFormat == "json" {
 		h = slog.NewJSONHandler(os.Stderr, opts)
 	}
-	l := slog.New(h)
+	l := slog.New(telemetry.LogHandler(h))
 	slog.SetDefault(l)
 	return l
 }
@@ -145,6 +146,9 @@ func printBanner(w io.Writer, a *app.App, took time.Duration) {
 		fmt.Fprintf(&b, "  Console:     %s/ui/\n", a.APIURL)
 		fmt.Fprintf(&b, "  WebDAV:      %s/webdav/\n", a.APIURL)
 		fmt.Fprintf(&b, "  Health:      %s/healthz  %s/readyz  metrics: %s/metrics\n", a.APIURL, a.APIURL, a.APIURL)
+	}
+	if a.MetricsURL != "" {
+		fmt.Fprintf(&b, "  Metrics:     %s\n", a.MetricsURL)
 	}
 	if a.Dev != nil {
 		fmt.Fprintf(&b, "  Temporal:    %s (namespace %s)\n", a.Dev.FrontendAddress(), a.Cfg.TemporalNamespace)
@@ -209,7 +213,7 @@ func migrate(args []string) error {
 	}
 	fmt.Println("database schema is up to date")
 	if temporalAddr != "" {
-		c, err := app.Dial(ctx, temporalAddr, ns, log)
+		c, err := app.Dial(ctx, temporalAddr, ns, log, app.DialOptions{})
 		if err != nil {
 			return err
 		}

@@ -59,6 +59,8 @@ type proc struct {
 	APIURL       string
 	TemporalAddr string
 	UIURL        string
+	// MetricsURL is where /metrics is served on --metrics-addr.
+	MetricsURL string
 	// AdminPassword is set when this start created the admin user.
 	AdminPassword string
 }
@@ -67,6 +69,7 @@ var (
 	reAPI      = regexp.MustCompile(`API:\s+(\S+)/api/v1/`)
 	reTemporal = regexp.MustCompile(`Temporal:\s+(\S+) \(namespace`)
 	reUI       = regexp.MustCompile(`Temporal UI:\s+(\S+)`)
+	reMetrics  = regexp.MustCompile(`Metrics:\s+(\S+)`)
 	rePassword = regexp.MustCompile(`Created user "[^"]+" with password (\S+)`)
 )
 
@@ -119,6 +122,9 @@ func start(t *testing.T, env []string, args ...string) *proc {
 	}
 	if m := reUI.FindStringSubmatch(banner); m != nil {
 		p.UIURL = m[1]
+	}
+	if m := reMetrics.FindStringSubmatch(banner); m != nil {
+		p.MetricsURL = m[1]
 	}
 	if m := rePassword.FindStringSubmatch(banner); m != nil {
 		p.AdminPassword = m[1]

@@ -165,7 +165,7 @@ func startProcesses(ctx context.Context, o options, tmp string) ([]*proc, func()
 			return nil, cleanup, err
 		}
 		started = append(started, serve)
-		worker, err := startProc(ctx, "worker", o.bin, env, "worker", "--log-level", "warn")
+		worker, err := startProc(ctx, "worker", o.bin, env, "worker", "--log-level", "warn", "--metrics-addr", "127.0.0.1:0")
 		if err != nil {
 			return nil, cleanup, err
 		}

@@ -71,3 +71,30 @@ func TestTimeLimitStopsEveryShape(t *testing.T) {
 		})
 	}
 }
+
+// TestOrphanWorkerEndsItself: a worker whose parent never kills it (the
+// parent died) ends itself shortly after the run's limit, even in a
+// built-in that cannot be interrupted.
+func TestOrphanWorkerEndsItself(t *testing.T) {
+	prog, err := Compile("javascript", `export default () => Array(2 ** 32 - 1).indexOf(1)`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := workers.spawn()
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Without the worker's own watch, this test would wait for minutes.
+	guard := time.AfterFunc(10*time.Second, p.kill)
+	defer guard.Stop()
+	defer p.kill()
+	start := time.Now()
+	if err := p.send(request{Run: &runRequest{Code: prog.Code, Input: []byte("{}"), Timeout: time.Second}}); err != nil {
+		t.Fatal(err)
+	}
+	var m message
+	err = p.dec.Decode(&m) // EOF when the worker exits
+	if took := time.Since(start); err == nil || took > time.Second+3*KillGrace+time.Second {
+		t.Fatalf("the worker answered %+v (%v) after %s", m, err, took)
+	}
+}

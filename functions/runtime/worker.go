@@ -382,6 +382,11 @@ func (w *worker) send(m message) error {
 // run runs one function and sends what it did.
 func (w *worker) run(rr *runRequest) error {
 	lim := Limits{Timeout: rr.Timeout, Memory: rr.Memory, Network: rr.Network}
+	// The parent kills a worker KillGrace past the limit; one whose
+	// parent is gone (crashed, killed) ends itself a little later, rather
+	// than run on with nobody to answer.
+	orphan := time.AfterFunc(lim.Normalized().Timeout+2*KillGrace, func() { os.Exit(3) })
+	defer orphan.Stop()
 	out, err := QuickJS{}.run(context.Background(), Program{Code: rr.Code}, rr.Input, &workerHost{w: w}, lim)
 	if w.broken != nil {
 		return w.broken

@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ontoflow/ontoflow/functions/runtime/cputime"
 	"github.com/ontoflow/ontoflow/internal/testdb"
 )
 
@@ -274,6 +275,34 @@ export async function handler(ctx: Ctx): Promise<unknown> {
 			t.Fatalf("RSS grew from %d to %d MiB", rss0, rss1)
 		}
 	})
+
+	t.Run("a function that catches its stack overflows stops at its time limit, and its CPU use with it", func(t *testing.T) {
+		functionTimeLimit(t, e)
+	})
+}
+
+// functionTimeLimit: a function QuickJS cannot stop in process (each
+// caught stack overflow recurses again) answers 422 FunctionFailed with
+// reason timeout within its 2 s limit plus a grace, not the effect
+// activity's 7 s deadline as 500 Internal; and the server, with its
+// function workers, then uses less than 10% of a core for 3 s.
+func functionTimeLimit(t *testing.T, e fnEnv) {
+	op := inline("javascript", `function f(n) { try { return f(n + 1) + 1 } catch (e) { return f(n + 1) } }
+export default () => f(0)`)
+	op["capabilities"] = map[string]any{"timeout": "2s"}
+	id := e.action("catch-recursion", op)
+	start := time.Now()
+	checkHostile(t, e, "catch recursion", id, "timeout", "time limit")
+	if took := time.Since(start); took > 3500*time.Millisecond {
+		t.Errorf("answered after %s, limit 2s", took)
+	}
+	before, ok := cputime.Tree()
+	time.Sleep(3 * time.Second)
+	after, _ := cputime.Tree()
+	t.Logf("CPU in the 3 s after the answer: %s", after-before)
+	if used := after - before; ok && used > 300*time.Millisecond {
+		t.Errorf("%s of CPU in the 3 s after the answer, at most 10%% of a core", used)
+	}
 }
 
 // fnRuns lists a package's recorded runs (GET /functions/{name}/runs?query).

@@ -65,7 +65,8 @@ type Service struct {
 type Options struct {
 	Log        *slog.Logger
 	Registerer prometheus.Registerer
-	// Runtime runs programs (nil: QuickJS).
+	// Runtime runs programs (nil: QuickJS in worker processes, which a
+	// time limit can stop whatever the function does).
 	Runtime runtime.Runtime
 }
 
@@ -78,7 +79,7 @@ func New(db *gorm.DB, o Options) *Service {
 		o.Registerer = prometheus.NewRegistry()
 	}
 	if o.Runtime == nil {
-		o.Runtime = runtime.QuickJS{}
+		o.Runtime = runtime.Workers{}
 	}
 	return &Service{db: db, rt: o.Runtime, log: o.Log, metrics: newMetrics(o.Registerer), rec: newRecorder(db, o.Log),
 		now: func() time.Time { return time.Now().UTC() }, inline: map[[32]byte]runtime.Program{}}

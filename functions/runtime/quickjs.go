@@ -80,6 +80,16 @@ type run struct {
 
 // Run implements Runtime.
 func (q QuickJS) Run(ctx context.Context, prog Program, in Input, host Host, lim Limits) (*Output, error) {
+	input, err := json.Marshal(in)
+	if err != nil {
+		return nil, fmt.Errorf("encode the function's input: %w", err)
+	}
+	return q.run(ctx, prog, input, host, lim)
+}
+
+// run is Run with the input encoded (a worker gets it so: decoding it
+// would round its numbers).
+func (QuickJS) run(ctx context.Context, prog Program, input json.RawMessage, host Host, lim Limits) (*Output, error) {
 	lim = lim.Normalized()
 	start := time.Now()
 	ctx, cancel := context.WithTimeout(ctx, lim.Timeout)
@@ -98,7 +108,7 @@ func (q QuickJS) Run(ctx context.Context, prog Program, in Input, host Host, lim
 	if err := vm.RegisterHostFunc("__ontoflow_host", r.call); err != nil {
 		return nil, fmt.Errorf("register the host function: %w", err)
 	}
-	out, err := r.evaluate(prog, in, lim)
+	out, err := r.evaluate(prog, input, lim)
 	if err != nil {
 		return nil, r.failure(err)
 	}
@@ -106,11 +116,7 @@ func (q QuickJS) Run(ctx context.Context, prog Program, in Input, host Host, lim
 }
 
 // evaluate loads the program, calls the handler and drains its promise.
-func (r *run) evaluate(prog Program, in Input, lim Limits) (json.RawMessage, error) {
-	input, err := json.Marshal(in)
-	if err != nil {
-		return nil, fmt.Errorf("encode the function's input: %w", err)
-	}
+func (r *run) evaluate(prog Program, input json.RawMessage, lim Limits) (json.RawMessage, error) {
 	if err := r.load(prelude); err != nil {
 		return nil, err
 	}
@@ -257,13 +263,28 @@ func (r *run) call(args []any) (any, error) {
 		r.log(arg)
 		return "null", nil
 	}
-	v, err := r.dispatch(op, arg)
+	var out string
+	var err error
+	if rl, ok := r.host.(relay); ok {
+		out, err = rl.relay(op, arg)
+	} else {
+		out, err = answer(r.ctx, r.host, r.network, op, arg)
+	}
 	if err != nil {
 		return nil, err
 	}
+	return out, nil
+}
+
+// answer is dispatch's answer as JSON.
+func answer(ctx context.Context, host Host, network bool, op, arg string) (string, error) {
+	v, err := dispatch(ctx, host, network, op, arg)
+	if err != nil {
+		return "", err
+	}
 	b, err := json.Marshal(v)
 	if err != nil {
-		return nil, fmt.Errorf("host %s: encode the answer: %w", op, err)
+		return "", fmt.Errorf("host %s: encode the answer: %w", op, err)
 	}
 	return string(b), nil
 }
@@ -279,16 +300,32 @@ func (r *run) log(line string) {
 	}
 	r.console.WriteString(line)
 	r.console.WriteByte('\n')
+	if rl, ok := r.host.(relay); ok {
+		rl.logged(line)
+	}
 }
 
-func (r *run) dispatch(op, arg string) (any, error) {
+// relay is a Host that passes calls on still encoded: a worker process's,
+// whose parent answers them (worker.go).
+type relay interface {
+	Host
+	// relay answers op with arg, both JSON, as dispatch would.
+	relay(op, arg string) (string, error)
+	// logged tells of a console line kept, so that what was printed
+	// before a run is killed is not lost with the worker.
+	logged(line string)
+}
+
+// dispatch answers a host call: op with its argument as JSON, read with
+// ctx (the run's deadline) from host; fetch only with network.
+func dispatch(ctx context.Context, host Host, network bool, op, arg string) (any, error) {
 	switch op {
 	case "get":
 		var a struct{ ID string }
 		if err := json.Unmarshal([]byte(arg), &a); err != nil {
 			return nil, fmt.Errorf("ontology.get: %w", err)
 		}
-		return r.host.Get(r.ctx, a.ID)
+		return host.Get(ctx, a.ID)
 	case "query":
 		var a struct {
 			Type    string         `json:"type"`
@@ -298,7 +335,7 @@ func (r *run) dispatch(op, arg string) (any, error) {
 		if err := json.Unmarshal([]byte(arg), &a); err != nil {
 			return nil, fmt.Errorf("ontology.query: %w", err)
 		}
-		return r.host.Query(r.ctx, a.Type, a.Filters, a.Limit)
+		return host.Query(ctx, a.Type, a.Filters, a.Limit)
 	case "links":
 		var a struct {
 			ID       string `json:"id"`
@@ -307,16 +344,16 @@ func (r *run) dispatch(op, arg string) (any, error) {
 		if err := json.Unmarshal([]byte(arg), &a); err != nil {
 			return nil, fmt.Errorf("ontology.links: %w", err)
 		}
-		return r.host.Links(r.ctx, a.ID, a.LinkType)
+		return host.Links(ctx, a.ID, a.LinkType)
 	case "fetch":
-		if !r.network {
+		if !network {
 			return nil, errors.New("fetch needs the network capability")
 		}
 		var a FetchRequest
 		if err := json.Unmarshal([]byte(arg), &a); err != nil {
 			return nil, fmt.Errorf("fetch: %w", err)
 		}
-		return r.host.Fetch(r.ctx, a)
+		return host.Fetch(ctx, a)
 	}
 	return nil, fmt.Errorf("host: unknown operation %q", op)
 }

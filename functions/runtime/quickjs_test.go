@@ -21,7 +21,15 @@ func (nullHost) Fetch(context.Context, FetchRequest) (*FetchResponse, error) {
 	return nil, errors.New("no network")
 }
 
+// runtimes are both ways to run: in process, and in a worker process.
+var runtimes = map[string]Runtime{"in process": QuickJS{}, "worker": Workers{}}
+
 func runJS(t *testing.T, lang, src string, lim Limits) (*Output, error) {
+	t.Helper()
+	return runOn(t, QuickJS{}, lang, src, lim)
+}
+
+func runOn(t *testing.T, rt Runtime, lang, src string, lim Limits) (*Output, error) {
 	t.Helper()
 	prog, err := Compile(lang, src)
 	if err != nil {
@@ -29,11 +37,17 @@ func runJS(t *testing.T, lang, src string, lim Limits) (*Output, error) {
 	}
 	in := Input{Parameters: map[string]any{"n": 2}, Actor: Actor{ID: "u1", Username: "ann", Roles: []string{"user"}},
 		Action: Action{Name: "a", Version: 1}, ExecutionID: "e1"}
-	return QuickJS{}.Run(context.Background(), prog, in, nullHost{}, lim)
+	return rt.Run(context.Background(), prog, in, nullHost{}, lim)
 }
 
 func TestRunReturnsEditsAndConsole(t *testing.T) {
-	out, err := runJS(t, "typescript", `
+	for name, rt := range runtimes {
+		t.Run(name, func(t *testing.T) { testRunReturnsEditsAndConsole(t, rt) })
+	}
+}
+
+func testRunReturnsEditsAndConsole(t *testing.T, rt Runtime) {
+	out, err := runOn(t, rt, "typescript", `
 interface Ctx { parameters: { n: number }, actor: { username: string } }
 export default async function (ctx: Ctx) {
   console.log("hello", ctx.actor.username, { n: ctx.parameters.n });
@@ -113,18 +127,23 @@ func TestHostileFunctions(t *testing.T) {
 		{"throws", `export default function () { throw new Error("boom") }`, ReasonThrown},
 		{"no handler", `export const x = 1`, ReasonNoHandler},
 	}
-	for _, c := range cases {
-		t.Run(c.name, func(t *testing.T) {
-			start := time.Now()
-			_, err := runJS(t, "javascript", c.src, Limits{Timeout: time.Second, Memory: 32 << 20})
-			var f *Failure
-			if !errors.As(err, &f) || f.Reason != c.reason {
-				t.Fatalf("want %s, got %v", c.reason, err)
-			}
-			if d := time.Since(start); d > 3*time.Second {
-				t.Fatalf("took %s", d)
-			}
-		})
+	for name, rt := range runtimes {
+		for _, c := range cases {
+			t.Run(name+"/"+c.name, func(t *testing.T) {
+				start := time.Now()
+				_, err := runOn(t, rt, "javascript", c.src, Limits{Timeout: time.Second, Memory: 32 << 20})
+				var f *Failure
+				if !errors.As(err, &f) || f.Reason != c.reason {
+					t.Fatalf("want %s, got %v", c.reason, err)
+				}
+				if d := time.Since(start); d > 3*time.Second {
+					t.Fatalf("took %s", d)
+				}
+				if c.reason == ReasonConsole && (len(f.Console) < 60<<10 || len(f.Console) > MaxConsole) {
+					t.Fatalf("console of %d bytes, want the first 64 KiB", len(f.Console))
+				}
+			})
+		}
 	}
 	// The reader of the result cannot be replaced (the assignment is
 	// ignored, or throws in strict code).
@@ -145,9 +164,44 @@ func BenchmarkRun(b *testing.B) {
 		b.Fatal(err)
 	}
 	in := Input{Parameters: map[string]any{"n": 1}}
+	for name, rt := range runtimes {
+		b.Run(name, func(b *testing.B) {
+			for b.Loop() {
+				if _, err := rt.Run(context.Background(), prog, in, nullHost{}, Limits{}); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
+
+// BenchmarkRunHostCalls: a run making ten host calls, each a round trip
+// to the parent for a worker.
+func BenchmarkRunHostCalls(b *testing.B) {
+	prog, err := Compile("javascript", `export default function (ctx) { let n = 0; for (let i = 0; i < 10; i++) if (ctx.ontology.get("o" + i) === null) n++; return n }`)
+	if err != nil {
+		b.Fatal(err)
+	}
+	for name, rt := range runtimes {
+		b.Run(name, func(b *testing.B) {
+			for b.Loop() {
+				if out, err := rt.Run(context.Background(), prog, Input{}, nullHost{}, Limits{}); err != nil || string(out.Value) != "10" {
+					b.Fatal(out, err)
+				}
+			}
+		})
+	}
+}
+
+// BenchmarkSpawnWorker: what a run waits for when no worker is idle (the
+// first run, and the next after a worker was killed, unless the one
+// started ahead is ready).
+func BenchmarkSpawnWorker(b *testing.B) {
 	for b.Loop() {
-		if _, err := (QuickJS{}).Run(context.Background(), prog, in, nullHost{}, Limits{}); err != nil {
+		p, err := workers.spawn()
+		if err != nil {
 			b.Fatal(err)
 		}
+		p.close()
 	}
 }

@@ -1,11 +1,13 @@
-// Package runtime runs user functions in process, sandboxed: a Runtime
-// evaluates a compiled program against one input, with wall-time, memory,
-// result and console limits, and nothing reaching the host except the
-// Host functions it is given (ontology reads with the actor's read rule,
+// Package runtime runs user functions, sandboxed: a Runtime evaluates a
+// compiled program against one input, with wall-time, memory, result and
+// console limits, and nothing reaching the host except the Host functions
+// it is given (ontology reads with the actor's read rule,
 // and fetch only with the network capability). QuickJS (modernc.org/quickjs,
 // pure Go) is the JavaScript engine; TypeScript is compiled to the same
-// JavaScript once, at publish time (Compile). The interface is small so
-// another engine can be added beside it.
+// JavaScript once, at publish time (Compile). QuickJS runs a program in
+// this process; Workers runs it in a worker process, which can be killed
+// at the time limit whatever the program does (worker.go). The interface
+// is small so another engine can be added beside it.
 package runtime
 
 import (

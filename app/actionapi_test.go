@@ -447,7 +447,8 @@ func searchStatus(t *testing.T, a *app.App, workflowID string) string {
 }
 
 func secretRefsForReaders(t *testing.T, e apiEnv) {
-	e.c.must(http.StatusCreated, "POST", "/api/v1/secrets", map[string]any{"name": "CRM_TOKEN", "value": "tok-5b0c9e"}, nil)
+	e.c.must(http.StatusCreated, "POST", "/api/v1/secrets", map[string]any{"name": "CRM_TOKEN", "value": "tok-5b0c9e",
+		"destinations": []string{"http://127.0.0.1:9/"}}, nil)
 	headers := map[string]string{"Authorization": "{{ secrets.CRM_TOKEN }}", "X-Bearer": "Bearer {{ secrets.CRM_TOKEN }}", "X-Plain": "literal-key"}
 	id := e.action(map[string]any{"name": "crm-sync", "object_type_id": "Ticket", "operation_kind": "invoke_webhook",
 		"config": map[string]any{"operation": map[string]any{"url": "http://127.0.0.1:9/hook", "headers": headers,

@@ -699,6 +699,15 @@ func (s *Store) migrateObjects(ctx context.Context, tx *gorm.DB, ot *models.Obje
 		}
 	}
 	reindex := next != nil && next.Unique && (prev == nil || !prev.Unique || !next.Type.V.Equal(prev.Type.V))
+	// The property-value index: rebuilt for the property when it is
+	// added, dropped or changes type; else rewritten where a value changes.
+	prop := models.PropKey(ot.ID, name)
+	rebuild := prev == nil || next == nil || !prev.Type.V.Equal(next.Type.V)
+	if rebuild {
+		if err := tx.Where("prop = ?", prop).Delete(&models.ObjectValue{}).Error; err != nil {
+			return fmt.Errorf("drop the index of %s: %w", name, err)
+		}
+	}
 	env := domain.CheckEnv{Markings: s.levels}
 	var objs []models.Object
 	err := tx.Where("object_type_id = ?", ot.ID).Order("id").FindInBatches(&objs, 500, func(b *gorm.DB, _ int) error {
@@ -751,6 +760,11 @@ func (s *Store) migrateObjects(ctx context.Context, tx *gorm.DB, ot *models.Obje
 					return fmt.Errorf("rewrite object %s: %w", o.ID, err)
 				}
 			}
+			if next != nil && (rebuild || changed) {
+				if err := reindexProperty(ctx, tx, ot.ID, o, *next, !rebuild); err != nil {
+					return err
+				}
+			}
 		}
 		return nil
 	}).Error
@@ -761,4 +775,20 @@ func (s *Store) migrateObjects(ctx context.Context, tx *gorm.DB, ot *models.Obje
 		return fmt.Errorf("migrate objects of %s: %w", ot.Name, err)
 	}
 	return nil
+}
+
+// reindexProperty writes the index rows of property p of object o (of
+// type typeID), first dropping its old ones when stale.
+func reindexProperty(ctx context.Context, tx *gorm.DB, typeID string, o *models.Object, p models.Property, stale bool) error {
+	if stale {
+		if err := tx.WithContext(ctx).Where("object_id = ? AND prop = ?", o.ID, models.PropKey(typeID, p.Name)).
+			Delete(&models.ObjectValue{}).Error; err != nil {
+			return fmt.Errorf("unindex %s of %s: %w", p.Name, o.ID, err)
+		}
+	}
+	rows, err := models.ObjectValues(typeID, o.ID, o.CreatedAt, []models.Property{p}, o.Properties.V)
+	if err != nil {
+		return err
+	}
+	return models.InsertObjectValues(ctx, tx, rows)
 }

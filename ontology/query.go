@@ -228,10 +228,22 @@ func (f valueFilter) rowPred(a string) (string, []any) {
 // order for an equality); the others are probes of an object's rows.
 func (s *Store) queryObjects(ctx context.Context, u *models.User, ts *typeState, fs []valueFilter, offset, limit int) ([]models.Object, error) {
 	out := []models.Object{}
+	q, args, ok := s.objectsSQL(u, ts, fs, offset, limit)
+	if !ok {
+		return out, nil
+	}
+	if err := s.db.WithContext(ctx).Raw(q, args...).Scan(&out).Error; err != nil {
+		return nil, fmt.Errorf("query objects of %s: %w", ts.ot.Name, err)
+	}
+	return out, nil
+}
+
+// objectsSQL is queryObjects' statement; false when no object can match.
+func (s *Store) objectsSQL(u *models.User, ts *typeState, fs []valueFilter, offset, limit int) (string, []any, bool) {
 	di := -1
 	for i, f := range fs {
 		if f.none && !f.negate {
-			return out, nil
+			return "", nil, false
 		}
 		if f.drive != driveNever && (di < 0 || f.drive < fs[di].drive) {
 			di = i
@@ -269,10 +281,7 @@ func (s *Store) queryObjects(ctx context.Context, u *models.User, ts *typeState,
 	}
 	sb.WriteString(" ORDER BY " + order + " LIMIT ? OFFSET ?")
 	args = append(args, limit, offset)
-	if err := s.db.WithContext(ctx).Raw(sb.String(), args...).Scan(&out).Error; err != nil {
-		return nil, fmt.Errorf("query objects of %s: %w", ts.ot.Name, err)
-	}
-	return out, nil
+	return sb.String(), args, true
 }
 
 // mergeObjects merges lists each in creation order into one, each object

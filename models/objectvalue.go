@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"log/slog"
+	"strings"
 	"time"
 
 	"gorm.io/gorm"
@@ -47,7 +48,66 @@ type ObjectValueBuild struct {
 // ObjectValueVersion is the index's encoding version.
 const ObjectValueVersion = 1
 
-var objectValueModels = []any{&ObjectValue{}, &ObjectValueBuild{}}
+var objectValueModels = []any{&ObjectValue{}, &ObjectValueBuild{}, &ObjectText{}}
+
+// ObjectText is the text of a string property's value, searched by
+// substring (the operator includes) through a trigram index: SQLite's
+// FTS5 table object_texts_fts (tokenizer trigram, case-sensitive) over
+// it, Postgres' pg_trgm GIN index on Txt. Strings holding U+0000, which
+// Postgres text cannot store, are left out.
+type ObjectText struct {
+	ID       int64  `gorm:"primaryKey"`
+	ObjectID string `gorm:"size:36;not null;index"`
+	Prop     int64  `gorm:"not null"`
+	Created  int64  `gorm:"not null"`
+	Txt      string `gorm:"type:text;not null"`
+}
+
+// sqliteTextSearch keeps object_texts_fts in step with object_texts.
+var sqliteTextSearch = []string{
+	`CREATE VIRTUAL TABLE IF NOT EXISTS object_texts_fts USING fts5(txt, content='object_texts', content_rowid='id', tokenize='trigram case_sensitive 1')`,
+	`CREATE TRIGGER IF NOT EXISTS object_texts_ai AFTER INSERT ON object_texts BEGIN INSERT INTO object_texts_fts(rowid, txt) VALUES (new.id, new.txt); END`,
+	`CREATE TRIGGER IF NOT EXISTS object_texts_ad AFTER DELETE ON object_texts BEGIN INSERT INTO object_texts_fts(object_texts_fts, rowid, txt) VALUES ('delete', old.id, old.txt); END`,
+}
+
+// TrigramSearch reports whether db has a trigram index for ObjectText:
+// always on SQLite; on Postgres when the pg_trgm extension could be
+// created (Debian's postgresql-contrib).
+func TrigramSearch(db *gorm.DB) bool {
+	if !IsPostgres(db) {
+		return true
+	}
+	var n int64
+	db.Raw("SELECT COUNT(*) FROM pg_indexes WHERE indexname = 'idx_object_texts_trgm' AND schemaname = current_schema()").Scan(&n)
+	return n > 0
+}
+
+// ensureTextSearch creates the trigram index of object_texts.
+func ensureTextSearch(db *gorm.DB) error {
+	if !IsPostgres(db) {
+		for _, q := range sqliteTextSearch {
+			if err := db.Exec(q).Error; err != nil {
+				return fmt.Errorf("create text search: %w", err)
+			}
+		}
+		return nil
+	}
+	if err := db.Exec("CREATE EXTENSION IF NOT EXISTS pg_trgm").Error; err != nil {
+		slog.Warn("substring search without an index: the pg_trgm extension is missing (install postgresql-contrib)", "err", err)
+		return nil
+	}
+	// The extension lives in one schema of the database (often public),
+	// which need not be on this connection's search path.
+	var schema string
+	if err := db.Raw("SELECT n.nspname FROM pg_extension e JOIN pg_namespace n ON n.oid = e.extnamespace WHERE e.extname = 'pg_trgm'").Scan(&schema).Error; err != nil {
+		return fmt.Errorf("find pg_trgm: %w", err)
+	}
+	opclass := `"` + strings.ReplaceAll(schema, `"`, `""`) + `".gin_trgm_ops`
+	if err := db.Exec("CREATE INDEX IF NOT EXISTS idx_object_texts_trgm ON object_texts USING gin (txt " + opclass + ")").Error; err != nil {
+		return fmt.Errorf("create trigram index: %w", err)
+	}
+	return nil
+}
 
 // Index row parts.
 const (
@@ -141,6 +201,94 @@ func appendPropertyValues(out []ObjectValue, typeID, objectID string, created ti
 	return out
 }
 
+// ObjectTexts are the ObjectText rows of an object's string properties.
+func ObjectTexts(typeID, objectID string, created time.Time, defs []Property, values map[string]any) []ObjectText {
+	var out []ObjectText
+	for i := range defs {
+		if defs[i].Type.V.Base != domain.TypeString {
+			continue
+		}
+		s, ok := values[defs[i].Name].(string)
+		if !ok || strings.ContainsRune(s, 0) {
+			continue
+		}
+		out = append(out, ObjectText{ObjectID: objectID, Prop: PropKey(typeID, defs[i].Name), Created: CreatedKey(created), Txt: s})
+	}
+	return out
+}
+
+// IndexObject writes the index rows (values and texts) of an object of
+// type typeID holding values, first removing its old ones unless fresh.
+func IndexObject(ctx context.Context, tx *gorm.DB, typeID, objectID string, created time.Time, defs []Property, values map[string]any, fresh bool) error {
+	if !fresh {
+		if err := UnindexObject(ctx, tx, objectID); err != nil {
+			return err
+		}
+	}
+	rows, err := ObjectValues(typeID, objectID, created, defs, values)
+	if err != nil {
+		return err
+	}
+	if err := InsertObjectValues(ctx, tx, rows); err != nil {
+		return err
+	}
+	return insertTexts(ctx, tx, ObjectTexts(typeID, objectID, created, defs, values))
+}
+
+// UnindexObject removes an object's index rows.
+func UnindexObject(ctx context.Context, tx *gorm.DB, objectID string) error {
+	if err := tx.WithContext(ctx).Where("object_id = ?", objectID).Delete(&ObjectValue{}).Error; err != nil {
+		return fmt.Errorf("unindex object %s: %w", objectID, err)
+	}
+	if err := tx.WithContext(ctx).Where("object_id = ?", objectID).Delete(&ObjectText{}).Error; err != nil {
+		return fmt.Errorf("unindex the text of object %s: %w", objectID, err)
+	}
+	return nil
+}
+
+// DropPropertyIndex removes every index row of property prop (PropKey).
+func DropPropertyIndex(ctx context.Context, tx *gorm.DB, prop int64) error {
+	if err := tx.WithContext(ctx).Where("prop = ?", prop).Delete(&ObjectValue{}).Error; err != nil {
+		return fmt.Errorf("drop the index of a property: %w", err)
+	}
+	if err := tx.WithContext(ctx).Where("prop = ?", prop).Delete(&ObjectText{}).Error; err != nil {
+		return fmt.Errorf("drop the text index of a property: %w", err)
+	}
+	return nil
+}
+
+// IndexProperty writes the index rows of property p of one object,
+// first removing its old ones when stale.
+func IndexProperty(ctx context.Context, tx *gorm.DB, typeID, objectID string, created time.Time, p Property, values map[string]any, stale bool) error {
+	prop := PropKey(typeID, p.Name)
+	if stale {
+		for _, m := range []any{&ObjectValue{}, &ObjectText{}} {
+			if err := tx.WithContext(ctx).Where("object_id = ? AND prop = ?", objectID, prop).Delete(m).Error; err != nil {
+				return fmt.Errorf("unindex %s of %s: %w", p.Name, objectID, err)
+			}
+		}
+	}
+	defs := []Property{p}
+	rows, err := ObjectValues(typeID, objectID, created, defs, values)
+	if err != nil {
+		return err
+	}
+	if err := InsertObjectValues(ctx, tx, rows); err != nil {
+		return err
+	}
+	return insertTexts(ctx, tx, ObjectTexts(typeID, objectID, created, defs, values))
+}
+
+func insertTexts(ctx context.Context, tx *gorm.DB, rows []ObjectText) error {
+	if len(rows) == 0 {
+		return nil
+	}
+	if err := tx.WithContext(ctx).CreateInBatches(rows, 500).Error; err != nil {
+		return fmt.Errorf("write text index: %w", err)
+	}
+	return nil
+}
+
 // InsertObjectValues writes rows in statements of a few hundred.
 func InsertObjectValues(ctx context.Context, tx *gorm.DB, rows []ObjectValue) error {
 	if len(rows) == 0 {
@@ -157,6 +305,9 @@ func InsertObjectValues(ctx context.Context, tx *gorm.DB, rows []ObjectValue) er
 // transaction (no long lock on Postgres), logging progress.
 func buildObjectValues(ctx context.Context, db *gorm.DB) error {
 	db = db.Session(&gorm.Session{NewDB: true, Context: ctx})
+	if err := ensureTextSearch(db); err != nil {
+		return err
+	}
 	var n int64
 	if err := db.Model(&ObjectValueBuild{}).Where("version = ?", ObjectValueVersion).Count(&n).Error; err != nil {
 		return fmt.Errorf("read index build: %w", err)
@@ -169,8 +320,10 @@ func buildObjectValues(ctx context.Context, db *gorm.DB) error {
 		return fmt.Errorf("count objects: %w", err)
 	}
 	start := time.Now()
-	if err := db.Session(&gorm.Session{AllowGlobalUpdate: true}).Delete(&ObjectValue{}).Error; err != nil {
-		return fmt.Errorf("clear property-value index: %w", err)
+	for _, m := range []any{&ObjectValue{}, &ObjectText{}} {
+		if err := db.Session(&gorm.Session{AllowGlobalUpdate: true}).Delete(m).Error; err != nil {
+			return fmt.Errorf("clear property-value index: %w", err)
+		}
 	}
 	if total > 0 {
 		slog.Info("building the property-value index", "objects", total)
@@ -186,6 +339,7 @@ func buildObjectValues(ctx context.Context, db *gorm.DB) error {
 			break
 		}
 		var rows []ObjectValue
+		var texts []ObjectText
 		for i := range objs {
 			o := &objs[i]
 			ps, ok := defs[o.ObjectTypeID]
@@ -200,8 +354,15 @@ func buildObjectValues(ctx context.Context, db *gorm.DB) error {
 				return err
 			}
 			rows = append(rows, r...)
+			texts = append(texts, ObjectTexts(o.ObjectTypeID, o.ID, o.CreatedAt, ps, o.Properties.V)...)
 		}
-		if err := db.Transaction(func(tx *gorm.DB) error { return InsertObjectValues(ctx, tx, rows) }); err != nil {
+		err := db.Transaction(func(tx *gorm.DB) error {
+			if err := InsertObjectValues(ctx, tx, rows); err != nil {
+				return err
+			}
+			return insertTexts(ctx, tx, texts)
+		})
+		if err != nil {
 			return err
 		}
 		done += len(objs)

@@ -704,8 +704,8 @@ func (s *Store) migrateObjects(ctx context.Context, tx *gorm.DB, ot *models.Obje
 	prop := models.PropKey(ot.ID, name)
 	rebuild := prev == nil || next == nil || !prev.Type.V.Equal(next.Type.V)
 	if rebuild {
-		if err := tx.Where("prop = ?", prop).Delete(&models.ObjectValue{}).Error; err != nil {
-			return fmt.Errorf("drop the index of %s: %w", name, err)
+		if err := models.DropPropertyIndex(ctx, tx, prop); err != nil {
+			return err
 		}
 	}
 	env := domain.CheckEnv{Markings: s.levels}
@@ -761,7 +761,7 @@ func (s *Store) migrateObjects(ctx context.Context, tx *gorm.DB, ot *models.Obje
 				}
 			}
 			if next != nil && (rebuild || changed) {
-				if err := reindexProperty(ctx, tx, ot.ID, o, *next, !rebuild); err != nil {
+				if err := models.IndexProperty(ctx, tx, ot.ID, o.ID, o.CreatedAt, *next, o.Properties.V, !rebuild); err != nil {
 					return err
 				}
 			}
@@ -775,20 +775,4 @@ func (s *Store) migrateObjects(ctx context.Context, tx *gorm.DB, ot *models.Obje
 		return fmt.Errorf("migrate objects of %s: %w", ot.Name, err)
 	}
 	return nil
-}
-
-// reindexProperty writes the index rows of property p of object o (of
-// type typeID), first dropping its old ones when stale.
-func reindexProperty(ctx context.Context, tx *gorm.DB, typeID string, o *models.Object, p models.Property, stale bool) error {
-	if stale {
-		if err := tx.WithContext(ctx).Where("object_id = ? AND prop = ?", o.ID, models.PropKey(typeID, p.Name)).
-			Delete(&models.ObjectValue{}).Error; err != nil {
-			return fmt.Errorf("unindex %s of %s: %w", p.Name, o.ID, err)
-		}
-	}
-	rows, err := models.ObjectValues(typeID, o.ID, o.CreatedAt, []models.Property{p}, o.Properties.V)
-	if err != nil {
-		return err
-	}
-	return models.InsertObjectValues(ctx, tx, rows)
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+	"unicode/utf8"
 
 	"gorm.io/gorm"
 
@@ -31,6 +32,9 @@ type valueFilter struct {
 	// drive ranks how well the filter drives the query from the index
 	// (lower is better); 0 means it is not used to drive.
 	drive int
+	// text, when set, is a substring found through the trigram index
+	// (models.ObjectText) when the filter drives.
+	text string
 }
 
 // Driving ranks.
@@ -62,6 +66,10 @@ func (s *Store) sqlFilter(ts *typeState, c domain.Condition) valueFilter {
 		}
 		sub, _ := c.Value.(string)
 		f.pred = s.substringPred(sub)
+		// Trigrams find substrings of three characters or more.
+		if utf8.RuneCountInString(sub) >= 3 && !strings.ContainsRune(sub, 0) && s.trigram.get(func() bool { return models.TrigramSearch(s.db) }) {
+			f.text, f.drive = sub, driveRange
+		}
 	default:
 		f.drive = driveRange
 		f.pred, f.none = s.orderPred(t, c.Operator, c.Value)
@@ -252,7 +260,12 @@ func (s *Store) objectsSQL(u *models.User, ts *typeState, fs []valueFilter, offs
 	var sb strings.Builder
 	var args []any
 	order := "o.created_at, o.id"
-	if di >= 0 {
+	if di >= 0 && fs[di].text != "" {
+		q, as := s.textDriver(fs[di])
+		sb.WriteString(q)
+		args = append(args, as...)
+		order = "d.created, d.object_id"
+	} else if di >= 0 {
 		p, as := fs[di].rowPred("d")
 		sb.WriteString("SELECT o.* FROM object_values d CROSS JOIN objects o WHERE o.id = d.object_id AND " + p)
 		args = append(args, as...)
@@ -284,6 +297,20 @@ func (s *Store) objectsSQL(u *models.User, ts *typeState, fs []valueFilter, offs
 	return sb.String(), args, true
 }
 
+// textDriver selects the objects whose property holds f.text through the
+// trigram index: FTS5's phrase of the text's trigrams (case-sensitive),
+// Postgres' LIKE served by pg_trgm.
+func (s *Store) textDriver(f valueFilter) (string, []any) {
+	if models.IsPostgres(s.db) {
+		like := "%" + strings.NewReplacer(`\`, `\\`, `%`, `\%`, `_`, `\_`).Replace(f.text) + "%"
+		return `SELECT o.* FROM object_texts d CROSS JOIN objects o WHERE d.txt LIKE ? ESCAPE '\' AND d.prop = ? AND o.id = d.object_id`,
+			[]any{like, f.prop}
+	}
+	phrase := `"` + strings.ReplaceAll(f.text, `"`, `""`) + `"`
+	return "SELECT o.* FROM object_texts_fts t CROSS JOIN object_texts d CROSS JOIN objects o WHERE t.object_texts_fts MATCH ? AND d.id = t.rowid AND d.prop = ? AND o.id = d.object_id",
+		[]any{phrase, f.prop}
+}
+
 // mergeObjects merges lists each in creation order into one, each object
 // once, at most limit.
 func mergeObjects(lists [][]models.Object, limit int) []models.Object {
@@ -312,21 +339,9 @@ func mergeObjects(lists [][]models.Object, limit int) []models.Object {
 
 // indexObject replaces the index rows of o (of type ts) inside tx.
 func (s *Store) indexObject(ctx context.Context, tx *gorm.DB, ts *typeState, o *models.Object, fresh bool) error {
-	if !fresh {
-		if err := unindexObject(ctx, tx, o.ID); err != nil {
-			return err
-		}
-	}
-	rows, err := models.ObjectValues(ts.ot.ID, o.ID, o.CreatedAt, ts.props, o.Properties.V)
-	if err != nil {
-		return err
-	}
-	return models.InsertObjectValues(ctx, tx, rows)
+	return models.IndexObject(ctx, tx, ts.ot.ID, o.ID, o.CreatedAt, ts.props, o.Properties.V, fresh)
 }
 
 func unindexObject(ctx context.Context, tx *gorm.DB, id string) error {
-	if err := tx.WithContext(ctx).Where("object_id = ?", id).Delete(&models.ObjectValue{}).Error; err != nil {
-		return fmt.Errorf("unindex object %s: %w", id, err)
-	}
-	return nil
+	return models.UnindexObject(ctx, tx, id)
 }

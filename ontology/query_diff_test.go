@@ -28,7 +28,7 @@ var (
 	diffStrings = []string{"", "a", "alpha", "Alpha", "alphabet", "beta", "b", "public", "confidential", "pii",
 		"2024-01-01", "2024-01-01T00:00:00Z", "2024-01-01T01:00:00+01:00", "2023-06-15T08:30:00.5Z", "zeta", "é",
 		"ab%_c", long, long + "x", long + "xa", long + "xb", long + "y", long[:120], "x"}
-	diffSubstrings = []string{"a", "lph", "", "x", "xa", "T00", "%", "_", "é", "xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxb"}
+	diffSubstrings = []string{"a", "lph", "", "x", "xa", "T00", "%", "_", "é", "b%_c", "%_c", "xxx", "pha", "lphab", "01:00:00+", "xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxb"}
 	diffInts       = []string{"-3", "-2", "-1", "0", "1", "2", "3", "100", "9223372036854775807", "-9223372036854775808"}
 	diffIntFilters = append([]string{"2.0", "1e1", "-0"}, diffInts...)
 	diffDoubles    = []string{"0.1", "0.5", "-1.25", "1e21", "3", "2.5e-7", "-0", "100", "0.30000000000000004", "-1e-300"}

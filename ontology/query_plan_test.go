@@ -34,7 +34,9 @@ var planShapes = []struct {
 	{"marking range", []ontology.RawFilter{{Key: "level.greater_than", Value: "public"}}, "idx_object_value", false},
 	{"not exists", []ontology.RawFilter{{Key: "n.not_exists"}}, "", true},
 	{"is not", []ontology.RawFilter{{Key: "tag.is_not", Value: "t3"}}, "", true},
-	{"substring", []ontology.RawFilter{{Key: "tag.includes", Value: "3"}}, "", true},
+	{"substring of one character", []ontology.RawFilter{{Key: "tag.includes", Value: "3"}}, "", true},
+	{"substring", []ontology.RawFilter{{Key: "key.includes", Value: "k42"}}, "text", false},
+	{"substring and equality", []ontology.RawFilter{{Key: "key.includes", Value: "k42"}, {Key: "tag", Value: "t2"}}, "idx_object_value", true},
 }
 
 // TestQueryPlansUseIndexes asserts that every query shape of the
@@ -127,6 +129,9 @@ func checkPlan(postgres bool, plan, drive string, ordered bool) string {
 		if strings.Contains(plan, "Seq Scan") {
 			return "a sequential scan"
 		}
+		if drive == "text" {
+			drive = "idx_object_texts_trgm"
+		}
 		if drive != "" && !strings.Contains(plan, drive) {
 			return "does not use " + drive
 		}
@@ -134,6 +139,12 @@ func checkPlan(postgres bool, plan, drive string, ordered bool) string {
 	}
 	if sqliteFullScan.MatchString(plan) {
 		return "a table scan"
+	}
+	if drive == "text" {
+		if !strings.HasPrefix(first, "SCAN t VIRTUAL TABLE INDEX") || !strings.Contains(plan, "SEARCH d USING INTEGER PRIMARY KEY") {
+			return "does not search the trigram index object_texts_fts first"
+		}
+		return ""
 	}
 	if drive != "" && !(strings.HasPrefix(first, "SEARCH d USING") && strings.Contains(first, drive)) {
 		return "does not search " + drive + " first"

@@ -175,6 +175,7 @@ func (b *bench) load(ctx context.Context, n int) error {
 		var objs []models.Object
 		var uniq []models.UniqueValue
 		var rows []models.ObjectValue
+		var texts []models.ObjectText
 		now := time.Now().UTC().Truncate(time.Microsecond)
 		for j := 0; j < m; j++ {
 			i := b.n + j
@@ -190,6 +191,7 @@ func (b *bench) load(ctx context.Context, n int) error {
 				return err
 			}
 			rows = append(rows, r...)
+			texts = append(texts, models.ObjectTexts(b.typeID, o.ID, o.CreatedAt, b.defs, p)...)
 			b.ids = append(b.ids, o.ID)
 		}
 		err := b.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
@@ -199,7 +201,10 @@ func (b *bench) load(ctx context.Context, n int) error {
 			if err := tx.CreateInBatches(uniq, 500).Error; err != nil {
 				return err
 			}
-			return models.InsertObjectValues(ctx, tx, rows)
+			if err := models.InsertObjectValues(ctx, tx, rows); err != nil {
+				return err
+			}
+			return tx.CreateInBatches(texts, 500).Error
 		})
 		if err != nil {
 			return fmt.Errorf("load objects: %w", err)
@@ -292,7 +297,7 @@ func (b *bench) sizes(ctx context.Context) (string, error) {
 		if err := b.db.Raw("SELECT pg_total_relation_size('objects') + pg_total_relation_size('unique_values')").Scan(&objs).Error; err != nil {
 			return "", err
 		}
-		if err := b.db.Raw("SELECT pg_total_relation_size('object_values')").Scan(&idx).Error; err != nil {
+		if err := b.db.Raw("SELECT pg_total_relation_size('object_values') + pg_total_relation_size('object_texts')").Scan(&idx).Error; err != nil {
 			return "", err
 		}
 	} else {
@@ -301,7 +306,9 @@ func (b *bench) sizes(ctx context.Context) (string, error) {
 			"unique_values", "sqlite_autoindex_unique_values_1", "idx_unique_values_object_id"}).Scan(&objs).Error; err != nil {
 			return "", fmt.Errorf("dbstat: %w", err)
 		}
-		if err := b.db.Raw(q, []string{"object_values", "sqlite_autoindex_object_values_1", "idx_object_value"}).Scan(&idx).Error; err != nil {
+		if err := b.db.Raw(q, []string{"object_values", "sqlite_autoindex_object_values_1", "idx_object_value", "object_texts",
+			"idx_object_texts_object_id", "object_texts_fts_data", "object_texts_fts_idx", "object_texts_fts_docsize",
+			"object_texts_fts_config"}).Scan(&idx).Error; err != nil {
 			return "", err
 		}
 	}

@@ -115,6 +115,10 @@ const (
 	PartElement int16 = 1
 )
 
+// KeyUnequal is the key class of a value equal to nothing, so that it
+// still exists for exists and not_exists.
+const KeyUnequal byte = 'X'
+
 // MaxIndexedKey bounds a key in the index (Postgres refuses B-tree
 // entries of more than ~2.7 kB); longer strings keep their text in Full.
 const MaxIndexedKey = 129
@@ -181,6 +185,11 @@ func appendPropertyValues(out []ObjectValue, typeID, objectID string, created ti
 	}
 	k, ok := domain.EqualityKey(v)
 	if !ok {
+		// A value equal to nothing (a number conditions cannot read
+		// exactly) is still present: a key no filter value has.
+		b, _ := json.Marshal(v)
+		sum := sha256.Sum256(b)
+		row(PartValue, append([]byte{KeyUnequal}, sum[:]...))
 		return out
 	}
 	row(PartValue, k)

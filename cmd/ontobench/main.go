@@ -70,8 +70,10 @@ func run(ctx context.Context, dsn, sizeList string, runs int) error {
 		return err
 	}
 	if models.IsPostgres(db) {
-		if err := db.Exec("DROP SCHEMA public CASCADE; CREATE SCHEMA public").Error; err != nil {
-			return fmt.Errorf("empty the database: %w", err)
+		for _, q := range []string{"DROP SCHEMA public CASCADE", "CREATE SCHEMA public"} {
+			if err := db.Exec(q).Error; err != nil {
+				return fmt.Errorf("empty the database: %w", err)
+			}
 		}
 	}
 	if err := models.Migrate(ctx, db); err != nil {

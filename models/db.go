@@ -136,7 +136,7 @@ func Ping(ctx context.Context, db *gorm.DB) error { return ping(ctx, db) }
 // in its own file.
 func all() []any {
 	var out []any
-	for _, group := range [][]any{userModels, davModels, ontologyModels, actionModels, secretModels, branchModels, functionModels} {
+	for _, group := range [][]any{userModels, davModels, ontologyModels, actionModels, secretModels, branchModels, functionModels, objectValueModels} {
 		out = append(out, group...)
 	}
 	return out
@@ -167,7 +167,7 @@ func Migrate(ctx context.Context, db *gorm.DB) error {
 			if err := conn.AutoMigrate(all()...); err != nil {
 				return fmt.Errorf("auto-migrate: %w", err)
 			}
-			return nil
+			return buildObjectValues(ctx, conn)
 		})
 		return err
 	})

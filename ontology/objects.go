@@ -422,6 +422,9 @@ func (s *Store) createObject(ctx context.Context, tx *gorm.DB, typeRef string, i
 	if err := tx.Create(o).Error; err != nil {
 		return nil, fmt.Errorf("create object: %w", err)
 	}
+	if err := s.indexObject(ctx, tx, ts, o, true); err != nil {
+		return nil, err
+	}
 	return o, nil
 }
 
@@ -453,6 +456,9 @@ func (s *Store) writeObject(ctx context.Context, tx *gorm.DB, o *models.Object, 
 	if err := tx.Model(o).Select("properties", "marking", "updated_at").Updates(o).Error; err != nil {
 		return nil, fmt.Errorf("update object %s: %w", o.ID, err)
 	}
+	if err := s.indexObject(ctx, tx, ts, o, false); err != nil {
+		return nil, err
+	}
 	return o, nil
 }
 
@@ -462,6 +468,9 @@ func (s *Store) deleteObject(ctx context.Context, tx *gorm.DB, o *models.Object)
 	}
 	if err := tx.Where("object_id = ?", o.ID).Delete(&models.UniqueValue{}).Error; err != nil {
 		return fmt.Errorf("delete unique values of %s: %w", o.ID, err)
+	}
+	if err := unindexObject(ctx, tx, o.ID); err != nil {
+		return err
 	}
 	if err := tx.Delete(o).Error; err != nil {
 		return fmt.Errorf("delete object %s: %w", o.ID, err)
@@ -695,9 +704,8 @@ type ObjectQuery struct {
 }
 
 // ListObjects lists the objects of a type that u may read, oldest first,
-// matching every filter. Filters are evaluated in Go over a type-scoped
-// scan (property values live in a JSON text column whose operators differ
-// between SQLite and Postgres), so the result is the same on both.
+// matching every filter: one query over the property-value index (see
+// queryObjects), the same on both dialects.
 func (s *Store) ListObjects(ctx context.Context, u *models.User, typeRef string, q ObjectQuery) ([]models.Object, error) {
 	ts, err := loadTypeState(ctx, s.db, typeRef)
 	if err != nil {
@@ -707,102 +715,48 @@ func (s *Store) ListObjects(ctx context.Context, u *models.User, typeRef string,
 	if err != nil {
 		return nil, err
 	}
-	base := s.readableOfType(ctx, u, ts)
-	out := []models.Object{}
 	if len(conds) == 0 {
-		if err := base.Order("created_at, id").Offset(q.Offset).Limit(q.Limit).Find(&out).Error; err != nil {
+		out := []models.Object{}
+		if err := s.readableOfType(ctx, u, ts).Order("created_at, id").Offset(q.Offset).Limit(q.Limit).Find(&out).Error; err != nil {
 			return nil, fmt.Errorf("list objects: %w", err)
 		}
 		return out, nil
 	}
-	skip := q.Offset
-	err = s.scan(ctx, base, func(o *models.Object) bool {
-		if !domain.EvaluateAll(conds, s.env(o)) {
-			return true
-		}
-		if skip > 0 {
-			skip--
-			return true
-		}
-		out = append(out, *o)
-		return len(out) < q.Limit
-	})
-	return out, err
+	fs := make([]valueFilter, len(conds))
+	for i, c := range conds {
+		fs[i] = s.sqlFilter(ts, c)
+	}
+	return s.queryObjects(ctx, u, ts, fs, q.Offset, q.Limit)
 }
 
 // SearchObjects lists up to limit objects of a type that u may read,
-// oldest first, matching any of the filters, in one scan. A filter whose
-// value is no value of its property's type (a search for "abc" in a
-// number) matches nothing rather than refusing the search.
+// oldest first, matching any of the filters (one query each, merged). A
+// filter whose value is no value of its property's type (a search for
+// "abc" in a number) matches nothing rather than refusing the search.
 func (s *Store) SearchObjects(ctx context.Context, u *models.User, typeRef string, anyOf []RawFilter, limit int) ([]models.Object, error) {
 	ts, err := loadTypeState(ctx, s.db, typeRef)
 	if err != nil {
 		return nil, err
 	}
-	var conds []domain.Condition
+	var lists [][]models.Object
 	for _, f := range anyOf {
-		c, err := parseFilters(ts, []RawFilter{f}, s.levels)
+		conds, err := parseFilters(ts, []RawFilter{f}, s.levels)
 		if apperr.Is(err, apperr.InvalidArgument) {
 			continue
 		}
 		if err != nil {
 			return nil, err
 		}
-		conds = append(conds, c...)
-	}
-	out := []models.Object{}
-	if len(conds) == 0 {
-		return out, nil
-	}
-	base := s.readableOfType(ctx, u, ts)
-	err = s.scan(ctx, base, func(o *models.Object) bool {
-		env := s.env(o)
-		for _, c := range conds {
-			if c.Evaluate(env) {
-				out = append(out, *o)
-				break
-			}
+		objs, err := s.queryObjects(ctx, u, ts, []valueFilter{s.sqlFilter(ts, conds[0])}, 0, limit)
+		if err != nil {
+			return nil, err
 		}
-		return len(out) < limit
-	})
-	return out, err
+		lists = append(lists, objs)
+	}
+	return mergeObjects(lists, limit), nil
 }
 
 // readableOfType is the query of ts's objects that u may read.
 func (s *Store) readableOfType(ctx context.Context, u *models.User, ts *typeState) *gorm.DB {
 	return s.visible(s.db.WithContext(ctx).Model(&models.Object{}).Where("object_type_id = ?", ts.ot.ID), u, "objects")
-}
-
-func (s *Store) env(o *models.Object) domain.EvalEnv {
-	return domain.EvalEnv{Target: &domain.EvalTarget{ID: o.ID, Marking: o.Marking, CreatedBy: o.CreatedBy,
-		Properties: o.Properties.V}, Markings: s.levels}
-}
-
-// scan reads base's objects oldest first, 500 at a time by key (created
-// at, id: each page costs the same however deep the scan), calling fn on
-// each until it returns false or the objects run out.
-func (s *Store) scan(ctx context.Context, base *gorm.DB, fn func(*models.Object) bool) error {
-	const batch = 500
-	var last *models.Object
-	for {
-		q := base.Session(&gorm.Session{}).Order("created_at, id").Limit(batch)
-		if last != nil {
-			// created_at >= ? lets idx_object_type (object_type_id,
-			// created_at) seek to the page instead of walking to it.
-			q = q.Where("created_at >= ? AND (created_at > ? OR id > ?)", last.CreatedAt, last.CreatedAt, last.ID)
-		}
-		var objs []models.Object
-		if err := q.Find(&objs).Error; err != nil {
-			return fmt.Errorf("list objects: %w", err)
-		}
-		for i := range objs {
-			if !fn(&objs[i]) {
-				return nil
-			}
-		}
-		if len(objs) < batch {
-			return nil
-		}
-		last = &objs[len(objs)-1]
-	}
 }

@@ -716,6 +716,15 @@ func (s *Store) migrateObjects(ctx context.Context, tx *gorm.DB, ot *models.Obje
 		}
 	}
 	reindex := next != nil && next.Unique && (prev == nil || !prev.Unique || !next.Type.V.Equal(prev.Type.V))
+	// The property-value index: rebuilt for the property when it is
+	// added, dropped or changes type; else rewritten where a value changes.
+	prop := models.PropKey(ot.ID, name)
+	rebuild := prev == nil || next == nil || !prev.Type.V.Equal(next.Type.V)
+	if rebuild {
+		if err := models.DropPropertyIndex(ctx, tx, prop); err != nil {
+			return err
+		}
+	}
 	env := domain.CheckEnv{Markings: s.levels}
 	var objs []models.Object
 	err := tx.Where("object_type_id = ?", ot.ID).Order("id").FindInBatches(&objs, 500, func(b *gorm.DB, _ int) error {
@@ -766,6 +775,11 @@ func (s *Store) migrateObjects(ctx context.Context, tx *gorm.DB, ot *models.Obje
 				o.Properties.V = props
 				if err := tx.Model(o).UpdateColumn("properties", o.Properties).Error; err != nil {
 					return fmt.Errorf("rewrite object %s: %w", o.ID, err)
+				}
+			}
+			if next != nil && (rebuild || changed) {
+				if err := models.IndexProperty(ctx, tx, ot.ID, o.ID, o.CreatedAt, *next, o.Properties.V, !rebuild); err != nil {
+					return err
 				}
 			}
 		}

@@ -58,7 +58,7 @@ func (s *Store) RestoreObject(ctx context.Context, tx *gorm.DB, o domain.Object)
 		if err := tx.Create(m).Error; err != nil {
 			return fmt.Errorf("recreate object %s: %w", o.ID, err)
 		}
-		return nil
+		return s.indexObject(ctx, tx, ts, m, true)
 	})
 }
 

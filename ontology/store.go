@@ -25,6 +25,7 @@ import (
 	"fmt"
 	"log/slog"
 	"strings"
+	"sync"
 
 	"github.com/google/uuid"
 	"gorm.io/gorm"
@@ -52,6 +53,19 @@ type Store struct {
 	// secrets, when set (UseSecretPolicy), judges an action type's
 	// references to secrets by their use policy.
 	secrets SecretPolicy
+	// trigram: whether substring search has its trigram index (read once).
+	trigram *lazyBool
+}
+
+// lazyBool is a fact about the database read once, when first needed.
+type lazyBool struct {
+	once sync.Once
+	v    bool
+}
+
+func (l *lazyBool) get(f func() bool) bool {
+	l.once.Do(func() { l.v = f() })
+	return l.v
 }
 
 // As is the store writing on behalf of u: every reference value written
@@ -82,7 +96,7 @@ func NewStore(db *gorm.DB, markings auth.Levels, kinds *domain.Kinds) *Store {
 	if len(markings) == 0 {
 		markings = auth.DefaultLevels
 	}
-	return &Store{db: db, levels: markings, kinds: kinds, log: slog.Default().With("component", "ontology")}
+	return &Store{db: db, levels: markings, kinds: kinds, log: slog.Default().With("component", "ontology"), trigram: &lazyBool{}}
 }
 
 // Levels are the configured marking levels.

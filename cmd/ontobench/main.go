@@ -1,0 +1,318 @@
+// Command ontobench measures object queries (issue 27) at growing numbers
+// of objects of one type: it loads objects of a type with nine properties
+// of mixed types straight into the tables (objects, unique values, the
+// property-value index: the rows the store writes, without its per-object
+// validation), then times each query shape through the store and prints a
+// Markdown table of p50/p95 per size, and the database's sizes.
+//
+//	go run ./cmd/ontobench [-db sqlite:/tmp/x.db | -db postgres://...] [-sizes 10000,100000] [-runs 50]
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"log/slog"
+	"math/rand"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/google/uuid"
+	"gorm.io/gorm"
+
+	"github.com/ontoflow/ontoflow/functions"
+	"github.com/ontoflow/ontoflow/models"
+	"github.com/ontoflow/ontoflow/ontology"
+)
+
+func main() {
+	dsn := flag.String("db", "", "database (default: a new SQLite file in a temporary directory); a Postgres database is emptied first")
+	sizes := flag.String("sizes", "10000,100000", "numbers of objects to measure at, ascending")
+	runs := flag.Int("runs", 50, "timed runs of each shape")
+	flag.Parse()
+	slog.SetDefault(slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})))
+	if err := run(context.Background(), *dsn, *sizes, *runs); err != nil {
+		fmt.Fprintln(os.Stderr, "ontobench:", err)
+		os.Exit(1)
+	}
+}
+
+// bench is one database being loaded and measured.
+type bench struct {
+	db     *gorm.DB
+	store  *ontology.Store
+	typeID string
+	defs   []models.Property
+	n      int
+	r      *rand.Rand
+	start  time.Time
+	admin  *models.User
+	reader *models.User
+	ids    []string
+}
+
+func run(ctx context.Context, dsn, sizeList string, runs int) error {
+	if dsn == "" {
+		dir, err := os.MkdirTemp("", "ontobench")
+		if err != nil {
+			return err
+		}
+		defer os.RemoveAll(dir)
+		dsn = "sqlite:" + filepath.Join(dir, "bench.db")
+	}
+	db, err := models.Open(ctx, dsn)
+	if err != nil {
+		return err
+	}
+	if models.IsPostgres(db) {
+		for _, q := range []string{"DROP SCHEMA public CASCADE", "CREATE SCHEMA public"} {
+			if err := db.Exec(q).Error; err != nil {
+				return fmt.Errorf("empty the database: %w", err)
+			}
+		}
+	}
+	if err := models.Migrate(ctx, db); err != nil {
+		return err
+	}
+	b := &bench{db: db, store: ontology.NewStore(db, nil, nil), r: rand.New(rand.NewSource(27)),
+		start: time.Date(2024, 1, 1, 0, 0, 0, 0, time.UTC),
+		admin: &models.User{ID: uuid.NewString(), Roles: models.NewJSON([]string{"admin"}), Clearance: "pii"},
+		reader: &models.User{ID: uuid.NewString(), Roles: models.NewJSON([]string{"viewer"}), Clearance: "confidential",
+			Organization: "acme"}}
+	if err := b.createType(ctx); err != nil {
+		return err
+	}
+	fmt.Printf("Dialect %s, %d runs per shape, GOMAXPROCS default. Times are p50 / p95 in ms.\n\n", models.Dialect(db), runs)
+	var sizes []int
+	for _, s := range strings.Split(sizeList, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(s))
+		if err != nil {
+			return fmt.Errorf("-sizes: %w", err)
+		}
+		sizes = append(sizes, n)
+	}
+	results := map[string][]string{}
+	var order []string
+	for _, n := range sizes {
+		t0 := time.Now()
+		if err := b.load(ctx, n); err != nil {
+			return err
+		}
+		fmt.Fprintf(os.Stderr, "loaded %d objects in %s\n", n, time.Since(t0).Round(time.Millisecond))
+		if err := b.db.Exec("ANALYZE").Error; err != nil {
+			return err
+		}
+		for _, sh := range b.shapes() {
+			p50, p95, err := b.measure(ctx, sh, runs)
+			if err != nil {
+				return fmt.Errorf("%s at %d: %w", sh.name, n, err)
+			}
+			if _, ok := results[sh.name]; !ok {
+				order = append(order, sh.name)
+			}
+			results[sh.name] = append(results[sh.name], fmt.Sprintf("%.2f / %.2f", p50, p95))
+		}
+		sz, err := b.sizes(ctx)
+		if err != nil {
+			return err
+		}
+		results["database size"] = append(results["database size"], sz)
+	}
+	order = append(order, "database size")
+	head := "| shape |"
+	sep := "|---|"
+	for _, n := range sizes {
+		head += fmt.Sprintf(" %d objects |", n)
+		sep += "---|"
+	}
+	fmt.Println(head)
+	fmt.Println(sep)
+	for _, name := range order {
+		fmt.Printf("| %s | %s |\n", name, strings.Join(results[name], " | "))
+	}
+	return nil
+}
+
+const benchType = `{"name":"Item","primary_key":"key","properties":[
+	{"name":"key","type":"string","required":true,"unique":true},{"name":"n","type":"integer"},
+	{"name":"tag","type":"string"},{"name":"at","type":"timestamp"},{"name":"score","type":"double"},
+	{"name":"tags","type":{"type":"array","element_type":"string"}},{"name":"flag","type":"boolean"},
+	{"name":"note","type":"string"},{"name":"level","type":"marking"}]}`
+
+func (b *bench) createType(ctx context.Context) error {
+	var sp ontology.ObjectTypeSpec
+	if err := json.Unmarshal([]byte(benchType), &sp); err != nil {
+		return err
+	}
+	ot, err := b.store.CreateObjectType(ctx, b.admin.ID, sp)
+	if err != nil {
+		return err
+	}
+	b.typeID, b.defs = ot.ID, ot.Properties
+	return nil
+}
+
+// words make the notes searched by substring.
+var words = []string{"alpha", "bravo", "charlie", "delta", "echo", "foxtrot", "golf", "hotel", "india", "juliet"}
+
+// props are object i's properties: key unique, tag 1 in 100, tags two of
+// 1,000, n and at growing with i (ranges select the newest).
+func (b *bench) props(i int) map[string]any {
+	note := fmt.Sprintf("%s %s %s-%06d", words[i%10], words[(i/10)%10], words[(i/100)%10], i%997)
+	return map[string]any{"key": fmt.Sprintf("k%07d", i), "n": int64(i), "tag": fmt.Sprintf("t%02d", i%100),
+		"at": b.start.Add(time.Duration(i) * time.Second).Format(time.RFC3339), "score": float64(i%1000) / 7,
+		"tags": []any{fmt.Sprintf("c%03d", i%1000), fmt.Sprintf("c%03d", (i*7)%1000)}, "flag": i%2 == 0,
+		"note": note, "level": []string{"public", "confidential", "pii"}[i%3]}
+}
+
+// load adds objects up to n, 2,000 per transaction.
+func (b *bench) load(ctx context.Context, n int) error {
+	for b.n < n {
+		m := min(2000, n-b.n)
+		var objs []models.Object
+		var uniq []models.UniqueValue
+		var rows []models.ObjectValue
+		var texts []models.ObjectText
+		now := time.Now().UTC().Truncate(time.Microsecond)
+		for j := 0; j < m; j++ {
+			i := b.n + j
+			p := b.props(i)
+			o := models.Object{ID: uuid.NewString(), ObjectTypeID: b.typeID, Properties: models.NewNumJSON(p),
+				Marking: p["level"].(string), CreatedBy: b.admin.ID, Organization: []string{"acme", "other"}[i%2],
+				CreatedAt: now.Add(time.Duration(i) * time.Microsecond), UpdatedAt: now}
+			objs = append(objs, o)
+			key, _ := json.Marshal(p["key"])
+			uniq = append(uniq, models.UniqueValue{ObjectTypeID: b.typeID, Property: "key", ValueKey: string(key), ObjectID: o.ID})
+			r, err := models.ObjectValues(b.typeID, o.ID, o.CreatedAt, b.defs, p)
+			if err != nil {
+				return err
+			}
+			rows = append(rows, r...)
+			texts = append(texts, models.ObjectTexts(b.typeID, o.ID, o.CreatedAt, b.defs, p)...)
+			b.ids = append(b.ids, o.ID)
+		}
+		err := b.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+			if err := tx.CreateInBatches(objs, 200).Error; err != nil {
+				return err
+			}
+			if err := tx.CreateInBatches(uniq, 500).Error; err != nil {
+				return err
+			}
+			if err := models.InsertObjectValues(ctx, tx, rows); err != nil {
+				return err
+			}
+			return tx.CreateInBatches(texts, 500).Error
+		})
+		if err != nil {
+			return fmt.Errorf("load objects: %w", err)
+		}
+		b.n += m
+	}
+	return nil
+}
+
+type shape struct {
+	name string
+	fn   func(ctx context.Context) (int, error)
+}
+
+func (b *bench) list(ctx context.Context, u *models.User, offset, limit int, fs ...ontology.RawFilter) (int, error) {
+	objs, err := b.store.ListObjects(ctx, u, "Item", ontology.ObjectQuery{Filters: fs, Offset: offset, Limit: limit})
+	return len(objs), err
+}
+
+func f(key, value string) ontology.RawFilter { return ontology.RawFilter{Key: key, Value: value} }
+
+func (b *bench) shapes() []shape {
+	r, n := b.r, b.n
+	reads := &functions.Reads{Store: b.store}
+	return []shape{
+		{"primary key equality", func(ctx context.Context) (int, error) {
+			return b.list(ctx, b.admin, 0, 100, f("key", fmt.Sprintf("k%07d", r.Intn(n))))
+		}},
+		{"primary key equality, non-admin reader", func(ctx context.Context) (int, error) {
+			// Every sixth object is in the reader's organization and clearance.
+			return b.list(ctx, b.reader, 0, 100, f("key", fmt.Sprintf("k%07d", 6*r.Intn(n/6))))
+		}},
+		{"equality of 1% (first page of 100)", func(ctx context.Context) (int, error) {
+			return b.list(ctx, b.admin, 0, 100, f("tag", fmt.Sprintf("t%02d", r.Intn(100))))
+		}},
+		{"numeric range (newest 5)", func(ctx context.Context) (int, error) {
+			return b.list(ctx, b.admin, 0, 100, f("n.greater_than", strconv.Itoa(n-6)))
+		}},
+		{"timestamp range (newest 5)", func(ctx context.Context) (int, error) {
+			return b.list(ctx, b.admin, 0, 100, f("at.greater_than", b.start.Add(time.Duration(n-6)*time.Second).Format(time.RFC3339)))
+		}},
+		{"array includes (0.2%, first page)", func(ctx context.Context) (int, error) {
+			return b.list(ctx, b.admin, 0, 100, f("tags.includes", fmt.Sprintf("c%03d", r.Intn(1000))))
+		}},
+		{"substring (note includes, ~0.1%)", func(ctx context.Context) (int, error) {
+			return b.list(ctx, b.admin, 0, 100, f("note.includes", fmt.Sprintf("-%06d", r.Intn(997))))
+		}},
+		{"two filters ANDed (1% and a range)", func(ctx context.Context) (int, error) {
+			return b.list(ctx, b.admin, 0, 100, f("tag", fmt.Sprintf("t%02d", r.Intn(100))), f("n.less_than", strconv.Itoa(n/2)))
+		}},
+		{"first page of 100, no filter", func(ctx context.Context) (int, error) {
+			return b.list(ctx, b.admin, 0, 100)
+		}},
+		{"100th page of 100, no filter", func(ctx context.Context) (int, error) {
+			return b.list(ctx, b.admin, 9900, 100)
+		}},
+		{"10th page of 100, equality of 1%", func(ctx context.Context) (int, error) {
+			return b.list(ctx, b.admin, 900, 100, f("tag", fmt.Sprintf("t%02d", r.Intn(100))))
+		}},
+		{"functions' ctx.ontology.query host call (1%, 100)", func(ctx context.Context) (int, error) {
+			objs, err := reads.Query(ctx, nil, b.admin, "Item", map[string]any{"tag": fmt.Sprintf("t%02d", r.Intn(100))}, 100)
+			return len(objs), err
+		}},
+		{"update of a random object (store.UpdateObject)", func(ctx context.Context) (int, error) {
+			_, err := b.store.UpdateObject(ctx, nil, b.ids[r.Intn(len(b.ids))], map[string]any{"n": json.Number(strconv.Itoa(r.Intn(n))), "tag": "t00"})
+			return 1, err
+		}},
+	}
+}
+
+func (b *bench) measure(ctx context.Context, sh shape, runs int) (float64, float64, error) {
+	var ds []float64
+	for i := 0; i < runs+3; i++ {
+		t0 := time.Now()
+		if _, err := sh.fn(ctx); err != nil {
+			return 0, 0, err
+		}
+		if i >= 3 {
+			ds = append(ds, float64(time.Since(t0).Microseconds())/1000)
+		}
+	}
+	sort.Float64s(ds)
+	return ds[len(ds)/2], ds[len(ds)*95/100], nil
+}
+
+// sizes reports the objects' own size and the index's.
+func (b *bench) sizes(ctx context.Context) (string, error) {
+	var objs, idx int64
+	if models.IsPostgres(b.db) {
+		if err := b.db.Raw("SELECT pg_total_relation_size('objects') + pg_total_relation_size('unique_values')").Scan(&objs).Error; err != nil {
+			return "", err
+		}
+		if err := b.db.Raw("SELECT pg_total_relation_size('object_values') + pg_total_relation_size('object_texts')").Scan(&idx).Error; err != nil {
+			return "", err
+		}
+	} else {
+		q := "SELECT COALESCE(SUM(pgsize), 0) FROM dbstat WHERE name IN ?"
+		if err := b.db.Raw(q, []string{"objects", "idx_object_type", "idx_objects_organization", "sqlite_autoindex_objects_1",
+			"unique_values", "sqlite_autoindex_unique_values_1", "idx_unique_values_object_id"}).Scan(&objs).Error; err != nil {
+			return "", fmt.Errorf("dbstat: %w", err)
+		}
+		if err := b.db.Raw(q, []string{"object_values", "sqlite_autoindex_object_values_1", "idx_object_value", "object_texts",
+			"idx_object_texts_object_id", "object_texts_fts_data", "object_texts_fts_idx", "object_texts_fts_docsize",
+			"object_texts_fts_config"}).Scan(&idx).Error; err != nil {
+			return "", err
+		}
+	}
+	return fmt.Sprintf("objects %.0f MiB, index %.0f MiB (%.2fx)", float64(objs)/(1<<20), float64(idx)/(1<<20), float64(idx)/float64(objs)), nil
+}

@@ -1,0 +1,387 @@
+package models
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/binary"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"strings"
+	"time"
+
+	"gorm.io/gorm"
+
+	"github.com/ontoflow/ontoflow/domain"
+)
+
+// ObjectValue is one row of the property-value index that object filters
+// are answered from (docs/ontology.md, "The query path"): one row for a
+// property's value (Part 0), one per distinct element of an array value
+// (Part 1), and, for a string or marking property whose value is a date
+// or timestamp, a second Part 0 row with its text (class
+// domain.KeyInstantText). Key is a domain value key cut to
+// MaxIndexedKey bytes; Full is the string when the key was cut.
+//
+// The primary key serves writes (an object's rows) and probes (does
+// object X have a value of property P matching ...); idx_object_value
+// serves filters: it finds a property's objects by value in creation
+// order.
+type ObjectValue struct {
+	ObjectID string `gorm:"primaryKey;size:36;index:idx_object_value,priority:5"`
+	// Prop is PropKey(object type id, property name).
+	Prop    int64  `gorm:"primaryKey;autoIncrement:false;index:idx_object_value,priority:1"`
+	Part    int16  `gorm:"primaryKey;autoIncrement:false;index:idx_object_value,priority:2"`
+	Key     []byte `gorm:"primaryKey;index:idx_object_value,priority:3"`
+	Created int64  `gorm:"not null;index:idx_object_value,priority:4"` // the object's created_at, Unix µs
+	Full    []byte
+}
+
+// ObjectValueBuild records that the index was built for existing objects
+// with encoding Version (ObjectValueVersion); a new version rebuilds it.
+type ObjectValueBuild struct {
+	Version int `gorm:"primaryKey;autoIncrement:false"`
+	BuiltAt time.Time
+}
+
+// ObjectValueVersion is the index's encoding version.
+const ObjectValueVersion = 1
+
+var objectValueModels = []any{&ObjectValue{}, &ObjectValueBuild{}, &ObjectText{}}
+
+// ObjectText is the text of a string property's value, searched by
+// substring (the operator includes) through a trigram index: SQLite's
+// FTS5 table object_texts_fts (tokenizer trigram, case-sensitive) over
+// it, Postgres' pg_trgm GIN index on Txt. Strings holding U+0000, which
+// Postgres text cannot store, are left out.
+type ObjectText struct {
+	ID       int64  `gorm:"primaryKey"`
+	ObjectID string `gorm:"size:36;not null;index"`
+	Prop     int64  `gorm:"not null"`
+	Created  int64  `gorm:"not null"`
+	Txt      string `gorm:"type:text;not null"`
+}
+
+// sqliteTextSearch keeps object_texts_fts in step with object_texts.
+var sqliteTextSearch = []string{
+	`CREATE VIRTUAL TABLE IF NOT EXISTS object_texts_fts USING fts5(txt, content='object_texts', content_rowid='id', tokenize='trigram case_sensitive 1')`,
+	`CREATE TRIGGER IF NOT EXISTS object_texts_ai AFTER INSERT ON object_texts BEGIN INSERT INTO object_texts_fts(rowid, txt) VALUES (new.id, new.txt); END`,
+	`CREATE TRIGGER IF NOT EXISTS object_texts_ad AFTER DELETE ON object_texts BEGIN INSERT INTO object_texts_fts(object_texts_fts, rowid, txt) VALUES ('delete', old.id, old.txt); END`,
+}
+
+// TrigramSearch reports whether db has a trigram index for ObjectText:
+// always on SQLite; on Postgres when the pg_trgm extension could be
+// created (Debian's postgresql-contrib).
+func TrigramSearch(db *gorm.DB) bool {
+	if !IsPostgres(db) {
+		return true
+	}
+	var n int64
+	db.Raw("SELECT COUNT(*) FROM pg_indexes WHERE indexname = 'idx_object_texts_trgm' AND schemaname = current_schema()").Scan(&n)
+	return n > 0
+}
+
+// ensureTextSearch creates the trigram index of object_texts.
+func ensureTextSearch(db *gorm.DB) error {
+	if !IsPostgres(db) {
+		for _, q := range sqliteTextSearch {
+			if err := db.Exec(q).Error; err != nil {
+				return fmt.Errorf("create text search: %w", err)
+			}
+		}
+		return nil
+	}
+	if err := db.Exec("CREATE EXTENSION IF NOT EXISTS pg_trgm").Error; err != nil {
+		slog.Warn("substring search without an index: the pg_trgm extension is missing (install postgresql-contrib)", "err", err)
+		return nil
+	}
+	// The extension lives in one schema of the database (often public),
+	// which need not be on this connection's search path.
+	var schema string
+	if err := db.Raw("SELECT n.nspname FROM pg_extension e JOIN pg_namespace n ON n.oid = e.extnamespace WHERE e.extname = 'pg_trgm'").Scan(&schema).Error; err != nil {
+		return fmt.Errorf("find pg_trgm: %w", err)
+	}
+	opclass := `"` + strings.ReplaceAll(schema, `"`, `""`) + `".gin_trgm_ops`
+	if err := db.Exec("CREATE INDEX IF NOT EXISTS idx_object_texts_trgm ON object_texts USING gin (txt " + opclass + ")").Error; err != nil {
+		return fmt.Errorf("create trigram index: %w", err)
+	}
+	return nil
+}
+
+// Index row parts.
+const (
+	PartValue   int16 = 0
+	PartElement int16 = 1
+)
+
+// KeyUnequal is the key class of a value equal to nothing, so that it
+// still exists for exists and not_exists.
+const KeyUnequal byte = 'X'
+
+// MaxIndexedKey bounds a key in the index (Postgres refuses B-tree
+// entries of more than ~2.7 kB); longer strings keep their text in Full.
+const MaxIndexedKey = 129
+
+// PropKey is the index's name for property name of object type typeID:
+// the first 8 bytes of SHA-256 of both, 8 bytes instead of ~45 in every
+// row and index entry.
+func PropKey(typeID, name string) int64 {
+	sum := sha256.Sum256([]byte(typeID + "\x00" + name))
+	return int64(binary.BigEndian.Uint64(sum[:8]))
+}
+
+// CutKey splits a value key into what the index stores: the key (at most
+// MaxIndexedKey bytes) and, when cut, the string it was cut from.
+func CutKey(k []byte) (key, full []byte) {
+	if len(k) <= MaxIndexedKey {
+		return k, nil
+	}
+	return k[:MaxIndexedKey], k[1:]
+}
+
+// CreatedKey is an object's created_at as the index orders it.
+func CreatedKey(t time.Time) int64 { return t.UnixMicro() }
+
+// ObjectValues are the index rows of an object of type typeID holding
+// props under the property definitions props. Values are read as the
+// database returns them (through JSON), so keys match what filters
+// compare.
+func ObjectValues(typeID, objectID string, created time.Time, defs []Property, values map[string]any) ([]ObjectValue, error) {
+	if len(values) == 0 {
+		return nil, nil
+	}
+	b, err := json.Marshal(values)
+	if err != nil {
+		return nil, fmt.Errorf("index object %s: %w", objectID, err)
+	}
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.UseNumber()
+	var vals map[string]any
+	if err := dec.Decode(&vals); err != nil {
+		return nil, fmt.Errorf("index object %s: %w", objectID, err)
+	}
+	var out []ObjectValue
+	for i := range defs {
+		out = appendPropertyValues(out, typeID, objectID, created, defs[i].Name, defs[i].Type.V, vals[defs[i].Name])
+	}
+	return out, nil
+}
+
+// PropertyValues are the index rows of one property's value v (as read
+// from the database) of one object.
+func PropertyValues(typeID, objectID string, created time.Time, name string, t domain.PropertyType, v any) []ObjectValue {
+	return appendPropertyValues(nil, typeID, objectID, created, name, t, v)
+}
+
+func appendPropertyValues(out []ObjectValue, typeID, objectID string, created time.Time, name string, t domain.PropertyType, v any) []ObjectValue {
+	if v == nil {
+		return out
+	}
+	prop, at := PropKey(typeID, name), CreatedKey(created)
+	row := func(part int16, k []byte) {
+		key, full := CutKey(k)
+		out = append(out, ObjectValue{ObjectID: objectID, Prop: prop, Part: part, Key: key, Full: full, Created: at})
+	}
+	k, ok := domain.EqualityKey(v)
+	if !ok {
+		// A value equal to nothing (a number conditions cannot read
+		// exactly) is still present: a key no filter value has.
+		b, _ := json.Marshal(v)
+		sum := sha256.Sum256(b)
+		row(PartValue, append([]byte{KeyUnequal}, sum[:]...))
+		return out
+	}
+	row(PartValue, k)
+	if s, isStr := v.(string); isStr && k[0] == domain.KeyInstant && (t.Base == domain.TypeString || t.Base == domain.TypeMarking) {
+		row(PartValue, append([]byte{domain.KeyInstantText}, s...))
+	}
+	if items, isArr := v.([]any); isArr && t.Base == domain.TypeArray {
+		seen := map[string]bool{}
+		for _, it := range items {
+			ek, ok := domain.EqualityKey(it)
+			if !ok || seen[string(ek)] {
+				continue
+			}
+			seen[string(ek)] = true
+			row(PartElement, ek)
+		}
+	}
+	return out
+}
+
+// ObjectTexts are the ObjectText rows of an object's string properties.
+func ObjectTexts(typeID, objectID string, created time.Time, defs []Property, values map[string]any) []ObjectText {
+	var out []ObjectText
+	for i := range defs {
+		if defs[i].Type.V.Base != domain.TypeString {
+			continue
+		}
+		s, ok := values[defs[i].Name].(string)
+		if !ok || strings.ContainsRune(s, 0) {
+			continue
+		}
+		out = append(out, ObjectText{ObjectID: objectID, Prop: PropKey(typeID, defs[i].Name), Created: CreatedKey(created), Txt: s})
+	}
+	return out
+}
+
+// IndexObject writes the index rows (values and texts) of an object of
+// type typeID holding values, first removing its old ones unless fresh.
+func IndexObject(ctx context.Context, tx *gorm.DB, typeID, objectID string, created time.Time, defs []Property, values map[string]any, fresh bool) error {
+	if !fresh {
+		if err := UnindexObject(ctx, tx, objectID); err != nil {
+			return err
+		}
+	}
+	rows, err := ObjectValues(typeID, objectID, created, defs, values)
+	if err != nil {
+		return err
+	}
+	if err := InsertObjectValues(ctx, tx, rows); err != nil {
+		return err
+	}
+	return insertTexts(ctx, tx, ObjectTexts(typeID, objectID, created, defs, values))
+}
+
+// UnindexObject removes an object's index rows.
+func UnindexObject(ctx context.Context, tx *gorm.DB, objectID string) error {
+	if err := tx.WithContext(ctx).Where("object_id = ?", objectID).Delete(&ObjectValue{}).Error; err != nil {
+		return fmt.Errorf("unindex object %s: %w", objectID, err)
+	}
+	if err := tx.WithContext(ctx).Where("object_id = ?", objectID).Delete(&ObjectText{}).Error; err != nil {
+		return fmt.Errorf("unindex the text of object %s: %w", objectID, err)
+	}
+	return nil
+}
+
+// DropPropertyIndex removes every index row of property prop (PropKey).
+func DropPropertyIndex(ctx context.Context, tx *gorm.DB, prop int64) error {
+	if err := tx.WithContext(ctx).Where("prop = ?", prop).Delete(&ObjectValue{}).Error; err != nil {
+		return fmt.Errorf("drop the index of a property: %w", err)
+	}
+	if err := tx.WithContext(ctx).Where("prop = ?", prop).Delete(&ObjectText{}).Error; err != nil {
+		return fmt.Errorf("drop the text index of a property: %w", err)
+	}
+	return nil
+}
+
+// IndexProperty writes the index rows of property p of one object,
+// first removing its old ones when stale.
+func IndexProperty(ctx context.Context, tx *gorm.DB, typeID, objectID string, created time.Time, p Property, values map[string]any, stale bool) error {
+	prop := PropKey(typeID, p.Name)
+	if stale {
+		for _, m := range []any{&ObjectValue{}, &ObjectText{}} {
+			if err := tx.WithContext(ctx).Where("object_id = ? AND prop = ?", objectID, prop).Delete(m).Error; err != nil {
+				return fmt.Errorf("unindex %s of %s: %w", p.Name, objectID, err)
+			}
+		}
+	}
+	defs := []Property{p}
+	rows, err := ObjectValues(typeID, objectID, created, defs, values)
+	if err != nil {
+		return err
+	}
+	if err := InsertObjectValues(ctx, tx, rows); err != nil {
+		return err
+	}
+	return insertTexts(ctx, tx, ObjectTexts(typeID, objectID, created, defs, values))
+}
+
+func insertTexts(ctx context.Context, tx *gorm.DB, rows []ObjectText) error {
+	if len(rows) == 0 {
+		return nil
+	}
+	if err := tx.WithContext(ctx).CreateInBatches(rows, 500).Error; err != nil {
+		return fmt.Errorf("write text index: %w", err)
+	}
+	return nil
+}
+
+// InsertObjectValues writes rows in statements of a few hundred.
+func InsertObjectValues(ctx context.Context, tx *gorm.DB, rows []ObjectValue) error {
+	if len(rows) == 0 {
+		return nil
+	}
+	if err := tx.WithContext(ctx).CreateInBatches(rows, 500).Error; err != nil {
+		return fmt.Errorf("write property-value index: %w", err)
+	}
+	return nil
+}
+
+// buildObjectValues indexes every existing object unless the index of
+// this version was built: in batches of 1,000 objects, each its own
+// transaction (no long lock on Postgres), logging progress.
+func buildObjectValues(ctx context.Context, db *gorm.DB) error {
+	db = db.Session(&gorm.Session{NewDB: true, Context: ctx})
+	if err := ensureTextSearch(db); err != nil {
+		return err
+	}
+	var n int64
+	if err := db.Model(&ObjectValueBuild{}).Where("version = ?", ObjectValueVersion).Count(&n).Error; err != nil {
+		return fmt.Errorf("read index build: %w", err)
+	}
+	if n > 0 {
+		return nil
+	}
+	var total int64
+	if err := db.Model(&Object{}).Count(&total).Error; err != nil {
+		return fmt.Errorf("count objects: %w", err)
+	}
+	start := time.Now()
+	for _, m := range []any{&ObjectValue{}, &ObjectText{}} {
+		if err := db.Session(&gorm.Session{AllowGlobalUpdate: true}).Delete(m).Error; err != nil {
+			return fmt.Errorf("clear property-value index: %w", err)
+		}
+	}
+	if total > 0 {
+		slog.Info("building the property-value index", "objects", total)
+	}
+	defs := map[string][]Property{}
+	last, done := "", 0
+	for {
+		var objs []Object
+		if err := db.Where("id > ?", last).Order("id").Limit(1000).Find(&objs).Error; err != nil {
+			return fmt.Errorf("read objects to index: %w", err)
+		}
+		if len(objs) == 0 {
+			break
+		}
+		var rows []ObjectValue
+		var texts []ObjectText
+		for i := range objs {
+			o := &objs[i]
+			ps, ok := defs[o.ObjectTypeID]
+			if !ok {
+				if err := db.Where("object_type_id = ?", o.ObjectTypeID).Find(&ps).Error; err != nil {
+					return fmt.Errorf("read properties of %s: %w", o.ObjectTypeID, err)
+				}
+				defs[o.ObjectTypeID] = ps
+			}
+			r, err := ObjectValues(o.ObjectTypeID, o.ID, o.CreatedAt, ps, o.Properties.V)
+			if err != nil {
+				return err
+			}
+			rows = append(rows, r...)
+			texts = append(texts, ObjectTexts(o.ObjectTypeID, o.ID, o.CreatedAt, ps, o.Properties.V)...)
+		}
+		err := db.Transaction(func(tx *gorm.DB) error {
+			if err := InsertObjectValues(ctx, tx, rows); err != nil {
+				return err
+			}
+			return insertTexts(ctx, tx, texts)
+		})
+		if err != nil {
+			return err
+		}
+		done += len(objs)
+		last = objs[len(objs)-1].ID
+		if done%50000 < len(objs) || done == int(total) {
+			slog.Info("property-value index", "indexed", done, "of", total, "took", time.Since(start).Round(time.Millisecond))
+		}
+	}
+	if err := db.Create(&ObjectValueBuild{Version: ObjectValueVersion, BuiltAt: time.Now().UTC()}).Error; err != nil {
+		return fmt.Errorf("record index build: %w", err)
+	}
+	return nil
+}

@@ -1,0 +1,347 @@
+package ontology
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strings"
+	"unicode/utf8"
+
+	"gorm.io/gorm"
+
+	"github.com/ontoflow/ontoflow/domain"
+	"github.com/ontoflow/ontoflow/models"
+)
+
+// The query path: every filtered read of objects (the REST listing,
+// the console's pickers and search, functions' ctx.ontology.query) is
+// one SQL query over objects and the property-value index
+// (models.ObjectValue), the read rule included. docs/ontology.md, "The
+// query path", describes the plans.
+
+// valueFilter is one condition as SQL over index rows of one property:
+// an object matches when it has a row of (prop, part) for which pred
+// holds (or, negated, has none).
+type valueFilter struct {
+	prop   int64
+	part   int16
+	pred   func(a string) (string, []any)
+	negate bool
+	// none: no row can match (a value equal to nothing).
+	none bool
+	// drive ranks how well the filter drives the query from the index
+	// (lower is better); 0 means it is not used to drive.
+	drive int
+	// text, when set, is a substring found through the trigram index
+	// (models.ObjectText) when the filter drives.
+	text string
+}
+
+// Driving ranks.
+const (
+	driveNever    = 0
+	driveEquality = 1 // rows in creation order for one key
+	driveRange    = 2 // a key range, sorted afterwards
+)
+
+// sqlFilter translates a validated condition on a property of ts.
+func (s *Store) sqlFilter(ts *typeState, c domain.Condition) valueFilter {
+	name := strings.TrimPrefix(c.Path, domain.PathTargetPropertiesPrefix)
+	t := ts.byKey[name].Type.V
+	f := valueFilter{prop: models.PropKey(ts.ot.ID, name), part: models.PartValue}
+	switch c.Operator {
+	case domain.OpExists, domain.OpNotExists:
+		f.negate = c.Operator == domain.OpNotExists
+		f.pred = func(string) (string, []any) { return "", nil }
+	case domain.OpIs, domain.OpIsNot:
+		f.negate = c.Operator == domain.OpIsNot
+		f.drive = driveEquality
+		f.pred, f.none = equalPred(c.Value)
+	case domain.OpIncludes:
+		if t.Base == domain.TypeArray {
+			f.part = models.PartElement
+			f.drive = driveEquality
+			f.pred, f.none = equalPred(c.Value)
+			break
+		}
+		sub, _ := c.Value.(string)
+		f.pred = s.substringPred(sub)
+		// Trigrams find substrings of three characters or more.
+		if utf8.RuneCountInString(sub) >= 3 && !strings.ContainsRune(sub, 0) && s.trigram.get(func() bool { return models.TrigramSearch(s.db) }) {
+			f.text, f.drive = sub, driveRange
+		}
+	default:
+		f.drive = driveRange
+		f.pred, f.none = s.orderPred(t, c.Operator, c.Value)
+	}
+	if f.negate {
+		f.drive = driveNever
+	}
+	return f
+}
+
+// equalPred matches the rows whose value equals v (domain.ValuesEqual).
+func equalPred(v any) (func(a string) (string, []any), bool) {
+	k, ok := domain.EqualityKey(v)
+	if !ok {
+		return nil, true
+	}
+	if k[0] == domain.KeyString {
+		return func(a string) (string, []any) { return strPred(a, k[0], "=", k[1:]) }, false
+	}
+	return func(a string) (string, []any) { return a + ".key = ?", []any{k} }, false
+}
+
+// sqlOps are the SQL comparison of each ordering operator.
+var sqlOps = map[string]string{domain.OpGreaterThan: ">", domain.OpGreaterThanOrEquals: ">=",
+	domain.OpLessThan: "<", domain.OpLessThanOrEquals: "<="}
+
+// rangePred compares keys of one class with k (not cut: only strings are
+// long, and they go through strPred).
+func rangePred(a, op string, k []byte) (string, []any) {
+	class := k[0]
+	if op == ">" || op == ">=" {
+		return fmt.Sprintf("(%[1]s.key %[2]s ? AND %[1]s.key < ?)", a, op), []any{k, []byte{class + 1}}
+	}
+	return fmt.Sprintf("(%[1]s.key %[2]s ? AND %[1]s.key >= ?)", a, op), []any{k, []byte{class}}
+}
+
+// strPred compares the strings of one class (domain.KeyString or
+// KeyInstantText) byte-wise with s, through the cut key and, at the cut,
+// the full text.
+func strPred(a string, class byte, op string, s []byte) (string, []any) {
+	vk, vfull := models.CutKey(append([]byte{class}, s...))
+	cut := vfull != nil
+	key, full := a+".key", a+".full"
+	switch op {
+	case "=":
+		if cut {
+			return "(" + key + " = ? AND " + full + " = ?)", []any{vk, s}
+		}
+		return "(" + key + " = ? AND " + full + " IS NULL)", []any{vk}
+	case ">", ">=":
+		tie := full + " " + op + " ?"
+		if op == ">=" && !cut {
+			tie = "(" + tie + " OR " + full + " IS NULL)"
+		}
+		return fmt.Sprintf("((%[1]s > ? AND %[1]s < ?) OR (%[1]s = ? AND %[2]s))", key, tie),
+			[]any{vk, []byte{class + 1}, vk, s}
+	default:
+		tie := full + " " + op + " ?"
+		if op == "<=" || cut {
+			tie = "(" + tie + " OR " + full + " IS NULL)"
+		}
+		return fmt.Sprintf("((%[1]s < ? AND %[1]s >= ?) OR (%[1]s = ? AND %[2]s))", key, tie),
+			[]any{vk, []byte{class}, vk, s}
+	}
+}
+
+// orderPred is an ordering operator on a property of type t: numbers
+// numerically, dates and timestamps chronologically; strings as
+// conditions compare them (both markings: by rank; both dates or
+// timestamps: as instants; else byte-wise).
+func (s *Store) orderPred(t domain.PropertyType, operator string, v any) (func(a string) (string, []any), bool) {
+	op := sqlOps[operator]
+	switch t.Base {
+	case domain.TypeInteger, domain.TypeDouble:
+		k, ok := domain.NumberKey(v)
+		if !ok {
+			return nil, true
+		}
+		return func(a string) (string, []any) { return rangePred(a, op, k) }, false
+	}
+	str, _ := v.(string)
+	inst, isInst := domain.InstantOf(str)
+	if t.Base == domain.TypeDate || t.Base == domain.TypeTimestamp {
+		if !isInst {
+			return nil, true
+		}
+		return func(a string) (string, []any) { return rangePred(a, op, inst) }, false
+	}
+	return func(a string) (string, []any) {
+		var parts []string
+		var args []any
+		add := func(q string, as []any) {
+			parts = append(parts, q)
+			args = append(args, as...)
+		}
+		if r := s.levels.Rank(str); r >= 0 {
+			var ranked, all [][]byte
+			for i, l := range s.levels {
+				k := append([]byte{domain.KeyString}, l...)
+				all = append(all, k)
+				if cmpHolds(op, i, r) {
+					ranked = append(ranked, k)
+				}
+			}
+			if len(ranked) > 0 {
+				add(a+".key IN ?", []any{ranked})
+			}
+			q, as := strPred(a, domain.KeyString, op, []byte(str))
+			add("("+a+".key NOT IN ? AND "+q+")", append([]any{all}, as...))
+		} else {
+			add(strPred(a, domain.KeyString, op, []byte(str)))
+		}
+		if isInst {
+			add(rangePred(a, op, inst))
+		} else {
+			add(strPred(a, domain.KeyInstantText, op, []byte(str)))
+		}
+		return "(" + strings.Join(parts, " OR ") + ")", args
+	}, false
+}
+
+func cmpHolds(op string, a, b int) bool {
+	switch op {
+	case ">":
+		return a > b
+	case ">=":
+		return a >= b
+	case "<":
+		return a < b
+	}
+	return a <= b
+}
+
+// substringPred matches string values containing sub (byte-wise, case
+// sensitive, as strings.Contains).
+func (s *Store) substringPred(sub string) func(a string) (string, []any) {
+	return func(a string) (string, []any) {
+		text := "COALESCE(" + a + ".full, substr(" + a + ".key, 2))"
+		contains := "instr(" + text + ", ?) > 0"
+		if models.IsPostgres(s.db) {
+			contains = "position( ? in " + text + ") > 0" // "( ?": gorm expands a []byte after "("
+		}
+		q := fmt.Sprintf("((%[1]s.key >= ? AND %[1]s.key < ?) OR (%[1]s.key >= ? AND %[1]s.key < ?)) AND %[2]s", a, contains)
+		args := []any{[]byte{domain.KeyString}, []byte{domain.KeyString + 1},
+			[]byte{domain.KeyInstantText}, []byte{domain.KeyInstantText + 1}}
+		return q, append(args, []byte(sub))
+	}
+}
+
+// rowPred is f's condition on index rows aliased a.
+func (f valueFilter) rowPred(a string) (string, []any) {
+	q := a + ".prop = ? AND " + a + ".part = ?"
+	args := []any{f.prop, f.part}
+	if p, as := f.pred(a); p != "" {
+		q += " AND " + p
+		args = append(args, as...)
+	}
+	return q, args
+}
+
+// queryObjects runs the filters (all must hold) over ts's objects that u
+// may read, in creation order, skipping offset and returning at most
+// limit. The best-driving filter is joined (its index rows in creation
+// order for an equality); the others are probes of an object's rows.
+func (s *Store) queryObjects(ctx context.Context, u *models.User, ts *typeState, fs []valueFilter, offset, limit int) ([]models.Object, error) {
+	out := []models.Object{}
+	q, args, ok := s.objectsSQL(u, ts, fs, offset, limit)
+	if !ok {
+		return out, nil
+	}
+	if err := s.db.WithContext(ctx).Raw(q, args...).Scan(&out).Error; err != nil {
+		return nil, fmt.Errorf("query objects of %s: %w", ts.ot.Name, err)
+	}
+	return out, nil
+}
+
+// objectsSQL is queryObjects' statement; false when no object can match.
+func (s *Store) objectsSQL(u *models.User, ts *typeState, fs []valueFilter, offset, limit int) (string, []any, bool) {
+	di := -1
+	for i, f := range fs {
+		if f.none && !f.negate {
+			return "", nil, false
+		}
+		if f.drive != driveNever && (di < 0 || f.drive < fs[di].drive) {
+			di = i
+		}
+	}
+	var sb strings.Builder
+	var args []any
+	order := "o.created_at, o.id"
+	if di >= 0 && fs[di].text != "" {
+		q, as := s.textDriver(fs[di])
+		sb.WriteString(q)
+		args = append(args, as...)
+		order = "d.created, d.object_id"
+	} else if di >= 0 {
+		p, as := fs[di].rowPred("d")
+		sb.WriteString("SELECT o.* FROM object_values d CROSS JOIN objects o WHERE o.id = d.object_id AND " + p)
+		args = append(args, as...)
+		order = "d.created, d.object_id"
+	} else {
+		sb.WriteString("SELECT o.* FROM objects o WHERE 1 = 1")
+	}
+	sb.WriteString(" AND o.object_type_id = ?")
+	args = append(args, ts.ot.ID)
+	if sc := s.levels.ReadScope(u); !sc.All {
+		cond, as := sc.SQL("o")
+		sb.WriteString(" AND " + cond)
+		args = append(args, as...)
+	}
+	for i, f := range fs {
+		if i == di || (f.none && f.negate) {
+			continue
+		}
+		p, as := f.rowPred("e")
+		not := ""
+		if f.negate {
+			not = "NOT "
+		}
+		sb.WriteString(" AND " + not + "EXISTS (SELECT 1 FROM object_values e WHERE e.object_id = o.id AND " + p + ")")
+		args = append(args, as...)
+	}
+	sb.WriteString(" ORDER BY " + order + " LIMIT ? OFFSET ?")
+	args = append(args, limit, offset)
+	return sb.String(), args, true
+}
+
+// textDriver selects the objects whose property holds f.text through the
+// trigram index: FTS5's phrase of the text's trigrams (case-sensitive),
+// Postgres' LIKE served by pg_trgm.
+func (s *Store) textDriver(f valueFilter) (string, []any) {
+	if models.IsPostgres(s.db) {
+		like := "%" + strings.NewReplacer(`\`, `\\`, `%`, `\%`, `_`, `\_`).Replace(f.text) + "%"
+		return `SELECT o.* FROM object_texts d CROSS JOIN objects o WHERE d.txt LIKE ? ESCAPE '\' AND d.prop = ? AND o.id = d.object_id`,
+			[]any{like, f.prop}
+	}
+	phrase := `"` + strings.ReplaceAll(f.text, `"`, `""`) + `"`
+	return "SELECT o.* FROM object_texts_fts t CROSS JOIN object_texts d CROSS JOIN objects o WHERE t.object_texts_fts MATCH ? AND d.id = t.rowid AND d.prop = ? AND o.id = d.object_id",
+		[]any{phrase, f.prop}
+}
+
+// mergeObjects merges lists each in creation order into one, each object
+// once, at most limit.
+func mergeObjects(lists [][]models.Object, limit int) []models.Object {
+	out := []models.Object{}
+	seen := map[string]bool{}
+	for _, l := range lists {
+		for _, o := range l {
+			if !seen[o.ID] {
+				seen[o.ID] = true
+				out = append(out, o)
+			}
+		}
+	}
+	sort.SliceStable(out, func(i, j int) bool {
+		a, b := models.CreatedKey(out[i].CreatedAt), models.CreatedKey(out[j].CreatedAt)
+		if a != b {
+			return a < b
+		}
+		return out[i].ID < out[j].ID
+	})
+	if len(out) > limit {
+		out = out[:limit]
+	}
+	return out
+}
+
+// indexObject replaces the index rows of o (of type ts) inside tx.
+func (s *Store) indexObject(ctx context.Context, tx *gorm.DB, ts *typeState, o *models.Object, fresh bool) error {
+	return models.IndexObject(ctx, tx, ts.ot.ID, o.ID, o.CreatedAt, ts.props, o.Properties.V, fresh)
+}
+
+func unindexObject(ctx context.Context, tx *gorm.DB, id string) error {
+	return models.UnindexObject(ctx, tx, id)
+}

@@ -1,0 +1,165 @@
+package ontology_test
+
+import (
+	"context"
+	"fmt"
+	"regexp"
+	"strings"
+	"testing"
+
+	"gorm.io/gorm"
+
+	"github.com/ontoflow/ontoflow/internal/testdb"
+	"github.com/ontoflow/ontoflow/models"
+	"github.com/ontoflow/ontoflow/ontology"
+)
+
+// planShapes are the query shapes of issue 27's benchmark, each with
+// the index its plan must search first ("" = a scan of the type's
+// objects in creation order by idx_object_type, probing the index per
+// object).
+var planShapes = []struct {
+	name    string
+	filters []ontology.RawFilter
+	drive   string
+	ordered bool // no sort: rows come from the index in creation order
+}{
+	{"primary key", []ontology.RawFilter{{Key: "key", Value: "k42"}}, "idx_object_value", true},
+	{"non-unique equality", []ontology.RawFilter{{Key: "tag", Value: "t3"}}, "idx_object_value", true},
+	{"numeric range", []ontology.RawFilter{{Key: "n.greater_than", Value: "295"}}, "idx_object_value", false},
+	{"timestamp range", []ontology.RawFilter{{Key: "at.less_than", Value: "2024-01-01T00:05:00Z"}}, "idx_object_value", false},
+	{"string range", []ontology.RawFilter{{Key: "tag.greater_than", Value: "t8"}}, "idx_object_value", false},
+	{"array includes", []ontology.RawFilter{{Key: "tags.includes", Value: "red"}}, "idx_object_value", true},
+	{"two filters", []ontology.RawFilter{{Key: "tag", Value: "t3"}, {Key: "n.less_than", Value: "50"}}, "idx_object_value", true},
+	{"marking range", []ontology.RawFilter{{Key: "level.greater_than", Value: "public"}}, "idx_object_value", false},
+	{"not exists", []ontology.RawFilter{{Key: "n.not_exists"}}, "", true},
+	{"is not", []ontology.RawFilter{{Key: "tag.is_not", Value: "t3"}}, "", true},
+	{"substring of one character", []ontology.RawFilter{{Key: "tag.includes", Value: "3"}}, "", true},
+	{"substring", []ontology.RawFilter{{Key: "key.includes", Value: "k42"}}, "text", false},
+	{"substring and equality", []ontology.RawFilter{{Key: "key.includes", Value: "k42"}, {Key: "tag", Value: "t2"}}, "idx_object_value", true},
+}
+
+// TestQueryPlansUseIndexes asserts that every query shape of the
+// listing is answered through indexes (SQLite's EXPLAIN QUERY PLAN,
+// Postgres' EXPLAIN), so a later change cannot quietly fall back to
+// scanning a table. On Postgres sequential scans are disabled for the
+// EXPLAIN: a few hundred rows would make a scan the cheaper plan, and
+// the question is whether an index plan exists at all.
+func TestQueryPlansUseIndexes(t *testing.T) {
+	testdb.Each(t, func(t *testing.T, db *gorm.DB) {
+		ctx := context.Background()
+		s := ontology.NewStore(db, nil, builtinKinds)
+		var sp ontology.ObjectTypeSpec
+		decodeInto(t, `{"name":"Plan","primary_key":"key","properties":[
+			{"name":"key","type":"string","required":true,"unique":true},{"name":"n","type":"integer"},
+			{"name":"tag","type":"string"},{"name":"at","type":"timestamp"},{"name":"level","type":"marking"},
+			{"name":"tags","type":{"type":"array","element_type":"string"}}]}`, &sp)
+		ok(s.CreateObjectType(ctx, admin.ID, sp))(t)
+		err := db.Transaction(func(tx *gorm.DB) error {
+			for i := 0; i < 300; i++ {
+				props := jsMap(t, fmt.Sprintf(`{"key":"k%d","n":%d,"tag":"t%d","at":"2024-01-01T00:%02d:00Z","level":"public","tags":["red","c%d"]}`, i, i, i%10, i%60, i%7))
+				if _, err := s.CreateObject(ctx, tx, "Plan", props, "", admin.ID, "o1"); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := db.Exec("ANALYZE").Error; err != nil {
+			t.Fatal(err)
+		}
+		reader := &models.User{ID: "00000000-0000-4000-8000-0000000000bb", Username: "reader",
+			Roles: models.NewJSON([]string{"viewer"}), Clearance: "confidential", Organization: "o1"}
+		for _, sh := range planShapes {
+			for _, u := range []*models.User{admin, reader} {
+				q, args, err := s.ObjectsSQL(ctx, u, "Plan", sh.filters, 100)
+				if err != nil {
+					t.Fatal(err)
+				}
+				plan := explain(t, db, q, args)
+				if msg := checkPlan(models.IsPostgres(db), plan, sh.drive, sh.ordered); msg != "" {
+					t.Errorf("%s as %s: %s\n%s\nplan:\n%s", sh.name, u.Username, msg, q, plan)
+				}
+			}
+		}
+	})
+}
+
+func explain(t *testing.T, db *gorm.DB, q string, args []any) string {
+	t.Helper()
+	var lines []string
+	err := db.Transaction(func(tx *gorm.DB) error {
+		if models.IsPostgres(tx) {
+			if err := tx.Exec("SET LOCAL enable_seqscan = off").Error; err != nil {
+				return err
+			}
+			return tx.Raw("EXPLAIN "+q, args...).Scan(&lines).Error
+		}
+		var rows []struct{ Detail string }
+		if err := tx.Raw("EXPLAIN QUERY PLAN "+q, args...).Scan(&rows).Error; err != nil {
+			return err
+		}
+		for _, r := range rows {
+			lines = append(lines, r.Detail)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatalf("explain %s: %v", q, err)
+	}
+	return strings.Join(lines, "\n")
+}
+
+var sqliteFullScan = regexp.MustCompile(`(?m)^SCAN \w+$`)
+
+// checkPlan says what is wrong with plan ("" = nothing): a table read
+// without an index, the wrong first index, or a sort where the index
+// gives the order.
+func checkPlan(postgres bool, plan, drive string, ordered bool) string {
+	first := ""
+	for _, l := range strings.Split(plan, "\n") {
+		if strings.HasPrefix(l, "SEARCH") || strings.HasPrefix(l, "SCAN") {
+			first = l // the first table read (after MULTI-INDEX OR)
+			break
+		}
+	}
+	if postgres {
+		if strings.Contains(plan, "Seq Scan") {
+			return "a sequential scan"
+		}
+		if drive == "text" {
+			drive = "idx_object_texts_trgm"
+		}
+		if drive != "" && !strings.Contains(plan, drive) {
+			return "does not use " + drive
+		}
+		return ""
+	}
+	if sqliteFullScan.MatchString(plan) {
+		return "a table scan"
+	}
+	if drive == "text" {
+		if !strings.HasPrefix(first, "SCAN t VIRTUAL TABLE INDEX") || !strings.Contains(plan, "SEARCH d USING INTEGER PRIMARY KEY") {
+			return "does not search the trigram index object_texts_fts first"
+		}
+		return ""
+	}
+	if drive != "" && !(strings.HasPrefix(first, "SEARCH d USING") && strings.Contains(first, drive)) {
+		return "does not search " + drive + " first"
+	}
+	if drive == "" && !strings.Contains(first, "idx_object_type") {
+		return "does not scan the type by idx_object_type"
+	}
+	if !strings.Contains(plan, "SEARCH o USING INDEX sqlite_autoindex_objects_1") && drive != "" {
+		return "does not find objects by primary key"
+	}
+	if strings.Contains(plan, "EXISTS") && !strings.Contains(plan, "sqlite_autoindex_object_values_1") {
+		return "does not probe an object's values by primary key"
+	}
+	if ordered && strings.Contains(plan, "TEMP B-TREE FOR ORDER BY") {
+		return "sorts rows the index gives in order"
+	}
+	return ""
+}

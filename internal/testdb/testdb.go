@@ -43,7 +43,10 @@ func Each(t *testing.T, fn func(t *testing.T, db *gorm.DB)) {
 func Open(t testing.TB, dialect string) *gorm.DB {
 	t.Helper()
 	dsn := DSN(t, dialect)
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	// Migrations of every test schema of one Postgres database take turns
+	// on its one advisory lock (models.Migrate); under a loaded `make test`
+	// a turn can come late, so the wait is generous.
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	db, err := models.Open(ctx, dsn)
 	if err != nil {

@@ -185,11 +185,8 @@ func Bind(fs *flag.FlagSet, mode Mode) (*Config, func() error) {
 	b.str(&markings, "markings", "ONTOFLOW_MARKINGS", "public,confidential,pii", "ordered classification levels, lowest first (object markings and user clearances)")
 	b.str(&c.SecretKeyFile, "secret-key-file", "ONTOFLOW_SECRET_KEY_FILE", "", "file holding the base64 32-byte key secrets are encrypted with; or set the key itself in ONTOFLOW_SECRET_KEY (dev default: <data-dir>/"+secrets.DevKeyFile+", generated once)")
 	b.str(&c.SecretKeyPreviousFile, "secret-key-previous-file", "ONTOFLOW_SECRET_KEY_PREVIOUS_FILE", "", "file holding earlier secret keys, one a line, still read during a key rotation; or set them comma-separated in ONTOFLOW_SECRET_KEY_PREVIOUS")
-	dbDefault := ""
-	if mode == ModeDev {
-		dbDefault = "" // derived from data-dir below
-	}
-	b.str(&c.DatabaseURL, "database-url", "DATABASE_URL", dbDefault, "database: postgres://... or sqlite:PATH (dev default: sqlite:<data-dir>/ontoflow.db)")
+	// No default: dev and admin derive it from data-dir in check.
+	b.str(&c.DatabaseURL, "database-url", "DATABASE_URL", "", "database: postgres://... or sqlite:PATH (dev default: sqlite:<data-dir>/ontoflow.db)")
 	if mode != ModeAdmin {
 		b.str(&c.TemporalNamespace, "temporal-namespace", "TEMPORAL_NAMESPACE", "default", "Temporal namespace")
 		b.str(&c.TaskQueue, "task-queue", "ONTOFLOW_TASK_QUEUE", "ontoflow-actions", "Temporal task queue of the action engine")

@@ -4,8 +4,7 @@ import (
 	"context"
 	"fmt"
 
-	"gorm.io/gorm"
-
+	"github.com/ontoflow/ontoflow/execstore"
 	"github.com/ontoflow/ontoflow/models"
 )
 
@@ -84,29 +83,22 @@ func (e *Engine) ListBatchChunk(ctx context.Context, batchID string, from, to in
 // open items.
 func (e *Engine) FinishBatch(ctx context.Context, batchID string) (*BatchTotals, error) {
 	now := e.now()
-	db := e.db.WithContext(ctx)
-	closed := db.Model(&models.Execution{}).
-		Where("batch_id = ? AND status NOT IN ?", batchID, []string{models.StatusSucceeded, models.StatusFailed}).
-		Updates(map[string]any{"status": models.StatusFailed, "error_code": "Internal",
-			"error_message": "the item's batch chunk gave up", "finished_at": &now})
-	if closed.Error != nil {
-		return nil, fmt.Errorf("close open items of batch %s: %w", batchID, closed.Error)
+	gaveUp, err := e.execs.FailOpenItems(ctx, batchID, execstore.Failure{Code: "Internal",
+		Message: "the item's batch chunk gave up", At: now})
+	if err != nil {
+		return nil, err
 	}
-	e.metrics.batchItems.WithLabelValues(models.StatusFailed).Add(float64(closed.RowsAffected))
+	e.metrics.batchItems.WithLabelValues(models.StatusFailed).Add(float64(gaveUp))
 	t, err := e.Totals(ctx, batchID)
 	if err != nil {
 		return nil, err
 	}
-	cols := map[string]any{"status": t.Status, "finished_at": &now}
-	if r, ok := runOf(ctx); ok {
-		// The run that closes the batch, in the write that closes it.
-		cols["run_id"] = r.runID
+	// The run that closes the batch, in the write that closes it.
+	closed, err := e.execs.CloseBatch(ctx, batchID, t.Status, now, storeRun(ctx))
+	if err != nil {
+		return nil, err
 	}
-	res := db.Model(&models.Execution{}).Where("id = ? AND finished_at IS NULL", batchID).Updates(cols)
-	if res.Error != nil {
-		return nil, fmt.Errorf("close batch %s: %w", batchID, res.Error)
-	}
-	if res.RowsAffected > 0 {
+	if closed {
 		if ex, err := e.execution(ctx, e.db, batchID); err == nil {
 			e.finished(ex, t.Status)
 		}
@@ -121,20 +113,9 @@ func (e *Engine) FinishBatch(ctx context.Context, batchID string) (*BatchTotals,
 // first step recorded its run id may still find the row failed: that
 // workflow then answers from the failed record and applies nothing.
 func (e *Engine) FailNeverStarted(ctx context.Context, id string, f Failure) (bool, error) {
-	cols := e.failedCols(f)
-	failed := false
-	err := e.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
-		res := tx.Model(&models.Execution{}).
-			Where("id = ? AND status = ? AND (run_id IS NULL OR run_id = '')", id, models.StatusQueued).Updates(cols)
-		if res.Error != nil || res.RowsAffected == 0 {
-			return res.Error
-		}
-		failed = true
-		return tx.Model(&models.Execution{}).
-			Where("batch_id = ? AND status NOT IN ?", id, []string{models.StatusSucceeded, models.StatusFailed}).Updates(cols).Error
-	})
+	failed, err := e.execs.Abandon(ctx, id, e.storeFailure(f))
 	if err != nil {
-		return false, fmt.Errorf("record never-started execution %s as failed: %w", id, err)
+		return false, err
 	}
 	if failed {
 		e.settle(id)
@@ -142,11 +123,10 @@ func (e *Engine) FailNeverStarted(ctx context.Context, id string, f Failure) (bo
 	return failed, nil
 }
 
-// failedCols are the columns of an execution recorded failed with f now.
-func (e *Engine) failedCols(f Failure) map[string]any {
-	now := e.now()
-	return map[string]any{"status": models.StatusFailed, "error_code": f.Code, "error_message": f.Message,
-		"error_details": models.NewJSON[any](f), "finished_at": &now}
+// storeFailure is f as the execution store records it now (f itself as
+// the error details).
+func (e *Engine) storeFailure(f Failure) execstore.Failure {
+	return execstore.Failure{Code: f.Code, Message: f.Message, Details: f, At: e.now()}
 }
 
 // FailUnstarted records an execution whose workflow could not be started
@@ -154,11 +134,8 @@ func (e *Engine) failedCols(f Failure) map[string]any {
 // execution, or a batch with every item, in one write, so no row stays
 // queued. Rows that already finished are left alone.
 func (e *Engine) FailUnstarted(ctx context.Context, id string, f Failure) error {
-	res := e.db.WithContext(ctx).Model(&models.Execution{}).
-		Where("(id = ? OR batch_id = ?) AND status NOT IN ?", id, id, []string{models.StatusSucceeded, models.StatusFailed}).
-		Updates(e.failedCols(f))
-	if res.Error != nil {
-		return fmt.Errorf("record unstarted execution %s as failed: %w", id, res.Error)
+	if err := e.execs.FailUnstarted(ctx, id, e.storeFailure(f)); err != nil {
+		return err
 	}
 	e.settle(id)
 	return nil

@@ -1,8 +1,9 @@
 // Package engine is the action engine's logic: the four steps every action
 // execution takes (prepare/validate, authorize, run the operation, notify),
-// the execution records, and batch bookkeeping. The activities package
-// exposes the steps to Temporal; the API calls Check directly for
-// side-effect-free validation, so both paths run the same code.
+// the execution records (written through execstore), and batch
+// bookkeeping. The activities package exposes the steps to Temporal; the
+// API calls Check directly for side-effect-free validation, so both paths
+// run the same code.
 package engine
 
 import (
@@ -15,6 +16,7 @@ import (
 
 	"github.com/ontoflow/ontoflow/auth"
 	"github.com/ontoflow/ontoflow/domain"
+	"github.com/ontoflow/ontoflow/execstore"
 	"github.com/ontoflow/ontoflow/models"
 )
 
@@ -93,6 +95,7 @@ const DefaultMaxRecipients = 500
 // Engine runs action steps.
 type Engine struct {
 	db       *gorm.DB
+	execs    *execstore.Store
 	onto     Ontology
 	kinds    *Kinds
 	levels   auth.Levels
@@ -123,7 +126,7 @@ func New(d Deps) *Engine {
 	if d.MaxRecipients <= 0 {
 		d.MaxRecipients = DefaultMaxRecipients
 	}
-	e := &Engine{db: d.DB, onto: d.Ontology, kinds: d.Kinds, levels: d.Levels, log: d.Log,
+	e := &Engine{db: d.DB, execs: execstore.New(d.DB), onto: d.Ontology, kinds: d.Kinds, levels: d.Levels, log: d.Log,
 		metrics: newMetrics(d.Registerer), now: func() time.Time { return time.Now().UTC() },
 		channels: map[string]Channel{}, maxRecipients: d.MaxRecipients}
 	for _, ch := range d.Channels {

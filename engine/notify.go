@@ -111,7 +111,7 @@ func (e *Engine) Deliver(ctx context.Context, executionID, channel string, last 
 	}
 	recorded := false
 	err = e.db.WithContext(ctx).Transaction(func(db *gorm.DB) error {
-		cur, err := e.lockExecution(db, executionID)
+		cur, err := e.execs.Lock(ctx, db, executionID)
 		if err != nil {
 			return err
 		}
@@ -123,13 +123,13 @@ func (e *Engine) Deliver(ctx context.Context, executionID, channel string, last 
 				return err
 			}
 		}
-		cols := map[string]any{"notifications": models.NewJSON(append(cur.Notifications.V, outcomes...))}
+		var notifiedAt *time.Time
 		if last {
 			now := e.now()
-			cols["notified_at"] = &now
+			notifiedAt = &now
 		}
-		if err := db.Model(&models.Execution{}).Where("id = ?", executionID).Updates(cols).Error; err != nil {
-			return fmt.Errorf("record %s outcomes of %s: %w", channel, executionID, err)
+		if err := e.execs.RecordDeliveries(ctx, db, executionID, append(cur.Notifications.V, outcomes...), notifiedAt); err != nil {
+			return fmt.Errorf("record %s outcomes: %w", channel, err)
 		}
 		recorded = true
 		return nil
@@ -211,16 +211,6 @@ func recordedChannel(ex *models.Execution, channel string) bool {
 		}
 	}
 	return false
-}
-
-// lockExecution reads an execution row inside tx, locking it on Postgres
-// (SQLite runs one write transaction at a time).
-func (e *Engine) lockExecution(tx *gorm.DB, id string) (*models.Execution, error) {
-	var ex models.Execution
-	if err := lockForUpdate(tx).Take(&ex, "id = ?", id).Error; err != nil {
-		return nil, fmt.Errorf("lock execution %s: %w", id, err)
-	}
-	return &ex, nil
 }
 
 // beforeAfter reconstructs the target as the operation found it and the

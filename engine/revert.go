@@ -13,6 +13,7 @@ import (
 	"github.com/ontoflow/ontoflow/apperr"
 	"github.com/ontoflow/ontoflow/auth"
 	"github.com/ontoflow/ontoflow/domain"
+	"github.com/ontoflow/ontoflow/execstore"
 	"github.com/ontoflow/ontoflow/models"
 )
 
@@ -80,7 +81,7 @@ func (e *Engine) Revert(ctx context.Context, revertID string) (*Reverted, error)
 	out := &Reverted{}
 	var done *models.Execution // the revert as this call recorded it
 	err := e.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
-		rv, err := e.lockExecution(tx, revertID)
+		rv, err := e.execs.Lock(ctx, tx, revertID)
 		if err != nil {
 			return err
 		}
@@ -130,7 +131,7 @@ func revertRecorded(rv *models.Execution) (bool, error) {
 
 // revertIn does the revert inside tx, rv locked.
 func (e *Engine) revertIn(ctx context.Context, tx *gorm.DB, rv *models.Execution) (*Outcome, error) {
-	orig, err := e.lockExecution(tx, *rv.RevertOf)
+	orig, err := e.execs.Lock(ctx, tx, *rv.RevertOf)
 	if err != nil {
 		return nil, err
 	}
@@ -170,7 +171,7 @@ func (e *Engine) revertIn(ctx context.Context, tx *gorm.DB, rv *models.Execution
 		}
 	}
 	out := &Outcome{Edits: edits, Result: map[string]any{"reverted": orig.ID, "not_undone": externalEffects(orig)}}
-	return out, e.recordRevert(tx, rv, orig, out)
+	return out, e.recordRevert(ctx, tx, rv, orig, out)
 }
 
 // revertParties loads the revert's actor and the action type.
@@ -187,17 +188,11 @@ func (e *Engine) revertParties(ctx context.Context, tx *gorm.DB, rv, orig *model
 }
 
 // recordRevert marks rv succeeded with its edits and orig reverted by it.
-func (e *Engine) recordRevert(tx *gorm.DB, rv, orig *models.Execution, out *Outcome) error {
-	now := e.now()
-	rv.Status, rv.FinishedAt = models.StatusSucceeded, &now
-	rv.Edits, rv.Result = models.NewNumJSON(out.Edits), models.NewJSON(out.Result)
-	if err := tx.Select("status", "finished_at", "edits", "result").Save(rv).Error; err != nil {
-		return fmt.Errorf("record revert %s: %w", rv.ID, err)
+func (e *Engine) recordRevert(ctx context.Context, tx *gorm.DB, rv, orig *models.Execution, out *Outcome) error {
+	if err := e.execs.Succeed(ctx, tx, rv, execstore.Success{At: e.now(), Edits: out.Edits, Result: out.Result}); err != nil {
+		return fmt.Errorf("record revert: %w", err)
 	}
-	if err := tx.Model(&models.Execution{}).Where("id = ?", orig.ID).Update("reverted_by", rv.ID).Error; err != nil {
-		return fmt.Errorf("mark %s reverted: %w", orig.ID, err)
-	}
-	return nil
+	return e.execs.MarkReverted(ctx, tx, orig.ID, rv.ID)
 }
 
 // externalEffects lists what a revert does not undo: the webhook called

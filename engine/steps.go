@@ -384,7 +384,7 @@ func (e *Engine) Run(ctx context.Context, p *Prepared, last bool) (_ *Outcome, e
 // the execution succeeded. done is the row it recorded (nil when it only
 // answered the record).
 func (e *Engine) applyIn(ctx context.Context, tx *gorm.DB, p *Prepared, in *input, kind Kind, op *Op) (out *Outcome, done *models.Execution, err error) {
-	ex, err := e.lockExecution(tx, p.ExecutionID)
+	ex, err := e.execs.Lock(ctx, tx, p.ExecutionID)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -427,21 +427,11 @@ func lockForUpdate(tx *gorm.DB) *gorm.DB {
 // RecordFailure marks an execution failed unless it already finished.
 func (e *Engine) RecordFailure(ctx context.Context, executionID string, f Failure) error {
 	e.memo.drop(executionID)
-	now := e.now()
-	cols := map[string]any{"status": models.StatusFailed, "error_code": f.Code, "error_message": f.Message,
-		"error_details": models.NewJSON[any](f), "finished_at": &now}
-	if r, ok := runOf(ctx); ok {
-		// runIDFor's rule, in SQL since the row is not loaded: only the
-		// execution's own workflow records its run (not a chunk).
-		cols["run_id"] = gorm.Expr("CASE WHEN workflow_id = ? AND (run_id IS NULL OR run_id = '') THEN ? ELSE run_id END", r.workflowID, r.runID)
+	failed, err := e.execs.Fail(ctx, executionID, e.storeFailure(f), storeRun(ctx))
+	if err != nil {
+		return err
 	}
-	res := e.db.WithContext(ctx).Model(&models.Execution{}).
-		Where("id = ? AND status NOT IN ?", executionID, []string{models.StatusSucceeded, models.StatusFailed}).
-		Updates(cols)
-	if res.Error != nil {
-		return fmt.Errorf("record failure of %s: %w", executionID, res.Error)
-	}
-	if res.RowsAffected > 0 {
+	if failed {
 		if ex, err := e.execution(ctx, e.db, executionID); err == nil {
 			e.finished(ex, models.StatusFailed)
 		}

@@ -14,6 +14,7 @@ import (
 	"gorm.io/gorm"
 
 	"github.com/ontoflow/ontoflow/apperr"
+	"github.com/ontoflow/ontoflow/execstore"
 	"github.com/ontoflow/ontoflow/models"
 )
 
@@ -557,7 +558,7 @@ func (e *Engine) recordWhatIf(ctx context.Context, ex0 *models.Execution, in *in
 	var out *Outcome
 	var done *models.Execution
 	err := e.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
-		ex, err := e.lockExecution(tx, ex0.ID)
+		ex, err := e.execs.Lock(ctx, tx, ex0.ID)
 		if err != nil {
 			return err
 		}
@@ -608,17 +609,10 @@ func lockBranch(tx *gorm.DB, id string) (*models.Branch, error) {
 
 // recordSucceeded moves ex to succeeded with out, inside tx.
 func (e *Engine) recordSucceeded(ctx context.Context, tx *gorm.DB, ex *models.Execution, in *input, out *Outcome) (*models.Execution, error) {
-	now := e.now()
-	ex.Status, ex.FinishedAt, ex.ActionVersion = models.StatusSucceeded, &now, in.Action.Version
-	ex.Edits, ex.Result = models.NewNumJSON(out.Edits), models.NewJSON(out.Result)
-	ex.Parameters = models.NewNumJSON(in.Params)
-	cols := []any{"finished_at", "action_version", "edits", "result", "parameters"}
-	if run := runIDFor(ctx, ex); run != "" {
-		ex.RunID = run
-		cols = append(cols, "run_id")
-	}
-	if err := tx.Select("status", cols...).Save(ex).Error; err != nil {
-		return nil, fmt.Errorf("record execution %s: %w", ex.ID, err)
+	err := e.execs.Succeed(ctx, tx, ex, execstore.Success{At: e.now(), Edits: out.Edits, Result: out.Result,
+		Ran: &execstore.Ran{ActionVersion: in.Action.Version, Parameters: in.Params}, RunID: runIDFor(ctx, ex)})
+	if err != nil {
+		return nil, err
 	}
 	return ex, nil
 }

@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 
+	"github.com/ontoflow/ontoflow/execstore"
 	"github.com/ontoflow/ontoflow/models"
 )
 
@@ -32,4 +33,13 @@ func runIDFor(ctx context.Context, ex *models.Execution) string {
 		return r.runID
 	}
 	return ""
+}
+
+// storeRun is the run executing the step, as the execution store records
+// it (nil when the caller did not say).
+func storeRun(ctx context.Context) *execstore.Run {
+	if r, ok := runOf(ctx); ok {
+		return &execstore.Run{WorkflowID: r.workflowID, RunID: r.runID}
+	}
+	return nil
 }

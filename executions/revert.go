@@ -51,7 +51,7 @@ func (s *Service) Revert(ctx context.Context, r RevertRequest, listen bool) (*Ha
 			return prev, err
 		}
 	}
-	if err := s.db.WithContext(ctx).Create(rv).Error; err != nil {
+	if err := s.execs.Create(ctx, rv); err != nil {
 		if prev, rerr, ok := s.raced(ctx, rv, err); ok {
 			return prev, rerr
 		}

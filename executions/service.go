@@ -34,6 +34,7 @@ import (
 	"github.com/ontoflow/ontoflow/apperr"
 	"github.com/ontoflow/ontoflow/domain"
 	"github.com/ontoflow/ontoflow/engine"
+	"github.com/ontoflow/ontoflow/execstore"
 	"github.com/ontoflow/ontoflow/internal/printable"
 	"github.com/ontoflow/ontoflow/models"
 	"github.com/ontoflow/ontoflow/ontology"
@@ -70,6 +71,7 @@ const PermAuditExecutions = "executions:read"
 // Service runs the execution lifecycle.
 type Service struct {
 	db      *gorm.DB
+	execs   *execstore.Store
 	store   *ontology.Store
 	eng     *engine.Engine
 	starter *workflows.Starter
@@ -84,7 +86,7 @@ func New(db *gorm.DB, store *ontology.Store, eng *engine.Engine, starter *workfl
 	if opts.AbandonAfter <= 0 {
 		opts.AbandonAfter = DefaultAbandonAfter
 	}
-	return &Service{db: db, store: store, eng: eng, starter: starter, opts: opts}
+	return &Service{db: db, execs: execstore.New(db), store: store, eng: eng, starter: starter, opts: opts}
 }
 
 // localGrace is how long a wait listens for the local worker before it
@@ -154,11 +156,11 @@ func (s *Service) Submit(ctx context.Context, r Request, listen bool) (*Handle, 
 			return prev, err
 		}
 	}
-	if err := s.db.WithContext(ctx).Create(ex).Error; err != nil {
+	if err := s.execs.Create(ctx, ex); err != nil {
 		if prev, rerr, ok := s.raced(ctx, ex, err); ok {
 			return prev, rerr
 		}
-		return nil, fmt.Errorf("record execution: %w", err)
+		return nil, err
 	}
 	return s.start(ctx, ex, listen, s.starter.StartAction)
 }
@@ -247,17 +249,11 @@ func (s *Service) SubmitBatch(ctx context.Context, r BatchRequest) (*Handle, err
 			return prev, err
 		}
 	}
-	err := s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
-		if err := tx.Create(batch).Error; err != nil {
-			return err
-		}
-		return tx.CreateInBatches(items, 500).Error
-	})
-	if err != nil {
+	if err := s.execs.CreateBatch(ctx, batch, items); err != nil {
 		if prev, rerr, ok := s.raced(ctx, batch, err); ok {
 			return prev, rerr
 		}
-		return nil, fmt.Errorf("record batch: %w", err)
+		return nil, err
 	}
 	run, err := s.starter.StartBatch(ctx, batch)
 	if err != nil {

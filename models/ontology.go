@@ -132,28 +132,13 @@ type NumJSON[T any] struct{ V T }
 func NewNumJSON[T any](v T) NumJSON[T] { return NumJSON[T]{V: v} }
 
 // Value implements driver.Valuer.
-func (j NumJSON[T]) Value() (driver.Value, error) {
-	b, err := json.Marshal(j.V)
-	if err != nil {
-		return nil, fmt.Errorf("encode json column: %w", err)
-	}
-	return string(b), nil
-}
+func (j NumJSON[T]) Value() (driver.Value, error) { return columnValue(j.V) }
 
 // Scan implements sql.Scanner.
 func (j *NumJSON[T]) Scan(src any) error {
-	var b []byte
-	switch v := src.(type) {
-	case nil:
-		var zero T
-		j.V = zero
-		return nil
-	case string:
-		b = []byte(v)
-	case []byte:
-		b = v
-	default:
-		return fmt.Errorf("scan json column: unsupported type %T", src)
+	b, err := columnText(src)
+	if err != nil {
+		return err
 	}
 	var zero T
 	j.V = zero

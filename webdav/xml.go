@@ -308,50 +308,30 @@ type stringWriter interface {
 }
 
 // escapeText writes s with XML text escaping.
-func escapeText(b stringWriter, s string) {
-	last := 0
-	for i := 0; i < len(s); i++ {
-		var esc string
-		switch s[i] {
-		case '<':
-			esc = "&lt;"
-		case '>':
-			esc = "&gt;"
-		case '&':
-			esc = "&amp;"
-		case '\r':
-			esc = "&#xD;"
-		default:
-			continue
-		}
-		b.WriteString(s[last:i])
-		b.WriteString(esc)
-		last = i + 1
-	}
-	b.WriteString(s[last:])
-}
+func escapeText(b stringWriter, s string) { escape(b, s, textEscapes) }
 
 // escapeAttr writes s escaped for a double-quoted attribute.
-func escapeAttr(b stringWriter, s string) {
+func escapeAttr(b stringWriter, s string) { escape(b, s, attrEscapes) }
+
+// textEscapes and attrEscapes say what each byte is written as in text
+// and in a double-quoted attribute ("": as itself). An attribute also
+// escapes the quote, and the white space a parser would normalize.
+var textEscapes, attrEscapes = xmlEscapes(false), xmlEscapes(true)
+
+func xmlEscapes(attr bool) *[256]string {
+	t := &[256]string{'<': "&lt;", '>': "&gt;", '&': "&amp;", '\r': "&#xD;"}
+	if attr {
+		t['"'], t['\n'], t['\t'] = "&quot;", "&#xA;", "&#x9;"
+	}
+	return t
+}
+
+// escape writes s with each byte that table escapes replaced.
+func escape(b stringWriter, s string, table *[256]string) {
 	last := 0
 	for i := 0; i < len(s); i++ {
-		var esc string
-		switch s[i] {
-		case '<':
-			esc = "&lt;"
-		case '>':
-			esc = "&gt;"
-		case '&':
-			esc = "&amp;"
-		case '"':
-			esc = "&quot;"
-		case '\n':
-			esc = "&#xA;"
-		case '\r':
-			esc = "&#xD;"
-		case '\t':
-			esc = "&#x9;"
-		default:
+		esc := table[s[i]]
+		if esc == "" {
 			continue
 		}
 		b.WriteString(s[last:i])

@@ -10,6 +10,7 @@ import (
 
 	"github.com/ontoflow/ontoflow/app"
 	"github.com/ontoflow/ontoflow/engine"
+	"github.com/ontoflow/ontoflow/execstore"
 	"github.com/ontoflow/ontoflow/models"
 )
 
@@ -59,7 +60,7 @@ func directExecute(a *app.App, r *http.Request) (*models.Execution, int, error) 
 	ex := &models.Execution{ID: id, Kind: models.KindExecute, WorkflowID: "direct/" + id, ActionTypeID: at.ID,
 		ActionTypeName: at.Name, ActionVersion: at.Version, ActorID: p.User.ID, ActorName: p.User.Username,
 		TargetObjectID: req.TargetObjectID, Parameters: models.NewNumJSON(req.Parameters), Status: models.StatusQueued}
-	if err := a.DB.WithContext(ctx).Create(ex).Error; err != nil {
+	if err := execstore.New(a.DB).Create(ctx, ex); err != nil {
 		return nil, http.StatusInternalServerError, err
 	}
 	if err := directSteps(a.Engine, r, id); err != nil {

@@ -127,6 +127,8 @@ func (c *Console) routes() *gin.Engine {
 	g.GET("/log", c.logPage)
 	g.GET("/notifications", c.notificationsPage)
 	g.POST("/notifications/:id/read", c.markRead)
+	g.GET("/explore", c.explorePage)
+	g.GET("/explore/:type", c.objectsTable)
 	g.GET("/objects/search", c.referenceOptions)
 	g.GET("/objects/:type/:id", c.objectPage)
 	g.POST("/objects/:type/:id/properties/:prop", c.inlineEdit)

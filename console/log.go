@@ -19,6 +19,7 @@ const logPageSize = 50
 
 type logView struct {
 	Action, Actor, Status, Kind, Since string
+	Target                             string
 	Statuses, Kinds                    []string
 	Actions                            []ontology.ActionTypeView
 	Rows                               []models.Execution
@@ -34,7 +35,7 @@ type logView struct {
 func (c *Console) logPage(g *gin.Context) {
 	ctx, p := g.Request.Context(), principal(g)
 	v := logView{Action: g.Query("action"), Actor: g.Query("actor"), Status: g.Query("status"), Kind: g.Query("kind"),
-		Since: g.Query("since"), Statuses: executions.Statuses, Kinds: executions.Kinds}
+		Since: g.Query("since"), Target: g.Query("target"), Statuses: executions.Statuses, Kinds: executions.Kinds}
 	v.Page, _ = strconv.Atoi(g.Query("page"))
 	v.Page = max(v.Page, 0)
 	v.Actions, _ = c.d.Store.ListActionTypes(ctx, "", "", 0, maxListed)
@@ -105,7 +106,7 @@ func (c *Console) rowNames(g *gin.Context, actions map[string]string, rows []mod
 }
 
 func (c *Console) logFilter(g *gin.Context, v logView) (executions.Filter, error) {
-	f := executions.Filter{Actor: v.Actor, Status: v.Status, Kind: v.Kind, ActionTypeID: v.Action}
+	f := executions.Filter{Actor: v.Actor, Status: v.Status, Kind: v.Kind, ActionTypeID: v.Action, Target: v.Target}
 	if v.Status != "" && !slices.Contains(executions.Statuses, v.Status) {
 		return f, apperr.New(apperr.InvalidArgument, "unknown status %q", v.Status)
 	}

@@ -17,6 +17,7 @@ type objectView struct {
 	Label  string
 	Rows   []propertyRow
 	CSRF   string
+	objectExtras
 }
 
 // propertyRow is one property on an object's page; Editable when it has
@@ -49,6 +50,10 @@ func (c *Console) objectPage(g *gin.Context) {
 	v := objectView{Type: ot, Object: o, Label: c.objectLabel(g, o), CSRF: g.GetString(csrfKey)}
 	for _, pr := range ot.Properties {
 		v.Rows = append(v.Rows, c.propertyRow(g, ot, o, pr))
+	}
+	if v.objectExtras, err = c.objectExtras(g, ot, o); err != nil {
+		c.fail(g, err)
+		return
 	}
 	c.page(g, http.StatusOK, "object", ot.Name+" "+v.Label, v)
 }

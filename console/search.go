@@ -51,8 +51,13 @@ func (c *Console) searchObjects(g *gin.Context, typeRef, q string) ([]objectOpti
 // primary key matches, then those another property matches: at most two
 // scans of the type.
 func (c *Console) findObjects(ctx context.Context, u *models.User, ot *ontology.ObjectTypeView, q string) ([]models.Object, error) {
+	return c.findObjectsUpTo(ctx, u, ot, q, maxOptions)
+}
+
+// findObjectsUpTo is findObjects with another bound (the explorer's page).
+func (c *Console) findObjectsUpTo(ctx context.Context, u *models.User, ot *ontology.ObjectTypeView, q string, limit int) ([]models.Object, error) {
 	if q == "" {
-		return c.d.Store.ListObjects(ctx, u, ot.ID, ontology.ObjectQuery{Limit: maxOptions})
+		return c.d.Store.ListObjects(ctx, u, ot.ID, ontology.ObjectQuery{Limit: limit})
 	}
 	var found objectSet
 	if domain.IsUUID(q) {
@@ -68,16 +73,16 @@ func (c *Console) findObjects(ctx context.Context, u *models.User, ot *ontology.
 	// (a second scan, only when the first did not fill the list).
 	pk, rest := searchFilters(ot, q)
 	for _, fs := range [][]ontology.RawFilter{pk, rest} {
-		if len(fs) == 0 || len(found.list) >= maxOptions {
+		if len(fs) == 0 || len(found.list) >= limit {
 			continue
 		}
-		objs, err := c.d.Store.SearchObjects(ctx, u, ot.ID, fs, maxOptions)
+		objs, err := c.d.Store.SearchObjects(ctx, u, ot.ID, fs, limit)
 		if err != nil {
 			return nil, err
 		}
 		found.add(objs...)
 	}
-	return found.first(maxOptions), nil
+	return found.first(limit), nil
 }
 
 // searchFilters are the store filters a search tries, the primary key's

@@ -47,3 +47,19 @@ func (s *Store) ObjectTitles(ctx context.Context, u *models.User, ids []string) 
 	}
 	return out, nil
 }
+
+// CountReadable counts the objects of a type that u may read, up to
+// limit: a type's page shows "10,000+" rather than scanning a million
+// rows to print an exact number nobody reads.
+func (s *Store) CountReadable(ctx context.Context, u *models.User, typeRef string, limit int) (int64, error) {
+	ts, err := loadTypeState(ctx, s.db, typeRef)
+	if err != nil {
+		return 0, err
+	}
+	var n int64
+	sub := s.readableOfType(ctx, u, ts).Select("id").Limit(limit)
+	if err := s.db.WithContext(ctx).Table("(?) AS capped", sub).Count(&n).Error; err != nil {
+		return 0, fmt.Errorf("count %s objects: %w", ts.ot.Name, err)
+	}
+	return n, nil
+}

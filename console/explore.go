@@ -1,0 +1,357 @@
+package console
+
+import (
+	"net/http"
+	"net/url"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/gin-gonic/gin"
+
+	"github.com/ontoflow/ontoflow/apperr"
+	"github.com/ontoflow/ontoflow/auth"
+	"github.com/ontoflow/ontoflow/engine"
+	"github.com/ontoflow/ontoflow/executions"
+	"github.com/ontoflow/ontoflow/models"
+	"github.com/ontoflow/ontoflow/ontology"
+)
+
+// Explorer limits: a page of objects, the columns shown when the user has
+// not chosen, and the count above which a type says "10,000+" (counting
+// further would read every row of a big type for a number nobody reads).
+const (
+	explorePageSize  = 50
+	exploreDefCols   = 6
+	exploreCountUpTo = 10000
+)
+
+// exploreOps are the REST listing's filter operators, offered per column.
+var exploreOps = []string{"is", "is_not", "includes", "greater_than", "greater_than_or_equals",
+	"less_than", "less_than_or_equals", "exists", "not_exists"}
+
+type typeRow struct {
+	ID, Name, Description string
+	Count                 int64
+	More                  bool
+}
+
+// explorePage lists the object types with how many objects of each the
+// user may read.
+func (c *Console) explorePage(g *gin.Context) {
+	ctx, u := g.Request.Context(), principal(g).User
+	ots, err := c.d.Store.ListObjectTypes(ctx, "", 0, maxListed)
+	if err != nil {
+		c.fail(g, err)
+		return
+	}
+	rows := make([]typeRow, 0, len(ots))
+	for _, ot := range ots {
+		n, err := c.d.Store.CountReadable(ctx, u, ot.ID, exploreCountUpTo+1)
+		if err != nil {
+			c.fail(g, err)
+			return
+		}
+		rows = append(rows, typeRow{ID: ot.ID, Name: displayName(ot.DisplayName, ot.Name), Description: ot.Description,
+			Count: min(n, exploreCountUpTo), More: n > exploreCountUpTo})
+	}
+	c.page(g, http.StatusOK, "explore", "Objects", rows)
+}
+
+// colFilter is one column's filter as the table's filter row shows it.
+type colFilter struct {
+	Property models.Property
+	Label    string
+	Op       string
+	Value    string
+}
+
+type exploreRow struct {
+	ID, Title string
+	Cells     []string
+}
+
+type exploreView struct {
+	Type    *ontology.ObjectTypeView
+	Title   string
+	All     []models.Property
+	Cols    []colFilter
+	Ops     []string
+	Query   string
+	Rows    []exploreRow
+	Page    int
+	More    bool
+	Error   string
+	state   url.Values
+	typeRef string
+}
+
+// objectsTable is a type's objects as a table: the columns the user chose
+// (?cols=a,b in order), a filter per column (?f.<col>=<operator>&v.<col>=),
+// a search (?q=), pages of 50. Every read goes through the store's query
+// path with the user's read rule; nothing is filtered here.
+func (c *Console) objectsTable(g *gin.Context) {
+	ctx, u := g.Request.Context(), principal(g).User
+	ot, err := c.d.Store.ObjectType(ctx, g.Param("type"))
+	if err != nil {
+		c.fail(g, err)
+		return
+	}
+	v := newExploreView(ot, g.Request.URL.Query())
+	var objs []models.Object
+	if v.Query != "" {
+		objs, err = c.findObjectsUpTo(ctx, u, ot, v.Query, explorePageSize)
+	} else {
+		objs, err = c.d.Store.ListObjects(ctx, u, ot.ID, ontology.ObjectQuery{Filters: v.filters(),
+			Offset: v.Page * explorePageSize, Limit: explorePageSize + 1})
+	}
+	status := http.StatusOK
+	if err != nil {
+		if !hasCode(err, apperr.InvalidArgument) {
+			c.fail(g, err)
+			return
+		}
+		status, v.Error = http.StatusBadRequest, err.Error()
+	}
+	if v.Query == "" && len(objs) > explorePageSize {
+		objs, v.More = objs[:explorePageSize], true
+	}
+	for _, o := range objs {
+		v.Rows = append(v.Rows, v.row(o))
+	}
+	c.page(g, status, "explore-type", v.Title, v)
+}
+
+func newExploreView(ot *ontology.ObjectTypeView, q url.Values) *exploreView {
+	v := &exploreView{Type: ot, Title: displayName(ot.DisplayName, ot.Name), All: ot.Properties, Ops: exploreOps,
+		Query: strings.TrimSpace(q.Get("q")), state: q, typeRef: ot.Name}
+	v.Page, _ = strconv.Atoi(q.Get("page"))
+	v.Page = max(v.Page, 0)
+	for _, name := range v.colNames() {
+		i := slices.IndexFunc(ot.Properties, func(p models.Property) bool { return p.Name == name })
+		if i < 0 {
+			continue
+		}
+		p := ot.Properties[i]
+		v.Cols = append(v.Cols, colFilter{Property: p, Label: displayName(p.DisplayName, p.Name),
+			Op: q.Get("f." + p.Name), Value: q.Get("v." + p.Name)})
+	}
+	return v
+}
+
+// colNames are the chosen columns, or the first properties of the type.
+func (v *exploreView) colNames() []string {
+	if s := v.state.Get("cols"); s != "" {
+		return strings.Split(s, ",")
+	}
+	var out []string
+	for _, p := range v.All[:min(len(v.All), exploreDefCols)] {
+		out = append(out, p.Name)
+	}
+	return out
+}
+
+// filters turns the filter row into the REST listing's filters.
+func (v *exploreView) filters() []ontology.RawFilter {
+	var out []ontology.RawFilter
+	for _, c := range v.Cols {
+		if c.Op == "" || (c.Value == "" && c.Op != "exists" && c.Op != "not_exists") {
+			continue
+		}
+		val := c.Value
+		if c.Op == "exists" || c.Op == "not_exists" {
+			val = "true"
+		}
+		out = append(out, ontology.RawFilter{Key: c.Property.Name + "." + c.Op, Value: val})
+	}
+	return out
+}
+
+func (v *exploreView) row(o models.Object) exploreRow {
+	r := exploreRow{ID: o.ID, Title: o.ID}
+	if pk := v.Type.PrimaryKey; pk != "" {
+		if s := valueText(o.Properties.V[pk]); s != "" {
+			r.Title = s
+		}
+	}
+	for _, c := range v.Cols {
+		r.Cells = append(r.Cells, valueText(o.Properties.V[c.Property.Name]))
+	}
+	return r
+}
+
+// link is this table's URL with some parameters changed ("" removes one).
+func (v *exploreView) link(set ...string) string {
+	q := url.Values{}
+	for k, vs := range v.state {
+		q[k] = slices.Clone(vs)
+	}
+	for i := 0; i+1 < len(set); i += 2 {
+		if set[i+1] == "" {
+			q.Del(set[i])
+		} else {
+			q.Set(set[i], set[i+1])
+		}
+	}
+	s := Prefix + "/explore/" + url.PathEscape(v.typeRef)
+	if enc := q.Encode(); enc != "" {
+		s += "?" + enc
+	}
+	return s
+}
+
+// PageLink, ToggleLink and MoveLink are the table's links that keep its
+// other state.
+func (v *exploreView) PageLink(page int) string {
+	if page <= 0 {
+		return v.link("page", "")
+	}
+	return v.link("page", strconv.Itoa(page))
+}
+
+func (v *exploreView) ToggleLink(name string) string {
+	cols := v.colNames()
+	if i := slices.Index(cols, name); i >= 0 {
+		cols = slices.Delete(cols, i, i+1)
+	} else {
+		cols = append(cols, name)
+	}
+	return v.link("cols", strings.Join(cols, ","), "page", "")
+}
+
+func (v *exploreView) MoveLink(name string, by int) string {
+	cols := v.colNames()
+	i := slices.Index(cols, name)
+	j := i + by
+	if i < 0 || j < 0 || j >= len(cols) {
+		return ""
+	}
+	cols[i], cols[j] = cols[j], cols[i]
+	return v.link("cols", strings.Join(cols, ","))
+}
+
+// Shown says whether a property is one of the table's columns.
+func (v *exploreView) Shown(name string) bool { return slices.Contains(v.colNames(), name) }
+
+// ColsValue is the chosen columns, for the filter form to keep.
+func (v *exploreView) ColsValue() string { return strings.Join(v.colNames(), ",") }
+
+// Links and history on an object's page: a page of each.
+const (
+	objectLinksPage   = 50
+	objectHistoryPage = 20
+)
+
+// linkGroup is the object's links of one link type in one direction,
+// each other end named by title.
+type linkGroup struct {
+	LinkType, Direction string
+	Ends                []ontology.ObjectRef
+}
+
+type objectExtras struct {
+	Links      []linkGroup
+	LinksPage  int
+	LinksMore  bool
+	Actions    []ontology.ActionTypeView
+	History    []models.Execution
+	Names      rowNames
+	TypeName   string
+	ObjectID   string
+	HistoryAll bool
+}
+
+// objectExtras reads what an object's page shows beside its properties:
+// its links (both directions, grouped by link type, a page at a time), the
+// actions the user may run on it, and the executions that targeted it,
+// each through the services with the user's read rule.
+func (c *Console) objectExtras(g *gin.Context, ot *ontology.ObjectTypeView, o *models.Object) (objectExtras, error) {
+	ctx, p := g.Request.Context(), principal(g)
+	x := objectExtras{TypeName: ot.Name, ObjectID: o.ID}
+	x.LinksPage, _ = strconv.Atoi(g.Query("links_page"))
+	x.LinksPage = max(x.LinksPage, 0)
+	links, err := c.d.Store.ObjectLinks(ctx, p.User, ot.ID, o.ID, ontology.LinkQuery{
+		Offset: x.LinksPage * objectLinksPage, Limit: objectLinksPage + 1})
+	if err != nil {
+		return x, err
+	}
+	if len(links) > objectLinksPage {
+		links, x.LinksMore = links[:objectLinksPage], true
+	}
+	if x.Links, err = c.groupLinks(g, o.ID, links); err != nil {
+		return x, err
+	}
+	if x.Actions, err = c.runnableOn(g, ot.ID); err != nil {
+		return x, err
+	}
+	f := executions.Filter{Target: o.ID}
+	x.HistoryAll = auth.HasPermission(p.User, executions.PermAuditExecutions)
+	if !x.HistoryAll {
+		f.OnlyActorID = p.User.ID
+	}
+	if x.History, err = c.d.Executions.List(ctx, f, 0, objectHistoryPage); err != nil {
+		return x, err
+	}
+	c.d.Store.RedactExecutions(ctx, p, x.History)
+	names := map[string]string{}
+	for _, a := range x.Actions {
+		names[a.ID] = displayName(a.DisplayName, a.Name)
+	}
+	x.Names = c.rowNames(g, names, x.History)
+	return x, nil
+}
+
+// groupLinks groups links by link type and direction, in first-seen order.
+func (c *Console) groupLinks(g *gin.Context, self string, links []models.Link) ([]linkGroup, error) {
+	ctx := g.Request.Context()
+	var ids []string
+	for _, l := range links {
+		ids = append(ids, l.SourceID, l.TargetID)
+	}
+	refs, err := c.d.Store.ObjectTitles(ctx, principal(g).User, ids)
+	if err != nil {
+		return nil, err
+	}
+	var out []linkGroup
+	index := map[string]int{}
+	for _, l := range links {
+		dir, other := "outgoing", l.TargetID
+		if l.SourceID != self {
+			dir, other = "incoming", l.SourceID
+		}
+		key := l.LinkTypeID + "/" + dir
+		i, ok := index[key]
+		if !ok {
+			name := l.LinkTypeID
+			if lt, err := c.d.Store.LinkType(ctx, l.LinkTypeID); err == nil {
+				name = displayName(lt.DisplayName, lt.Name)
+			}
+			i = len(out)
+			index[key] = i
+			out = append(out, linkGroup{LinkType: name, Direction: dir})
+		}
+		ref, ok := refs[other]
+		if !ok {
+			ref = ontology.ObjectRef{ID: other}
+		}
+		out[i].Ends = append(out[i].Ends, ref)
+	}
+	return out, nil
+}
+
+// runnableOn lists the actions on objects of a type the user may run.
+func (c *Console) runnableOn(g *gin.Context, typeID string) ([]ontology.ActionTypeView, error) {
+	p := principal(g)
+	ats, err := c.d.Store.ListActionTypes(g.Request.Context(), typeID, "", 0, maxListed)
+	if err != nil {
+		return nil, err
+	}
+	var out []ontology.ActionTypeView
+	for _, at := range ats {
+		full := &engine.ActionType{ID: at.ID, Version: at.Version, ActionDefinition: at.ActionDefinition}
+		if c.d.Executions.MayRun(full, p.User, p.Guest) == nil {
+			out = append(out, at)
+		}
+	}
+	return out, nil
+}

@@ -6,7 +6,6 @@ import (
 	"net/http"
 	"os"
 	"testing"
-	"time"
 
 	"github.com/chromedp/chromedp"
 )
@@ -43,32 +42,31 @@ func TestConsoleExplorer(t *testing.T) {
 	}
 	run(t, ctx, "types with counts",
 		signInAs("admin", adminPassword),
-		chromedp.Navigate(base+"/explore"),
+		settled(base+"/explore"),
 		until(`[...document.querySelectorAll('#types tr')].some(r => r.textContent.includes('Ticket') && r.textContent.includes('63'))`),
 		sh.take(ctx, "explore-01-types"),
 	)
 	run(t, ctx, "table: page, filter, columns",
-		chromedp.Navigate(base+"/explore/Ticket"),
+		settled(base+"/explore/Ticket"),
 		until(`document.querySelectorAll('#objects tbody tr').length === 50 && document.querySelector('#next-page') !== null`),
 		follow("#next-page"),
 		until(`document.querySelectorAll('#objects tbody tr').length === 13 && document.querySelector('#prev-page') !== null`),
 		chromedp.SetValue("#f-title", "includes", chromedp.ByQuery),
 		chromedp.SetValue("#v-title", "filler-05", chromedp.ByQuery),
-		chromedp.Submit("#filters", chromedp.ByQuery),
-		chromedp.Sleep(300*time.Millisecond),
+		submitGet("#filters"),
 		until(`document.querySelectorAll('#objects tbody tr').length === 10`),
 		until(`[...document.querySelectorAll('#objects tbody td a')].every(a => a.textContent.startsWith('filler-05'))`),
 		sh.take(ctx, "explore-02-filtered"),
-		chromedp.Navigate(base+"/explore/Ticket?cols=status,title"),
+		settled(base+"/explore/Ticket?cols=status,title"),
 		until(`[...document.querySelectorAll('#objects thead th')].map(th => th.textContent.trim().split(/\s/)[0]).join(',').startsWith('Object,status,title')`),
 		follow(`a[aria-label="Move title left"]`),
 		until(`[...document.querySelectorAll('#objects thead th')].map(th => th.textContent.trim().split(/\s/)[0]).join(',').startsWith('Object,title,status')`),
-		chromedp.Navigate(base+"/explore/Ticket?f.vip=bogus_op&v.vip=x"),
-		chromedp.Navigate(base+"/explore/Ticket?cols=title&f.title=greater_than&v.title=zzz"),
+		settled(base+"/explore/Ticket?f.vip=bogus_op&v.vip=x"),
+		settled(base+"/explore/Ticket?cols=title&f.title=greater_than&v.title=zzz"),
 		until(`document.querySelectorAll('#objects tbody tr').length === 1`),
 	)
 	run(t, ctx, "object page: links, history, actions",
-		chromedp.Navigate(base+"/objects/Ticket/"+w.plain),
+		settled(base+"/objects/Ticket/"+w.plain),
 		until(text("#object-links")+`.includes('Duplicates') && `+text("#object-links")+`.includes('incoming') && `+text("#object-links")+`.includes('vip-1')`),
 		until(text("#object-links")+`.includes('outgoing') && `+text("#object-links")+`.includes('secret-1')`),
 		until(`[...document.querySelectorAll('#object-history tbody tr')].some(r => r.textContent.includes('Triage ticket') && r.textContent.includes('succeeded'))`),
@@ -80,16 +78,16 @@ func TestConsoleExplorer(t *testing.T) {
 	ctx = browser(t) // a second browser: the viewer's own session
 	run(t, ctx, "the read rule: a viewer sees neither the confidential object nor its count",
 		signInAs("viewer", "viewer-password-1"),
-		chromedp.Navigate(base+"/explore"),
+		settled(base+"/explore"),
 		until(`[...document.querySelectorAll('#types tr')].some(r => r.textContent.includes('Ticket') && r.textContent.includes('62'))`),
 	)
 	run(t, ctx, "a viewer's links leave out the confidential end",
-		chromedp.Navigate(base+"/objects/Ticket/"+w.plain),
+		settled(base+"/objects/Ticket/"+w.plain),
 		until(text("#object-links")+`.includes('vip-1') && !`+text("#object-links")+`.includes('secret-1')`),
 	)
 	run(t, ctx, "the table at 390 px",
 		chromedp.EmulateViewport(390, 844),
-		chromedp.Navigate(base+"/explore/Ticket"),
+		settled(base+"/explore/Ticket"),
 		chromedp.WaitVisible("#objects", chromedp.ByQuery),
 		until(`document.documentElement.scrollWidth <= 390 && `+brokenWords+`.length === 0`),
 		sh.take(ctx, "explore-04-table-390px"),
@@ -105,6 +103,26 @@ func follow(sel string) chromedp.Action {
 		if err := chromedp.Evaluate(fmt.Sprintf("document.querySelector(%q).href", sel), &href).Do(ctx); err != nil {
 			return err
 		}
-		return chromedp.Navigate(href).Do(ctx)
+		return settled(href).Do(ctx)
 	})
+}
+
+// submitGet sends the GET form sel names as the browser would (its
+// fields, by their names), through Navigate, which waits for the page.
+func submitGet(sel string) chromedp.Action {
+	return chromedp.ActionFunc(func(ctx context.Context) error {
+		var href string
+		js := fmt.Sprintf(`(() => { const f = document.querySelector(%q); const u = new URL(f.action);
+			u.search = new URLSearchParams(new FormData(f)).toString(); return u.href; })()`, sel)
+		if err := chromedp.Evaluate(js, &href).Do(ctx); err != nil {
+			return err
+		}
+		return settled(href).Do(ctx)
+	})
+}
+
+// settled navigates and waits until the new document is ready, so the
+// next evaluation runs in the new page's context, not the unloaded one's.
+func settled(url string) chromedp.Action {
+	return chromedp.Tasks{chromedp.Navigate(url), chromedp.WaitReady("body", chromedp.ByQuery)}
 }

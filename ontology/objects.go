@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"reflect"
 	"sort"
 	"strings"
 	"time"
@@ -456,10 +457,27 @@ func (s *Store) writeObject(ctx context.Context, tx *gorm.DB, o *models.Object, 
 	if err := tx.Model(o).Select("properties", "marking", "updated_at").Updates(o).Error; err != nil {
 		return nil, fmt.Errorf("update object %s: %w", o.ID, err)
 	}
-	if err := s.indexObject(ctx, tx, ts, o, false); err != nil {
+	if err := s.reindexChanged(ctx, tx, ts, o, old); err != nil {
 		return nil, err
 	}
 	return o, nil
+}
+
+// reindexChanged rewrites the index rows of the properties an update
+// changed, and only those: an index row is a function of its property's
+// value alone, so an unchanged value keeps its rows. Rewriting every
+// property's rows (and the trigram text) on each update halved the
+// direct path's throughput in actionbench.
+func (s *Store) reindexChanged(ctx context.Context, tx *gorm.DB, ts *typeState, o *models.Object, old map[string]any) error {
+	for _, p := range ts.props {
+		if reflect.DeepEqual(old[p.Name], o.Properties.V[p.Name]) {
+			continue
+		}
+		if err := models.IndexProperty(ctx, tx, ts.ot.ID, o.ID, o.CreatedAt, p, o.Properties.V, true); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 func (s *Store) deleteObject(ctx context.Context, tx *gorm.DB, o *models.Object) error {

@@ -62,6 +62,7 @@ func TestConsoleExplorer(t *testing.T) {
 		follow(`a[aria-label="Move title left"]`),
 		until(`[...document.querySelectorAll('#objects thead th')].map(th => th.textContent.trim().split(/\s/)[0]).join(',').startsWith('Object,title,status')`),
 		settled(base+"/explore/Ticket?f.vip=bogus_op&v.vip=x"),
+		until(text("#explore-error")+`.includes('filter.vip')`),
 		settled(base+"/explore/Ticket?cols=title&f.title=greater_than&v.title=zzz"),
 		until(`document.querySelectorAll('#objects tbody tr').length === 1`),
 	)

@@ -243,18 +243,29 @@ func ontoFilters(c *gin.Context) []ontology.RawFilter {
 	return out
 }
 
+// listObjects pages with keyset tokens (the store's): ?order_by= and
+// page_token go to the store as they came; page_size as on every list.
 func (h *ontologyAPI) listObjects(c *gin.Context) {
-	pr, ok := ontoPage(c)
-	if !ok {
+	size, err := PageSize(c)
+	if err != nil {
+		fail(c, err)
 		return
 	}
-	var items []models.Object
-	err := h.inBranch(c, func(s *ontology.Store) (err error) {
-		items, err = s.ListObjects(c.Request.Context(), ontoUser(c), c.Param("type_id"),
-			ontology.ObjectQuery{Filters: ontoFilters(c), Offset: pr.Offset, Limit: pr.Limit + 1})
+	var p ontology.ObjectPage
+	err = h.inBranch(c, func(s *ontology.Store) (err error) {
+		p, err = s.ListObjectsPage(c.Request.Context(), ontoUser(c), c.Param("type_id"),
+			ontology.ObjectQuery{Filters: ontoFilters(c), OrderBy: c.Query("order_by"), PageToken: c.Query("page_token"), Limit: size})
 		return err
 	})
-	ontoList(c, pr, items, err)
+	if err != nil {
+		fail(c, err)
+		return
+	}
+	out := Page[models.Object]{Data: p.Items, NextPageToken: p.NextPageToken}
+	if out.Data == nil {
+		out.Data = []models.Object{}
+	}
+	c.JSON(http.StatusOK, out)
 }
 
 func (h *ontologyAPI) createObject(c *gin.Context) {

@@ -3,6 +3,7 @@ package api_test
 import (
 	"bytes"
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -313,6 +314,46 @@ func TestOntologyRoutesPropertiesAndObjects(t *testing.T) {
 		e.expect(400, "InvalidArgument", "writer", "GET", "/types/Employee/objects?filter.age=old", "")
 		e.expect(400, "InvalidArgument", "writer", "GET", "/types/Employee/objects?filter.age.matches=1", "")
 		e.expect(400, "InvalidArgument", "writer", "GET", "/types/Employee/objects?filter.age.includes=1", "")
+
+		// Orderings, walked a page at a time by keyset tokens: objects
+		// without a value (email) last ascending, first descending.
+		names := func(query string) string {
+			var out []string
+			tok := ""
+			for i := 0; i < 10; i++ {
+				pg := e.expect(200, "", "writer", "GET", "/types/Employee/objects?page_size=1&"+query+"&page_token="+url.QueryEscape(tok), "")
+				for _, d := range pg.data() {
+					out = append(out, d.(map[string]any)["properties"].(map[string]any)["name"].(string))
+				}
+				if tok = pg.str("next_page_token"); tok == "" {
+					break
+				}
+			}
+			return strings.Join(out, ",")
+		}
+		for q, want := range map[string]string{"order_by=age": "Bob,Ann,Cyd", "order_by=-age": "Cyd,Ann,Bob",
+			"order_by=email": "Ann,Bob,Cyd", "order_by=-email": "Cyd,Bob,Ann", "order_by=-created_at": "Cyd,Bob,Ann",
+			"order_by=updated_at": "Ann,Bob,Cyd", "order_by=-name&filter.age.less_than=50": "Bob,Ann"} {
+			if got := names(q); got != want {
+				t.Errorf("%s: %s, want %s", q, got, want)
+			}
+		}
+		for _, q := range []string{"order_by=nope", "order_by=tags", "order_by=-", "order_by=--age"} {
+			r := e.expect(400, "InvalidArgument", "writer", "GET", "/types/Employee/objects?"+q, "")
+			if !strings.Contains(r.raw, `"field":"order_by"`) {
+				t.Errorf("%s: the error does not name order_by: %s", q, r.raw)
+			}
+		}
+		tok := e.expect(200, "", "writer", "GET", "/types/Employee/objects?page_size=1&order_by=age", "").str("next_page_token")
+		r = e.expect(400, "InvalidArgument", "writer", "GET", "/types/Employee/objects?order_by=-age&page_token="+url.QueryEscape(tok), "")
+		if !strings.Contains(r.raw, `"field":"page_token"`) || !strings.Contains(r.raw, "order_by=age") {
+			t.Errorf("a token of another order: %s", r.raw)
+		}
+		// A token of the offset pages before keyset pages still works.
+		old := base64.RawURLEncoding.EncodeToString([]byte("2"))
+		if d := e.expect(200, "", "writer", "GET", "/types/Employee/objects?page_token="+old, "").data(); len(d) != 1 {
+			t.Errorf("an offset token: %d objects, want 1", len(d))
+		}
 
 		// Merge, replace, delete.
 		r = e.expect(200, "", "writer", "PATCH", "/types/Employee/objects/"+ann, `{"properties":{"age":35,"tags":null}}`)

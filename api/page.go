@@ -29,13 +29,10 @@ const (
 // ParsePage reads page_size (1..500, default 50) and page_token (opaque,
 // from a previous response).
 func ParsePage(c *gin.Context) (PageRequest, error) {
-	pr := PageRequest{Limit: defaultPageSize}
-	if s := c.Query("page_size"); s != "" {
-		n, err := strconv.Atoi(s)
-		if err != nil || n < 1 || n > maxPageSize {
-			return pr, apperr.New(apperr.InvalidArgument, "page_size must be an integer from 1 to %d", maxPageSize)
-		}
-		pr.Limit = n
+	n, err := PageSize(c)
+	pr := PageRequest{Limit: n}
+	if err != nil {
+		return pr, err
 	}
 	if t := c.Query("page_token"); t != "" {
 		b, err := base64.RawURLEncoding.DecodeString(t)
@@ -46,6 +43,19 @@ func ParsePage(c *gin.Context) (PageRequest, error) {
 		pr.Offset = n
 	}
 	return pr, nil
+}
+
+// PageSize reads page_size (1..500, default 50).
+func PageSize(c *gin.Context) (int, error) {
+	s := c.Query("page_size")
+	if s == "" {
+		return defaultPageSize, nil
+	}
+	n, err := strconv.Atoi(s)
+	if err != nil || n < 1 || n > maxPageSize {
+		return defaultPageSize, apperr.New(apperr.InvalidArgument, "page_size must be an integer from 1 to %d", maxPageSize)
+	}
+	return n, nil
 }
 
 // NewPage builds a page from items fetched with Limit+1 rows: the extra row

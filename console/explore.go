@@ -78,6 +78,7 @@ type exploreView struct {
 	Cols    []colFilter
 	Ops     []string
 	Query   string
+	Sort    string // the listing's order_by, "" for creation order
 	Rows    []exploreRow
 	Page    int
 	More    bool
@@ -102,7 +103,7 @@ func (c *Console) objectsTable(g *gin.Context) {
 	if v.Query != "" {
 		objs, err = c.findObjectsUpTo(ctx, u, ot, v.Query, explorePageSize)
 	} else {
-		objs, err = c.d.Store.ListObjects(ctx, u, ot.ID, ontology.ObjectQuery{Filters: v.filters(),
+		objs, err = c.d.Store.ListObjects(ctx, u, ot.ID, ontology.ObjectQuery{Filters: v.filters(), OrderBy: v.Sort,
 			Offset: v.Page * explorePageSize, Limit: explorePageSize + 1})
 	}
 	status := http.StatusOK
@@ -124,7 +125,7 @@ func (c *Console) objectsTable(g *gin.Context) {
 
 func newExploreView(ot *ontology.ObjectTypeView, q url.Values) *exploreView {
 	v := &exploreView{Type: ot, Title: displayName(ot.DisplayName, ot.Name), All: ot.Properties, Ops: exploreOps,
-		Query: strings.TrimSpace(q.Get("q")), state: q, typeRef: ot.Name}
+		Query: strings.TrimSpace(q.Get("q")), Sort: q.Get("sort"), state: q, typeRef: ot.Name}
 	v.Page, _ = strconv.Atoi(q.Get("page"))
 	v.Page = max(v.Page, 0)
 	for _, name := range v.colNames() {
@@ -228,6 +229,32 @@ func (v *exploreView) MoveLink(name string, by int) string {
 	}
 	cols[i], cols[j] = cols[j], cols[i]
 	return v.link("cols", strings.Join(cols, ","))
+}
+
+// SortState is how the table is sorted by property name: "ascending",
+// "descending" or "none" (aria-sort's words).
+func (v *exploreView) SortState(name string) string {
+	switch v.Sort {
+	case name:
+		return "ascending"
+	case "-" + name:
+		return "descending"
+	}
+	return "none"
+}
+
+// SortLink sorts by property name: ascending first, then the other way;
+// "" for a property without an order (arrays, JSON, geo points,
+// vectors). Filters, columns and search stay; the page starts over.
+func (v *exploreView) SortLink(p models.Property) string {
+	if !ontology.Orderable(p.Type.V) {
+		return ""
+	}
+	next := p.Name
+	if v.Sort == p.Name {
+		next = "-" + p.Name
+	}
+	return v.link("sort", next, "page", "")
 }
 
 // Shown says whether a property is one of the table's columns.

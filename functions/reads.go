@@ -30,12 +30,21 @@ func (r *Reads) store(tx *gorm.DB) *ontology.Store {
 	return r.Store.Over(tx)
 }
 
+// OrderByKey carries ctx.ontology.query's order_by option among the
+// filters (the runtime's shim puts it there; no property name starts
+// with "$"), so the host interfaces keep their shape.
+const OrderByKey = "$order_by"
+
 // Query implements engine.FunctionReads. A filter's key is a property
 // ("status") or a property and operator ("score.gt"), as on the REST
 // listing; values are taken as the query string would carry them.
 func (r *Reads) Query(ctx context.Context, tx *gorm.DB, actor *models.User, objectType string, filters map[string]any, limit int) ([]engine.Object, error) {
 	q := ontology.ObjectQuery{Limit: limit}
 	for k, v := range filters {
+		if k == OrderByKey {
+			q.OrderBy = fmt.Sprint(v)
+			continue
+		}
 		s, ok := v.(string)
 		if !ok {
 			b, err := json.Marshal(v)

@@ -21,8 +21,9 @@ import (
 // property's value (Part 0), one per distinct element of an array value
 // (Part 1), and, for a string or marking property whose value is a date
 // or timestamp, a second Part 0 row with its text (class
-// domain.KeyInstantText). Key is a domain value key cut to
-// MaxIndexedKey bytes; Full is the string when the key was cut.
+// domain.KeyInstantText); a property without a value has one Part 0 row
+// of key KeyNull. Key is a domain value key cut to MaxIndexedKey bytes;
+// Full is the string when the key was cut.
 //
 // The primary key serves writes (an object's rows) and probes (does
 // object X have a value of property P matching ...); idx_object_value
@@ -45,8 +46,9 @@ type ObjectValueBuild struct {
 	BuiltAt time.Time
 }
 
-// ObjectValueVersion is the index's encoding version.
-const ObjectValueVersion = 1
+// ObjectValueVersion is the index's encoding version (2: rows of
+// KeyNull for properties without a value).
+const ObjectValueVersion = 2
 
 var objectValueModels = []any{&ObjectValue{}, &ObjectValueBuild{}, &ObjectText{}}
 
@@ -119,6 +121,30 @@ const (
 // still exists for exists and not_exists.
 const KeyUnequal byte = 'X'
 
+// KeyNull is the key of a property without a value (absent or null): a
+// Part 0 row of its own, so that not_exists is an equality on the index
+// and an ordering by the property reads every object from one index
+// range, objects without a value after (ascending) or before
+// (descending) all others, as Postgres orders NULL.
+const KeyNull byte = 'Z'
+
+// SortKey is the key of v's first Part 0 row, the one an ordering by its
+// property reads: its equality key cut to MaxIndexedKey bytes, KeyUnequal
+// with a hash for a value equal to nothing, KeyNull for no value.
+func SortKey(v any) []byte {
+	if v == nil {
+		return []byte{KeyNull}
+	}
+	k, ok := domain.EqualityKey(v)
+	if !ok {
+		b, _ := json.Marshal(v)
+		sum := sha256.Sum256(b)
+		k = append([]byte{KeyUnequal}, sum[:]...)
+	}
+	key, _ := CutKey(k)
+	return key
+}
+
 // MaxIndexedKey bounds a key in the index (Postgres refuses B-tree
 // entries of more than ~2.7 kB); longer strings keep their text in Full.
 const MaxIndexedKey = 129
@@ -148,9 +174,6 @@ func CreatedKey(t time.Time) int64 { return t.UnixMicro() }
 // database returns them (through JSON), so keys match what filters
 // compare.
 func ObjectValues(typeID, objectID string, created time.Time, defs []Property, values map[string]any) ([]ObjectValue, error) {
-	if len(values) == 0 {
-		return nil, nil
-	}
 	b, err := json.Marshal(values)
 	if err != nil {
 		return nil, fmt.Errorf("index object %s: %w", objectID, err)
@@ -175,9 +198,6 @@ func PropertyValues(typeID, objectID string, created time.Time, name string, t d
 }
 
 func appendPropertyValues(out []ObjectValue, typeID, objectID string, created time.Time, name string, t domain.PropertyType, v any) []ObjectValue {
-	if v == nil {
-		return out
-	}
 	prop, at := PropKey(typeID, name), CreatedKey(created)
 	row := func(part int16, k []byte) {
 		key, full := CutKey(k)
@@ -185,11 +205,10 @@ func appendPropertyValues(out []ObjectValue, typeID, objectID string, created ti
 	}
 	k, ok := domain.EqualityKey(v)
 	if !ok {
-		// A value equal to nothing (a number conditions cannot read
-		// exactly) is still present: a key no filter value has.
-		b, _ := json.Marshal(v)
-		sum := sha256.Sum256(b)
-		row(PartValue, append([]byte{KeyUnequal}, sum[:]...))
+		// No value (KeyNull), or a value equal to nothing (a number
+		// conditions cannot read exactly), which is still present: a key
+		// no filter value has.
+		row(PartValue, SortKey(v))
 		return out
 	}
 	row(PartValue, k)

@@ -53,14 +53,15 @@ type Property struct {
 
 // Object is an instance of an object type.
 type Object struct {
-	ID           string                  `gorm:"primaryKey;size:36" json:"id"`
-	ObjectTypeID string                  `gorm:"size:36;not null;index:idx_object_type,priority:1" json:"object_type_id"`
+	ID           string                  `gorm:"primaryKey;size:36;index:idx_object_updated,priority:3" json:"id"`
+	ObjectTypeID string                  `gorm:"size:36;not null;index:idx_object_type,priority:1;index:idx_object_updated,priority:1" json:"object_type_id"`
 	Properties   NumJSON[map[string]any] `json:"properties"`
 	Marking      string                  `gorm:"size:64;not null" json:"marking"`
 	CreatedBy    string                  `gorm:"size:36" json:"created_by"`
 	Organization string                  `gorm:"size:128;index" json:"organization"` // at most MaxOrganizationLen
 	CreatedAt    time.Time               `gorm:"index:idx_object_type,priority:2" json:"created_at"`
-	UpdatedAt    time.Time               `json:"updated_at"`
+	// idx_object_updated serves the listing's order_by=updated_at.
+	UpdatedAt time.Time `gorm:"index:idx_object_updated,priority:2" json:"updated_at"`
 }
 
 // UniqueValue is one value of a unique property. Its primary key makes the

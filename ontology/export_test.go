@@ -25,7 +25,7 @@ func (s *Store) OracleMatch(conds []domain.Condition, o *models.Object) bool {
 }
 
 // ObjectsSQL is the statement ListObjects runs for raw (the EXPLAIN test).
-func (s *Store) ObjectsSQL(ctx context.Context, u *models.User, typeRef string, raw []RawFilter, limit int) (string, []any, error) {
+func (s *Store) ObjectsSQL(ctx context.Context, u *models.User, typeRef string, raw []RawFilter, orderBy, pageToken string, limit int) (string, []any, error) {
 	ts, err := loadTypeState(ctx, s.db, typeRef)
 	if err != nil {
 		return "", nil, err
@@ -38,9 +38,20 @@ func (s *Store) ObjectsSQL(ctx context.Context, u *models.User, typeRef string, 
 	for i, c := range conds {
 		fs[i] = s.sqlFilter(ts, c)
 	}
-	q, args, ok := s.objectsSQL(u, ts, fs, 0, limit)
+	ord, err := parseOrder(ts, orderBy)
+	if err != nil {
+		return "", nil, err
+	}
+	after, offset, err := parseToken(ord, pageToken)
+	if err != nil {
+		return "", nil, err
+	}
+	q, args, ok := s.objectsSQL(u, ts, fs, ord, after, offset, limit)
 	if !ok {
 		return "", nil, fmt.Errorf("filters %v match nothing", raw)
 	}
 	return q, args, nil
 }
+
+// OracleSortKey is the key an ordering by a property compares for v.
+func OracleSortKey(v any) []byte { return models.SortKey(v) }

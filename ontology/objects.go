@@ -717,34 +717,73 @@ func filterValue(t domain.PropertyType, raw string) (any, error) {
 // ObjectQuery selects objects of one type.
 type ObjectQuery struct {
 	Filters []RawFilter
-	Offset  int
-	Limit   int
+	// OrderBy is created_at (the default), updated_at or a property,
+	// "-" first for descending (parseOrder).
+	OrderBy string
+	// PageToken is a page's NextPageToken (a keyset position), or an
+	// offset token of the listing before keyset pages.
+	PageToken string
+	Offset    int
+	Limit     int
 }
 
-// ListObjects lists the objects of a type that u may read, oldest first,
-// matching every filter: one query over the property-value index (see
-// queryObjects), the same on both dialects.
+// ObjectPage is a page of objects and the token of the next ("" at the
+// end).
+type ObjectPage struct {
+	Items         []models.Object
+	NextPageToken string
+}
+
+// ListObjects lists the objects of a type that u may read, in q's order
+// (oldest first by default), matching every filter: one query over the
+// property-value index (see queryObjects), the same on both dialects.
 func (s *Store) ListObjects(ctx context.Context, u *models.User, typeRef string, q ObjectQuery) ([]models.Object, error) {
+	p, err := s.listObjects(ctx, u, typeRef, q, false)
+	return p.Items, err
+}
+
+// ListObjectsPage is ListObjects with the token of the next page.
+func (s *Store) ListObjectsPage(ctx context.Context, u *models.User, typeRef string, q ObjectQuery) (ObjectPage, error) {
+	return s.listObjects(ctx, u, typeRef, q, true)
+}
+
+func (s *Store) listObjects(ctx context.Context, u *models.User, typeRef string, q ObjectQuery, paged bool) (ObjectPage, error) {
 	ts, err := loadTypeState(ctx, s.db, typeRef)
 	if err != nil {
-		return nil, err
+		return ObjectPage{}, err
 	}
 	conds, err := parseFilters(ts, q.Filters, s.levels)
 	if err != nil {
-		return nil, err
+		return ObjectPage{}, err
 	}
-	if len(conds) == 0 {
-		out := []models.Object{}
-		if err := s.readableOfType(ctx, u, ts).Order("created_at, id").Offset(q.Offset).Limit(q.Limit).Find(&out).Error; err != nil {
-			return nil, fmt.Errorf("list objects: %w", err)
-		}
-		return out, nil
+	ord, err := parseOrder(ts, q.OrderBy)
+	if err != nil {
+		return ObjectPage{}, err
+	}
+	after, offset, err := parseToken(ord, q.PageToken)
+	if err != nil {
+		return ObjectPage{}, err
 	}
 	fs := make([]valueFilter, len(conds))
 	for i, c := range conds {
 		fs[i] = s.sqlFilter(ts, c)
 	}
-	return s.queryObjects(ctx, u, ts, fs, q.Offset, q.Limit)
+	limit := q.Limit
+	if paged {
+		limit++
+	}
+	items, err := s.queryObjects(ctx, u, ts, fs, ord, after, q.Offset+offset, limit)
+	if err != nil {
+		return ObjectPage{}, err
+	}
+	p := ObjectPage{Items: items}
+	if paged && len(items) > q.Limit {
+		p.Items = items[:q.Limit]
+		if q.Limit > 0 {
+			p.NextPageToken = cursorAfter(ord, &p.Items[q.Limit-1]).token()
+		}
+	}
+	return p, nil
 }
 
 // SearchObjects lists up to limit objects of a type that u may read,
@@ -765,7 +804,7 @@ func (s *Store) SearchObjects(ctx context.Context, u *models.User, typeRef strin
 		if err != nil {
 			return nil, err
 		}
-		objs, err := s.queryObjects(ctx, u, ts, []valueFilter{s.sqlFilter(ts, conds[0])}, 0, limit)
+		objs, err := s.queryObjects(ctx, u, ts, []valueFilter{s.sqlFilter(ts, conds[0])}, order{}, nil, 0, limit)
 		if err != nil {
 			return nil, err
 		}

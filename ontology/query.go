@@ -50,9 +50,13 @@ func (s *Store) sqlFilter(ts *typeState, c domain.Condition) valueFilter {
 	t := ts.byKey[name].Type.V
 	f := valueFilter{prop: models.PropKey(ts.ot.ID, name), part: models.PartValue}
 	switch c.Operator {
-	case domain.OpExists, domain.OpNotExists:
-		f.negate = c.Operator == domain.OpNotExists
-		f.pred = func(string) (string, []any) { return "", nil }
+	case domain.OpExists:
+		// Every object has a Part 0 row per property; KeyNull's when it
+		// has no value. Checked per object: most objects have a value.
+		f.pred = func(a string) (string, []any) { return a + ".key < ?", []any{[]byte{models.KeyNull}} }
+	case domain.OpNotExists:
+		f.drive = driveEquality
+		f.pred = func(a string) (string, []any) { return a + ".key = ?", []any{[]byte{models.KeyNull}} }
 	case domain.OpIs, domain.OpIsNot:
 		f.negate = c.Operator == domain.OpIsNot
 		f.drive = driveEquality
@@ -231,12 +235,11 @@ func (f valueFilter) rowPred(a string) (string, []any) {
 }
 
 // queryObjects runs the filters (all must hold) over ts's objects that u
-// may read, in creation order, skipping offset and returning at most
-// limit. The best-driving filter is joined (its index rows in creation
-// order for an equality); the others are probes of an object's rows.
-func (s *Store) queryObjects(ctx context.Context, u *models.User, ts *typeState, fs []valueFilter, offset, limit int) ([]models.Object, error) {
+// may read, in the order ord, after the keyset position after (if any),
+// skipping offset and returning at most limit.
+func (s *Store) queryObjects(ctx context.Context, u *models.User, ts *typeState, fs []valueFilter, ord order, after *cursor, offset, limit int) ([]models.Object, error) {
 	out := []models.Object{}
-	q, args, ok := s.objectsSQL(u, ts, fs, offset, limit)
+	q, args, ok := s.objectsSQL(u, ts, fs, ord, after, offset, limit)
 	if !ok {
 		return out, nil
 	}
@@ -247,31 +250,49 @@ func (s *Store) queryObjects(ctx context.Context, u *models.User, ts *typeState,
 }
 
 // objectsSQL is queryObjects' statement; false when no object can match.
-func (s *Store) objectsSQL(u *models.User, ts *typeState, fs []valueFilter, offset, limit int) (string, []any, bool) {
+// In creation order the best-driving filter is joined (its index rows
+// in creation order for an equality) and the others are probes of an
+// object's rows; ordered by a property, that property's index rows
+// drive (one range of the index, already in order) and every filter is
+// a probe; ordered by update, idx_object_updated drives.
+func (s *Store) objectsSQL(u *models.User, ts *typeState, fs []valueFilter, ord order, after *cursor, offset, limit int) (string, []any, bool) {
 	di := -1
 	for i, f := range fs {
 		if f.none && !f.negate {
 			return "", nil, false
 		}
-		if f.drive != driveNever && (di < 0 || f.drive < fs[di].drive) {
+		if ord.field == "" && f.drive != driveNever && (di < 0 || f.drive < fs[di].drive) {
 			di = i
 		}
 	}
 	var sb strings.Builder
 	var args []any
-	order := "o.created_at, o.id"
-	if di >= 0 && fs[di].text != "" {
+	cols := sortCols{at: "d.created", id: "d.object_id"}
+	switch {
+	case ord.field == OrderUpdated:
+		sb.WriteString("SELECT o.* FROM objects o WHERE 1 = 1")
+		cols = sortCols{at: "o.updated_at", id: "o.id", atTime: true}
+	case ord.field != "":
+		sb.WriteString("SELECT o.* FROM object_values d CROSS JOIN objects o WHERE d.prop = ? AND d.part = ?")
+		args = append(args, ord.prop, models.PartValue)
+		if ord.strs {
+			// One row per object: not the second row of a date-like string.
+			sb.WriteString(" AND (d.key < ? OR d.key >= ?)")
+			args = append(args, []byte{domain.KeyInstantText}, []byte{domain.KeyInstantText + 1})
+		}
+		sb.WriteString(" AND o.id = d.object_id")
+		cols.key = "d.key"
+	case di >= 0 && fs[di].text != "":
 		q, as := s.textDriver(fs[di])
 		sb.WriteString(q)
 		args = append(args, as...)
-		order = "d.created, d.object_id"
-	} else if di >= 0 {
+	case di >= 0:
 		p, as := fs[di].rowPred("d")
 		sb.WriteString("SELECT o.* FROM object_values d CROSS JOIN objects o WHERE o.id = d.object_id AND " + p)
 		args = append(args, as...)
-		order = "d.created, d.object_id"
-	} else {
+	default:
 		sb.WriteString("SELECT o.* FROM objects o WHERE 1 = 1")
+		cols = sortCols{at: "o.created_at", id: "o.id", atTime: true}
 	}
 	sb.WriteString(" AND o.object_type_id = ?")
 	args = append(args, ts.ot.ID)
@@ -292,7 +313,12 @@ func (s *Store) objectsSQL(u *models.User, ts *typeState, fs []valueFilter, offs
 		sb.WriteString(" AND " + not + "EXISTS (SELECT 1 FROM object_values e WHERE e.object_id = o.id AND " + p + ")")
 		args = append(args, as...)
 	}
-	sb.WriteString(" ORDER BY " + order + " LIMIT ? OFFSET ?")
+	if after != nil {
+		q, as := keysetSQL(cols, after, ord.desc)
+		sb.WriteString(" AND " + q)
+		args = append(args, as...)
+	}
+	sb.WriteString(" ORDER BY " + orderSQL(cols, ord.desc) + " LIMIT ? OFFSET ?")
 	args = append(args, limit, offset)
 	return sb.String(), args, true
 }

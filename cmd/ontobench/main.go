@@ -107,7 +107,11 @@ func run(ctx context.Context, dsn, sizeList string, runs int) error {
 		if err := b.db.Exec("ANALYZE").Error; err != nil {
 			return err
 		}
-		for _, sh := range b.shapes() {
+		shapes, err := b.shapes(ctx)
+		if err != nil {
+			return err
+		}
+		for _, sh := range shapes {
 			p50, p95, err := b.measure(ctx, sh, runs)
 			if err != nil {
 				return fmt.Errorf("%s at %d: %w", sh.name, n, err)
@@ -228,9 +232,37 @@ func (b *bench) list(ctx context.Context, u *models.User, offset, limit int, fs 
 
 func f(key, value string) ontology.RawFilter { return ontology.RawFilter{Key: key, Value: value} }
 
-func (b *bench) shapes() []shape {
+// tokenAt is the keyset page token after the first skip objects in
+// order_by ob (walked once, untimed).
+func (b *bench) tokenAt(ctx context.Context, ob string, skip int) (string, error) {
+	q := ontology.ObjectQuery{OrderBy: ob, Limit: 500}
+	for done := 0; done < skip; done += q.Limit {
+		q.Limit = min(500, skip-done)
+		p, err := b.store.ListObjectsPage(ctx, b.admin, "Item", q)
+		if err != nil {
+			return "", err
+		}
+		q.PageToken = p.NextPageToken
+	}
+	return q.PageToken, nil
+}
+
+func (b *bench) page(ctx context.Context, ob, tok string, fs ...ontology.RawFilter) (int, error) {
+	p, err := b.store.ListObjectsPage(ctx, b.admin, "Item", ontology.ObjectQuery{Filters: fs, OrderBy: ob, PageToken: tok, Limit: 100})
+	return len(p.Items), err
+}
+
+func (b *bench) shapes(ctx context.Context) ([]shape, error) {
 	r, n := b.r, b.n
 	reads := &functions.Reads{Store: b.store}
+	toks := map[string]string{}
+	for _, ob := range []string{"", "-score", "note", "-updated_at"} {
+		tok, err := b.tokenAt(ctx, ob, 9900)
+		if err != nil {
+			return nil, err
+		}
+		toks[ob] = tok
+	}
 	return []shape{
 		{"primary key equality", func(ctx context.Context) (int, error) {
 			return b.list(ctx, b.admin, 0, 100, f("key", fmt.Sprintf("k%07d", r.Intn(n))))
@@ -260,8 +292,36 @@ func (b *bench) shapes() []shape {
 		{"first page of 100, no filter", func(ctx context.Context) (int, error) {
 			return b.list(ctx, b.admin, 0, 100)
 		}},
-		{"100th page of 100, no filter", func(ctx context.Context) (int, error) {
+		{"100th page of 100, no filter (old offset token)", func(ctx context.Context) (int, error) {
 			return b.list(ctx, b.admin, 9900, 100)
+		}},
+		{"100th page of 100, no filter (keyset token)", func(ctx context.Context) (int, error) {
+			return b.page(ctx, "", toks[""])
+		}},
+		{"ordered by -score (double), first page", func(ctx context.Context) (int, error) {
+			return b.page(ctx, "-score", "")
+		}},
+		{"ordered by -score, 100th page", func(ctx context.Context) (int, error) {
+			return b.page(ctx, "-score", toks["-score"])
+		}},
+		{"ordered by note (string), first page", func(ctx context.Context) (int, error) {
+			return b.page(ctx, "note", "")
+		}},
+		{"ordered by note, 100th page", func(ctx context.Context) (int, error) {
+			return b.page(ctx, "note", toks["note"])
+		}},
+		{"ordered by -updated_at, 100th page", func(ctx context.Context) (int, error) {
+			return b.page(ctx, "-updated_at", toks["-updated_at"])
+		}},
+		{"ordered by -score, filtered by flag (50%), first page", func(ctx context.Context) (int, error) {
+			return b.page(ctx, "-score", "", f("flag", "true"))
+		}},
+		{"not_exists (no match)", func(ctx context.Context) (int, error) {
+			return b.list(ctx, b.admin, 0, 100, f("note.not_exists", ""))
+		}},
+		{"ctx.ontology.query ordered (-n, 100)", func(ctx context.Context) (int, error) {
+			objs, err := reads.Query(ctx, nil, b.admin, "Item", map[string]any{functions.OrderByKey: "-n"}, 100)
+			return len(objs), err
 		}},
 		{"10th page of 100, equality of 1%", func(ctx context.Context) (int, error) {
 			return b.list(ctx, b.admin, 900, 100, f("tag", fmt.Sprintf("t%02d", r.Intn(100))))
@@ -274,7 +334,7 @@ func (b *bench) shapes() []shape {
 			_, err := b.store.UpdateObject(ctx, nil, b.ids[r.Intn(len(b.ids))], map[string]any{"n": json.Number(strconv.Itoa(r.Intn(n))), "tag": "t00"})
 			return 1, err
 		}},
-	}
+	}, nil
 }
 
 func (b *bench) measure(ctx context.Context, sh shape, runs int) (float64, float64, error) {
@@ -304,7 +364,7 @@ func (b *bench) sizes(ctx context.Context) (string, error) {
 		}
 	} else {
 		q := "SELECT COALESCE(SUM(pgsize), 0) FROM dbstat WHERE name IN ?"
-		if err := b.db.Raw(q, []string{"objects", "idx_object_type", "idx_objects_organization", "sqlite_autoindex_objects_1",
+		if err := b.db.Raw(q, []string{"objects", "idx_object_type", "idx_object_updated", "idx_objects_organization", "sqlite_autoindex_objects_1",
 			"unique_values", "sqlite_autoindex_unique_values_1", "idx_unique_values_object_id"}).Scan(&objs).Error; err != nil {
 			return "", fmt.Errorf("dbstat: %w", err)
 		}

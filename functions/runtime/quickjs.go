@@ -40,7 +40,14 @@ var prelude = `(function () {
     const ctx = JSON.parse(inputJSON);
     ctx.ontology = Object.freeze({
       get: (id) => call('get', { id: id }),
-      query: (type, filters, limit) => call('query', { type: type, filters: filters || {}, limit: limit || 0 }),
+      // query(type, filters, limit) or query(type, filters, {limit, order_by}); order_by rides in the
+      // filters as $order_by (no property name starts with $; functions.Reads reads it).
+      query: (type, filters, opts) => {
+        const o = opts !== null && typeof opts === 'object' ? opts : { limit: opts };
+        const f = Object.assign({}, filters || {});
+        if (o.order_by) f['$order_by'] = String(o.order_by);
+        return call('query', { type: type, filters: f, limit: o.limit || 0 });
+      },
       links: (id, linkType) => call('links', { id: id, link_type: linkType || '' }),
     });
     if (network) {

@@ -205,3 +205,34 @@ func BenchmarkSpawnWorker(b *testing.B) {
 		p.close()
 	}
 }
+
+// echoHost answers a query with what it was asked.
+type echoHost struct{ nullHost }
+
+func (echoHost) Query(_ context.Context, typ string, filters map[string]any, limit int) (any, error) {
+	return map[string]any{"type": typ, "filters": filters, "limit": limit}, nil
+}
+
+// TestQueryOptions: ctx.ontology.query takes a limit or {limit,
+// order_by}; order_by reaches the host among the filters as $order_by.
+func TestQueryOptions(t *testing.T) {
+	for name, rt := range runtimes {
+		t.Run(name, func(t *testing.T) {
+			prog, err := Compile("javascript", `export default (ctx) => ({ result: [
+  ctx.ontology.query("T", { a: 1 }, 7),
+  ctx.ontology.query("T", { a: 1 }, { limit: 5, order_by: "-n" }),
+  ctx.ontology.query("T") ] })`)
+			if err != nil {
+				t.Fatal(err)
+			}
+			out, err := rt.Run(context.Background(), prog, Input{}, echoHost{}, Limits{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := `{"result":[{"filters":{"a":1},"limit":7,"type":"T"},{"filters":{"$order_by":"-n","a":1},"limit":5,"type":"T"},{"filters":{},"limit":0,"type":"T"}]}`
+			if string(out.Value) != want {
+				t.Fatalf("got  %s\nwant %s", out.Value, want)
+			}
+		})
+	}
+}

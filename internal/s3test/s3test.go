@@ -46,7 +46,7 @@ type Server struct {
 	// Dir is the posix backend's root; the bucket is Dir/Bucket.
 	Dir string
 
-	t    testing.TB
+	t    testing.TB // nil when launched outside a test
 	bin  string
 	addr string
 
@@ -90,42 +90,62 @@ func Start(t testing.TB) *Server {
 		}
 		t.Skipf("s3test: no versitygw binary; set %s or build it: %s", EnvBinary, BuildHint)
 	}
+	s, err := Launch(bin, t.TempDir(), "")
+	if s != nil {
+		s.t = t
+		t.Cleanup(s.Stop)
+	}
+	if err != nil {
+		t.Fatalf("s3test: %v", err)
+	}
+	return s
+}
+
+// Launch runs bin over dir on addr ("" = a free loopback port), makes the
+// bucket and waits until it answers, for programs that are not tests
+// (cmd/davbench). The caller stops it; a non-nil Server comes back with an
+// error only when it may still need stopping.
+func Launch(bin, dir, addr string) (*Server, error) {
 	if _, err := os.Stat(bin); err != nil {
-		t.Fatalf("s3test: versitygw binary %s: %v", bin, err)
+		return nil, fmt.Errorf("versitygw binary %s: %w", bin, err)
 	}
 	s := &Server{
 		AccessKey: "ontoflowtestkey",
 		SecretKey: "ontoflow-test-secret-0123456789",
 		Region:    "us-east-1",
 		Bucket:    "ontoflow-test",
-		Dir:       t.TempDir(),
-		t:         t,
+		Dir:       dir,
 		bin:       bin,
 	}
-	t.Cleanup(s.Stop)
 	// A free port can be taken between its probe and versitygw's bind:
 	// try a few.
 	var err error
 	for range 5 {
-		s.addr = freeAddr(t)
+		s.addr = addr
+		if addr == "" {
+			if s.addr, err = freeAddr(); err != nil {
+				return nil, err
+			}
+		}
 		s.Endpoint = "http://" + s.addr
-		if err = s.start(); err == nil {
+		if err = s.start(); err == nil || addr != "" {
 			break
 		}
 	}
 	if err != nil {
-		t.Fatalf("s3test: %v", err)
+		return nil, err
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	resp, err := s.Do(ctx, http.MethodPut, "", nil, nil)
 	if err != nil {
-		t.Fatalf("s3test: create bucket %s: %v", s.Bucket, err)
+		return s, fmt.Errorf("create bucket %s: %w", s.Bucket, err)
 	}
-	if resp.Status != http.StatusOK {
-		t.Fatalf("s3test: create bucket %s: status %d: %s", s.Bucket, resp.Status, resp.Body)
+	// 409: the bucket is there from an earlier run over the same dir.
+	if resp.Status != http.StatusOK && resp.Status != http.StatusConflict {
+		return s, fmt.Errorf("create bucket %s: status %d: %s", s.Bucket, resp.Status, resp.Body)
 	}
-	return s
+	return s, nil
 }
 
 // URL is the --webdav-store URL of prefix in the bucket.
@@ -160,25 +180,34 @@ func (s *Server) Stop() {
 	select {
 	case <-done:
 	case <-time.After(30 * time.Second):
-		s.t.Errorf("s3test: versitygw (pid %d) still running 30s after SIGKILL", cmd.Process.Pid)
+		if s.t != nil {
+			s.t.Errorf("s3test: versitygw (pid %d) still running 30s after SIGKILL", cmd.Process.Pid)
+		}
 	}
 }
 
 // Restart stops the server if it runs and starts it again on the same
-// directory and port, waiting until it answers.
+// directory and port, waiting until it answers; the test fails if it
+// cannot.
 func (s *Server) Restart() {
 	s.t.Helper()
+	if err := s.restart(); err != nil {
+		s.t.Fatalf("s3test: restart: %v", err)
+	}
+}
+
+func (s *Server) restart() error {
 	s.Stop()
 	var err error
 	// The port was ours a moment ago; a rebind can still race a client's
 	// connection attempt, so retry briefly.
 	for range 10 {
 		if err = s.start(); err == nil {
-			return
+			return nil
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
-	s.t.Fatalf("s3test: restart: %v", err)
+	return err
 }
 
 // Log is what versitygw printed so far.
@@ -269,14 +298,13 @@ func (s *Server) do(ctx context.Context, method, path string, query map[string]s
 	return Response{Status: resp.StatusCode, Header: resp.Header, Body: b}, nil
 }
 
-func freeAddr(t testing.TB) string {
-	t.Helper()
+func freeAddr() (string, error) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
-		t.Fatalf("s3test: find a free port: %v", err)
+		return "", fmt.Errorf("find a free port: %w", err)
 	}
 	defer ln.Close()
-	return "127.0.0.1:" + strconv.Itoa(ln.Addr().(*net.TCPAddr).Port)
+	return "127.0.0.1:" + strconv.Itoa(ln.Addr().(*net.TCPAddr).Port), nil
 }
 
 type lockedBuffer struct {

@@ -39,6 +39,12 @@ type runConfig struct {
 	files100k    int
 	bigMiB       int
 	smallCount   int
+	// store, when set, adds a third server: the same handler in S3 mode
+	// ("versitygw" = start versitygw here, else an s3:// store URL whose
+	// credentials come from AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY).
+	store     string
+	s3Port    int
+	versitygw string
 }
 
 func run(ctx context.Context, args []string) error {
@@ -54,13 +60,16 @@ func run(ctx context.Context, args []string) error {
 	fs.StringVar(&cfg.hash, "apache-hash", "sha", "Apache's htpasswd hash: sha or apr1")
 	fs.IntVar(&cfg.runs, "runs", 7, "timed PROPFINDs of the 10,000-file folder per server (median reported)")
 	fs.IntVar(&cfg.rounds, "rounds", 3, "timed rounds of GET / PUT / small PUT per server (median reported)")
-	fs.StringVar(&only, "only", "mem,propfind,get,put,small", "benchmarks to run, comma-separated")
+	fs.StringVar(&only, "only", "mem,propfind,move,get,put,small", "benchmarks to run, comma-separated")
 	fs.StringVar(&cfg.cpuprofile, "cpuprofile", "", "CPU profile of the Ontoflow serve child over the whole run")
 	fs.StringVar(&cfg.out, "out", "", "also write the Markdown results to FILE")
 	fs.IntVar(&cfg.files10k, "files", 10000, "files in the timed PROPFIND folder")
 	fs.IntVar(&cfg.files100k, "mem-files", 100000, "files in the memory PROPFIND folder")
 	fs.IntVar(&cfg.bigMiB, "big-mib", 100, "size of the GET / PUT file in MiB")
 	fs.IntVar(&cfg.smallCount, "small", 1000, "4 KiB files PUT by 8 clients per round")
+	fs.StringVar(&cfg.store, "store", "", "also run Ontoflow in S3 mode: versitygw (start it over WORKDIR/s3) or an s3://bucket/prefix?endpoint=... URL")
+	fs.IntVar(&cfg.s3Port, "s3-ontoflow-port", 8093, "the S3-mode Ontoflow's loopback port")
+	fs.StringVar(&cfg.versitygw, "versitygw", "", "versitygw binary for -store versitygw (default: as internal/s3test finds it)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -119,6 +128,14 @@ func run(ctx context.Context, args []string) error {
 	}
 	defer stopOnto()
 	servers := []*server{apache, onto}
+	if cfg.store != "" {
+		s3srv, stopS3, err := startOntoflowS3(ctx, cfg, big)
+		if err != nil {
+			return err
+		}
+		defer stopS3()
+		servers = append(servers, s3srv)
+	}
 	for _, s := range servers {
 		if err := waitReady(ctx, s); err != nil {
 			return err
@@ -147,7 +164,10 @@ func run(ctx context.Context, args []string) error {
 	b := &benches{cfg: cfg, rep: rep, servers: servers, big: big, small: small}
 	mStart, kStart := machineBusy()
 	selfStart := selfCPU()
-	srvStart := []float64{apache.cpu(), onto.cpu()}
+	srvStart := make([]float64, len(servers))
+	for i, s := range servers {
+		srvStart[i] = s.cpu()
+	}
 	wallStart := time.Now()
 	steps := []struct {
 		name string
@@ -157,6 +177,7 @@ func run(ctx context.Context, args []string) error {
 		// 100 MiB bodies and would leave high-water marks behind.
 		{"mem", b.mem},
 		{"propfind", b.propfind},
+		{"move", b.move},
 		{"get", b.get},
 		{"put", b.put},
 		{"small", b.smallPut},
@@ -172,13 +193,19 @@ func run(ctx context.Context, args []string) error {
 	}
 	// Whatever the machine spent beyond the two servers and this client
 	// was other work competing for the two cores during the measurements.
-	own := selfCPU() - selfStart + apache.cpu() - srvStart[0] + onto.cpu() - srvStart[1]
+	own := selfCPU() - selfStart
+	for i, s := range servers {
+		own += s.cpu() - srvStart[i]
+	}
 	mEnd, kEnd := machineBusy()
 	rep.otherCPU = mEnd - mStart - own
 	rep.kernelCPU = kEnd - kStart
 	rep.wall = time.Since(wallStart)
 	rep.loadAfter = loadAvg()
 	rep.apacheVersion = apacheVersion(ctx)
+	for _, s := range servers {
+		rep.names = append(rep.names, s.name)
+	}
 	md := rep.markdown()
 	fmt.Print(md)
 	if cfg.out != "" {
@@ -284,15 +311,22 @@ func startApache(ctx context.Context, cfg runConfig, dir string) (*server, func(
 }
 
 func startOntoflow(cfg runConfig, root, dbPath string) (*server, func(), error) {
+	return startServe(cfg, "Ontoflow", cfg.ontoflowPort, root, dbPath, nil, nil)
+}
+
+// startServe starts a `davbench serve` child named name on port with more
+// arguments and environment.
+func startServe(cfg runConfig, name string, port int, root, dbPath string, more, env []string) (*server, func(), error) {
 	self, err := os.Executable()
 	if err != nil {
 		return nil, nil, fmt.Errorf("find own executable: %w", err)
 	}
 	dir := filepath.Dir(root)
 	args := []string{"serve", "--root", root, "--db", dbPath,
-		"--addr", fmt.Sprintf("127.0.0.1:%d", cfg.ontoflowPort),
+		"--addr", fmt.Sprintf("127.0.0.1:%d", port),
 		"--log", filepath.Join(dir, "access.log")}
-	if cfg.cpuprofile != "" {
+	args = append(args, more...)
+	if cfg.cpuprofile != "" && port == cfg.ontoflowPort {
 		p, err := filepath.Abs(cfg.cpuprofile)
 		if err != nil {
 			return nil, nil, fmt.Errorf("resolve cpuprofile: %w", err)
@@ -306,6 +340,7 @@ func startOntoflow(cfg runConfig, root, dbPath string) (*server, func(), error) 
 	// Not CommandContext: the child must get SIGTERM (to flush its CPU
 	// profile), not SIGKILL, when the run ends.
 	cmd := exec.Command(self, args...)
+	cmd.Env = append(os.Environ(), env...)
 	cmd.Stdout, cmd.Stderr = logf, logf
 	if err := cmd.Start(); err != nil {
 		logf.Close()
@@ -328,7 +363,7 @@ func startOntoflow(cfg runConfig, root, dbPath string) (*server, func(), error) 
 	}
 	pid := cmd.Process.Pid
 	s := &server{
-		name: "Ontoflow",
+		name: name,
 		settle: func() error {
 			if err := cmd.Process.Signal(syscall.SIGUSR1); err != nil {
 				return fmt.Errorf("signal serve child: %w", err)
@@ -336,7 +371,7 @@ func startOntoflow(cfg runConfig, root, dbPath string) (*server, func(), error) 
 			time.Sleep(time.Second)
 			return nil
 		},
-		base: fmt.Sprintf("http://127.0.0.1:%d/webdav/", cfg.ontoflowPort),
+		base: fmt.Sprintf("http://127.0.0.1:%d/webdav/", port),
 		user: cfg.user, pass: cfg.pass,
 		pids: func() ([]int, error) {
 			select {
@@ -433,7 +468,7 @@ func (b *benches) quiesce() {
 }
 
 func (b *benches) mem(ctx context.Context) error {
-	var res [2]memResult
+	res := make([]memResult, len(b.servers))
 	for i, s := range b.servers {
 		if s.settle != nil {
 			if err := s.settle(); err != nil {
@@ -453,21 +488,36 @@ func (b *benches) mem(ctx context.Context) error {
 		return fmt.Sprintf("RSS before %.1f MiB, %.1f MiB still held 1 s later, answer in %d ms",
 			float64(r.Before)/1024, float64(r.Retained)/1024, r.Took.Milliseconds())
 	}
-	a, o := float64(res[0].Peak)/1024, float64(res[1].Peak)/1024
-	b.rep.add(row{
-		name:   fmt.Sprintf("PROPFIND Depth 1 allprop, %s files: server RSS growth", thousands(b.cfg.files100k)),
-		apache: fmt.Sprintf("+%.1f MiB", a), onto: fmt.Sprintf("+%.1f MiB", o),
-		ratio: ratio(o, a), target: "≤ 8 MiB", met: o <= 8,
-		notes: "Apache: " + detail(res[0]) + ". Ontoflow: " + detail(res[1]) + ".",
-	})
+	peak := make([]float64, len(res))
+	vals := make([]string, len(res))
+	var notes []string
+	for i, r := range res {
+		peak[i] = float64(r.Peak) / 1024
+		vals[i] = fmt.Sprintf("+%.1f MiB", peak[i])
+		notes = append(notes, b.servers[i].name+": "+detail(r)+".")
+	}
+	x := row{
+		name:  fmt.Sprintf("PROPFIND Depth 1 allprop, %s files: server RSS growth", thousands(b.cfg.files100k)),
+		vals:  vals,
+		ratio: ratio(peak[1], peak[0]), target: "≤ 8 MiB", met: peak[1] <= 8,
+		notes: strings.Join(notes, " "),
+	}
+	if len(peak) > 2 {
+		x.s3ratio, x.s3target, x.s3met = ratio(peak[2], peak[1]), "≤ 8 MiB", peak[2] <= 8
+	}
+	b.rep.add(x)
 	return nil
 }
 
 func (b *benches) propfind(ctx context.Context) error {
-	var ms [2][]float64
-	var size [2]int64
-	var cpu [2]float64
-	clients := []*http.Client{newClient(), newClient()}
+	n := len(b.servers)
+	ms := make([][]float64, n)
+	size := make([]int64, n)
+	cpu := make([]float64, n)
+	clients := make([]*http.Client, n)
+	for i := range clients {
+		clients[i] = newClient()
+	}
 	defer func() {
 		for _, c := range clients {
 			c.CloseIdleConnections()
@@ -494,21 +544,80 @@ func (b *benches) propfind(ctx context.Context) error {
 			}
 		}
 	}
-	a, o := median(ms[0]), median(ms[1])
-	b.rep.add(row{
-		name:   fmt.Sprintf("PROPFIND Depth 1 allprop, %s files (median of %d)", thousands(b.cfg.files10k), b.cfg.runs),
-		apache: fmt.Sprintf("%.0f ms", a), onto: fmt.Sprintf("%.0f ms", o),
-		ratio: ratio(o, a), target: "≤ 0.5x", met: o <= 0.5*a,
-		notes: fmt.Sprintf("Apache runs %s ms, %.1f MB answer, server CPU %.0f ms a run; Ontoflow runs %s ms, %.1f MB answer, server CPU %.0f ms a run.",
-			list(ms[0]), float64(size[0])/1e6, 1000*cpu[0]/float64(b.cfg.runs),
-			list(ms[1]), float64(size[1])/1e6, 1000*cpu[1]/float64(b.cfg.runs)),
-	})
+	med := make([]float64, n)
+	vals := make([]string, n)
+	var notes []string
+	for i, s := range b.servers {
+		med[i] = median(ms[i])
+		vals[i] = fmt.Sprintf("%.0f ms", med[i])
+		notes = append(notes, fmt.Sprintf("%s runs %s ms, %.1f MB answer, server CPU %.0f ms a run.",
+			s.name, list(ms[i]), float64(size[i])/1e6, 1000*cpu[i]/float64(b.cfg.runs)))
+	}
+	x := row{
+		name:  fmt.Sprintf("PROPFIND Depth 1 allprop, %s files (median of %d)", thousands(b.cfg.files10k), b.cfg.runs),
+		vals:  vals,
+		ratio: ratio(med[1], med[0]), target: "≤ 0.5x", met: med[1] <= 0.5*med[0],
+		notes: strings.Join(notes, " "),
+	}
+	if n > 2 {
+		// Issue 28: S3 mode's listing against Apache, as POSIX mode's.
+		x.s3ratio, x.s3target, x.s3met = ratio(med[2], med[0])+" of Apache", "≤ 0.5x Apache", med[2] <= 0.5*med[0]
+	}
+	b.rep.add(x)
+	return nil
+}
+
+// move times a MOVE of the 10,000-file folder to a new name and back
+// (both timed): a rename for POSIX mode and Apache, one transaction of
+// metadata in S3 mode.
+func (b *benches) move(ctx context.Context) error {
+	n := len(b.servers)
+	ms := make([][]float64, n)
+	for run := -1; run < b.cfg.runs; run++ {
+		for i, s := range b.servers {
+			c := newClient()
+			b.quiesce()
+			for _, mv := range [][2]string{{"p10k/", "p10k-moved/"}, {"p10k-moved/", "p10k/"}} {
+				start := time.Now()
+				resp, err := s.do(ctx, c, "MOVE", mv[0], map[string]string{"Destination": s.base + mv[1], "Overwrite": "F"}, nil, 0)
+				if err != nil {
+					return err
+				}
+				if err := expect(resp, http.StatusCreated); err != nil {
+					return fmt.Errorf("%s: MOVE %s: %w", s.name, mv[0], err)
+				}
+				if run >= 0 {
+					ms[i] = append(ms[i], float64(time.Since(start).Microseconds())/1000)
+				}
+			}
+			c.CloseIdleConnections()
+		}
+	}
+	med := make([]float64, n)
+	vals := make([]string, n)
+	var notes []string
+	for i, s := range b.servers {
+		med[i] = median(ms[i])
+		vals[i] = fmt.Sprintf("%.1f ms", med[i])
+		notes = append(notes, fmt.Sprintf("%s: %s ms.", s.name, list(ms[i])))
+	}
+	x := row{
+		name:  fmt.Sprintf("MOVE of a folder of %s files (median of %d)", thousands(b.cfg.files10k), 2*b.cfg.runs),
+		vals:  vals,
+		ratio: ratio(med[1], med[0]), target: "—", met: true,
+		notes: strings.Join(notes, " "),
+	}
+	if n > 2 {
+		x.s3ratio, x.s3target, x.s3met = ratio(med[2], med[1]), "≤ 50 ms", med[2] <= 50
+	}
+	b.rep.add(x)
 	return nil
 }
 
 func (b *benches) get(ctx context.Context) error {
-	var mibs [2][]float64
-	var cpu, client [2]float64
+	n := len(b.servers)
+	mibs := make([][]float64, n)
+	cpu, client := make([]float64, n), make([]float64, n)
 	for round := -1; round < b.cfg.rounds; round++ { // round -1 warms up
 		for i, s := range b.servers {
 			c := newClient()
@@ -527,19 +636,23 @@ func (b *benches) get(ctx context.Context) error {
 			}
 		}
 	}
-	// The client's receive side is the same code for both servers; its CPU
+	// The client's receive side is the same code for every server; its CPU
 	// shows how much of the two cores was left to the server.
 	mib := float64(4 * b.cfg.bigMiB * b.cfg.rounds)
-	clientNote := fmt.Sprintf(" Client CPU: %.0f ms per 100 MiB against Apache, %.0f against Ontoflow.",
-		client[0]/mib*100*1000, client[1]/mib*100*1000)
+	var cn []string
+	for i, s := range b.servers {
+		cn = append(cn, fmt.Sprintf("%.0f against %s", client[i]/mib*100*1000, s.name))
+	}
+	clientNote := " Client CPU, ms per 100 MiB: " + strings.Join(cn, ", ") + "."
 	b.addThroughput(fmt.Sprintf("GET %d MiB, 4 clients (median of %d)", b.cfg.bigMiB, b.cfg.rounds), "MiB/s", mibs,
-		cpuNote(cpu, mib, "ms per 100 MiB", 100*1000)+clientNote)
+		b.cpuNote(cpu, mib, "ms per 100 MiB", 100*1000)+clientNote)
 	return nil
 }
 
 func (b *benches) put(ctx context.Context) error {
-	var mibs [2][]float64
-	var cpu [2]float64
+	n := len(b.servers)
+	mibs := make([][]float64, n)
+	cpu := make([]float64, n)
 	// Round -1 creates the file; the timed rounds replace it, which is the
 	// case atomicity is about (a reader keeps seeing the old version).
 	for round := -1; round < b.cfg.rounds; round++ {
@@ -560,13 +673,14 @@ func (b *benches) put(ctx context.Context) error {
 		}
 	}
 	b.addThroughput(fmt.Sprintf("PUT %d MiB replacing a file, 1 client (median of %d)", b.cfg.bigMiB, b.cfg.rounds), "MiB/s", mibs,
-		cpuNote(cpu, float64(b.cfg.bigMiB*b.cfg.rounds), "ms per 100 MiB", 100*1000))
+		b.cpuNote(cpu, float64(b.cfg.bigMiB*b.cfg.rounds), "ms per 100 MiB", 100*1000))
 	return nil
 }
 
 func (b *benches) smallPut(ctx context.Context) error {
-	var rps [2][]float64
-	var cpu [2]float64
+	n := len(b.servers)
+	rps := make([][]float64, n)
+	cpu := make([]float64, n)
 	stamp := time.Now().UTC().Format("20060102T150405")
 	for round := -1; round < b.cfg.rounds; round++ {
 		for i, s := range b.servers {
@@ -591,29 +705,44 @@ func (b *benches) smallPut(ctx context.Context) error {
 		}
 	}
 	b.addThroughput(fmt.Sprintf("PUT %s x 4 KiB new files, 8 clients (median of %d)", thousands(b.cfg.smallCount), b.cfg.rounds), "req/s", rps,
-		cpuNote(cpu, float64(b.cfg.smallCount*b.cfg.rounds), "µs per request", 1e6))
+		b.cpuNote(cpu, float64(b.cfg.smallCount*b.cfg.rounds), "µs per request", 1e6))
 	return nil
 }
 
 // cpuNote describes the servers' CPU time per unit of work: units is the
 // work done in the timed rounds, scale converts seconds per unit to what
 // label names.
-func cpuNote(cpu [2]float64, units float64, label string, scale float64) string {
+func (b *benches) cpuNote(cpu []float64, units float64, label string, scale float64) string {
 	if units == 0 {
 		return ""
 	}
-	return fmt.Sprintf(" Server CPU (user+system, including work finished after the response): Apache %.0f, Ontoflow %.0f %s.",
-		cpu[0]/units*scale, cpu[1]/units*scale, label)
+	var parts []string
+	for i, s := range b.servers {
+		parts = append(parts, fmt.Sprintf("%s %.0f", s.name, cpu[i]/units*scale))
+	}
+	return fmt.Sprintf(" Server CPU (user+system, including work finished after the response): %s %s.", strings.Join(parts, ", "), label)
 }
 
-func (b *benches) addThroughput(name, unit string, v [2][]float64, extra string) {
-	a, o := median(v[0]), median(v[1])
-	b.rep.add(row{
-		name:   name,
-		apache: fmt.Sprintf("%s %s", thousands(int(a+0.5)), unit), onto: fmt.Sprintf("%s %s", thousands(int(o+0.5)), unit),
-		ratio: ratio(o, a), target: "≥ 2x", met: o >= 2*a,
-		notes: fmt.Sprintf("Apache rounds %s; Ontoflow rounds %s (%s).", list(v[0]), list(v[1]), unit) + extra,
-	})
+// addThroughput adds a row where more is better: POSIX mode's target is
+// 2x Apache, S3 mode's (issue 28) 0.5x POSIX mode.
+func (b *benches) addThroughput(name, unit string, v [][]float64, extra string) {
+	med := make([]float64, len(v))
+	vals := make([]string, len(v))
+	var rounds []string
+	for i, s := range b.servers {
+		med[i] = median(v[i])
+		vals[i] = fmt.Sprintf("%s %s", thousands(int(med[i]+0.5)), unit)
+		rounds = append(rounds, fmt.Sprintf("%s rounds %s", s.name, list(v[i])))
+	}
+	x := row{
+		name: name, vals: vals,
+		ratio: ratio(med[1], med[0]), target: "≥ 2x", met: med[1] >= 2*med[0],
+		notes: strings.Join(rounds, "; ") + " (" + unit + ")." + extra,
+	}
+	if len(med) > 2 {
+		x.s3ratio, x.s3target, x.s3met = ratio(med[2], med[1]), "≥ 0.5x", med[2] >= 0.5*med[1]
+	}
+	b.rep.add(x)
 }
 
 func ratio(o, a float64) string {
@@ -681,10 +810,17 @@ func buildRevision() string {
 	return out
 }
 
+// row is one benchmark: vals in the servers' order (Apache, Ontoflow,
+// then Ontoflow in S3 mode when it runs); ratio/target/met compare
+// Ontoflow with Apache, s3ratio/s3target/s3met S3 mode with its reference.
 type row struct {
-	name, apache, onto, ratio, target string
-	met                               bool
-	notes                             string
+	name              string
+	vals              []string
+	ratio, target     string
+	met               bool
+	s3ratio, s3target string
+	s3met             bool
+	notes             string
 }
 
 type report struct {
@@ -695,7 +831,8 @@ type report struct {
 	kernelCPU             float64       // CPU seconds in irq/softirq/steal during them
 	wall                  time.Duration // duration of the benchmarks
 	apacheVersion         string
-	idle                  []float64 // MiB, Apache then Ontoflow
+	idle                  []float64 // MiB, in the servers' order
+	names                 []string  // the servers'
 	rows                  []row
 }
 
@@ -709,16 +846,38 @@ func (r *report) markdown() string {
 		"CPUs %.0f%% busy in the 5 s before the benchmarks; during the %.0f s of benchmarks other processes used %.1f CPU-seconds, interrupts/softirq (loopback TCP)/steal %.1f.\n\n",
 		cpus, runtime.NumCPU(), model, mem, kernel, runtime.Version(), r.apacheVersion, r.loadBefore, r.loadAfter,
 		r.busyBefore, r.wall.Seconds(), r.otherCPU, r.kernelCPU)
-	if len(r.idle) == 2 {
-		fmt.Fprintf(&sb, "Idle RSS after warm-up: Apache %.1f MiB (all processes), Ontoflow %.1f MiB.\n\n", r.idle[0], r.idle[1])
-	}
-	sb.WriteString("| benchmark | Apache mod_dav | Ontoflow | Ontoflow / Apache | target | met |\n|---|---|---|---|---|---|\n")
-	for _, x := range r.rows {
-		met := "yes"
-		if !x.met {
-			met = "**no**"
+	if len(r.idle) == len(r.names) && len(r.idle) > 0 {
+		var idle []string
+		for i, n := range r.names {
+			idle = append(idle, fmt.Sprintf("%s %.1f MiB", n, r.idle[i]))
 		}
-		fmt.Fprintf(&sb, "| %s | %s | %s | %s | %s | %s |\n", x.name, x.apache, x.onto, x.ratio, x.target, met)
+		fmt.Fprintf(&sb, "Idle RSS after warm-up (all of a server's processes): %s.\n\n", strings.Join(idle, ", "))
+	}
+	yes := func(ok bool, target string) string {
+		if target == "—" {
+			return "—"
+		}
+		if ok {
+			return "yes"
+		}
+		return "**no**"
+	}
+	s3 := len(r.names) > 2
+	sb.WriteString("| benchmark | Apache mod_dav | Ontoflow | Ontoflow / Apache | target | met |")
+	if s3 {
+		sb.WriteString(" Ontoflow S3 | S3 / POSIX | S3 target | met |")
+	}
+	sb.WriteString("\n|---|---|---|---|---|---|")
+	if s3 {
+		sb.WriteString("---|---|---|---|")
+	}
+	sb.WriteString("\n")
+	for _, x := range r.rows {
+		fmt.Fprintf(&sb, "| %s | %s | %s | %s | %s | %s |", x.name, x.vals[0], x.vals[1], x.ratio, x.target, yes(x.met, x.target))
+		if s3 && len(x.vals) > 2 {
+			fmt.Fprintf(&sb, " %s | %s | %s | %s |", x.vals[2], x.s3ratio, x.s3target, yes(x.s3met, x.s3target))
+		}
+		sb.WriteString("\n")
 	}
 	sb.WriteString("\n")
 	for _, x := range r.rows {

@@ -26,6 +26,7 @@ import (
 
 	"github.com/ontoflow/ontoflow/auth"
 	"github.com/ontoflow/ontoflow/executions"
+	"github.com/ontoflow/ontoflow/insights"
 	"github.com/ontoflow/ontoflow/models"
 	"github.com/ontoflow/ontoflow/ontology"
 )
@@ -79,9 +80,10 @@ type Deps struct {
 
 // Console is the console's http.Handler.
 type Console struct {
-	d      Deps
-	tpl    *template.Template
-	router *gin.Engine
+	d        Deps
+	tpl      *template.Template
+	router   *gin.Engine
+	insights *insights.Service
 }
 
 // New builds the console.
@@ -96,7 +98,7 @@ func New(d Deps) (*Console, error) {
 	if err != nil {
 		return nil, fmt.Errorf("parse console templates: %w", err)
 	}
-	c := &Console{d: d, tpl: tpl}
+	c := &Console{d: d, tpl: tpl, insights: insights.New(d.DB)}
 	c.router = c.routes()
 	return c, nil
 }
@@ -125,6 +127,7 @@ func (c *Console) routes() *gin.Engine {
 	g.POST("/executions/:id/undo", c.undo)
 	g.GET("/executions/:id", c.executionPage)
 	g.GET("/log", c.logPage)
+	g.GET("/insights", c.insightsPage)
 	g.GET("/notifications", c.notificationsPage)
 	g.POST("/notifications/:id/read", c.markRead)
 	g.GET("/explore", c.explorePage)

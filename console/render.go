@@ -7,6 +7,7 @@ import (
 	"html/template"
 	"net/http"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
@@ -38,6 +39,7 @@ var funcs = template.FuncMap{
 	"lookup":   func(m map[string]any, k string) any { return m[k] },
 	"hasKey":   func(m map[string]any, k string) bool { _, ok := m[k]; return ok },
 	"prefix":   func() string { return Prefix },
+	"num":      func(f float64) string { return strconv.FormatFloat(f, 'f', 2, 64) },
 	"editRows": editRows,
 	"objectRef": func(n rowNames, id string) ontology.ObjectRef {
 		if ref, ok := n.Objects[id]; ok {

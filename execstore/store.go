@@ -68,6 +68,7 @@ func (f Failure) cols() map[string]any {
 // starts). A key already used by the actor is gorm.ErrDuplicatedKey
 // (wrapped), which the caller answers from the row that holds it.
 func (s *Store) Create(ctx context.Context, ex *models.Execution) error {
+	stampTrace(ctx, ex)
 	if err := s.db.WithContext(ctx).Create(ex).Error; err != nil {
 		return fmt.Errorf("record execution %s: %w", ex.ID, err)
 	}
@@ -76,6 +77,10 @@ func (s *Store) Create(ctx context.Context, ex *models.Execution) error {
 
 // CreateBatch records a batch and its items in one transaction.
 func (s *Store) CreateBatch(ctx context.Context, batch *models.Execution, items []models.Execution) error {
+	stampTrace(ctx, batch)
+	for i := range items {
+		stampTrace(ctx, &items[i])
+	}
 	err := s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
 		if err := tx.Create(batch).Error; err != nil {
 			return err

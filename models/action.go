@@ -34,30 +34,40 @@ const (
 // the outcome (written by the engine). The operation's edits and the
 // status change to succeeded commit in one transaction, guarded by the
 // status, so a retried activity never applies edits twice.
+//
+// Three indexes serve the console's Insights page (package insights), each
+// covering its query so that no aggregate reads the table:
+// idx_exec_window (created_at, action_type_id, status, error_code,
+// actor_id, id) counts a window's outcomes and error codes with an example
+// id, idx_exec_action_time (action_type_id, created_at, actor_id,
+// finished_at) samples an action's latest durations, and the partial
+// idx_exec_notified (notified_at, actor_id) finds the latest deliveries.
+// actor_id sits in each so that the read rule (one's own executions
+// without the audit permission) filters in the index.
 type Execution struct {
-	ID             string                      `gorm:"primaryKey;size:36" json:"id"`
+	ID             string                      `gorm:"primaryKey;size:36;index:idx_exec_window,priority:6" json:"id"`
 	Kind           string                      `gorm:"size:16;index;not null" json:"kind"`
 	WorkflowID     string                      `gorm:"size:300" json:"workflow_id"`
 	RunID          string                      `gorm:"size:64" json:"run_id,omitempty"`
-	ActionTypeID   string                      `gorm:"size:36;index;not null" json:"action_type_id"`
+	ActionTypeID   string                      `gorm:"size:36;index;not null;index:idx_exec_action_time,priority:1;index:idx_exec_window,priority:2" json:"action_type_id"`
 	ActionTypeName string                      `gorm:"size:128;not null" json:"action_type_name"`
 	ActionVersion  int                         `gorm:"not null;default:0" json:"action_type_version"`
 	BatchID        *string                     `gorm:"size:36;index:idx_exec_batch,priority:1;index:idx_exec_batch_status,priority:1" json:"batch_id,omitempty"`
 	BatchIndex     int                         `gorm:"index:idx_exec_batch,priority:2;not null;default:0" json:"batch_index,omitempty"`
-	ActorID        string                      `gorm:"size:36;index;not null;uniqueIndex:idx_exec_idem,priority:1" json:"actor_id"`
+	ActorID        string                      `gorm:"size:36;index;not null;uniqueIndex:idx_exec_idem,priority:1;index:idx_exec_window,priority:5;index:idx_exec_action_time,priority:3;index:idx_exec_notified,priority:2" json:"actor_id"`
 	ActorName      string                      `gorm:"size:128" json:"actor"`
 	ActorGuest     bool                        `gorm:"not null;default:false" json:"actor_guest,omitempty"`
 	TargetObjectID string                      `gorm:"size:36;index" json:"target_object_id,omitempty"`
 	Parameters     NumJSON[map[string]any]     `json:"parameters"`
 	Justification  string                      `gorm:"type:text" json:"justification,omitempty"`
-	Status         string                      `gorm:"size:32;index;index:idx_exec_batch_status,priority:2;not null" json:"status"`
-	ErrorCode      string                      `gorm:"size:64" json:"error_code,omitempty"`
+	Status         string                      `gorm:"size:32;index;index:idx_exec_batch_status,priority:2;index:idx_exec_window,priority:3;not null" json:"status"`
+	ErrorCode      string                      `gorm:"size:64;index:idx_exec_window,priority:4" json:"error_code,omitempty"`
 	ErrorMessage   string                      `gorm:"type:text" json:"error_message,omitempty"`
 	ErrorDetails   JSON[any]                   `json:"error_details,omitempty"`
 	Edits          NumJSON[[]Edit]             `json:"edits"`
 	Result         JSON[map[string]any]        `json:"operation_result,omitempty"`
 	Notifications  JSON[[]NotificationOutcome] `json:"notifications"`
-	NotifiedAt     *time.Time                  `json:"notified_at,omitempty"`
+	NotifiedAt     *time.Time                  `gorm:"index:idx_exec_notified,priority:1,where:notified_at IS NOT NULL" json:"notified_at,omitempty"`
 	// IdempotencyKey is unique per actor; RequestHash detects a reused key
 	// with a different body.
 	// The partial index finds a what-if step's real execution by its key
@@ -71,9 +81,14 @@ type Execution struct {
 	RevertedBy *string `gorm:"size:36" json:"reverted_by,omitempty"`
 	// BranchID is the what-if branch a what-if execution ran on.
 	BranchID   *string    `gorm:"size:36;index" json:"branch_id,omitempty"`
-	CreatedAt  time.Time  `gorm:"index" json:"created_at"`
+	CreatedAt  time.Time  `gorm:"index;index:idx_exec_window,priority:1;index:idx_exec_action_time,priority:2" json:"created_at"`
 	StartedAt  *time.Time `json:"started_at,omitempty"`
-	FinishedAt *time.Time `json:"finished_at,omitempty"`
+	FinishedAt *time.Time `gorm:"index:idx_exec_action_time,priority:4" json:"finished_at,omitempty"`
+	// TraceID is the OpenTelemetry trace of the request that created the
+	// execution (empty with tracing off, and on rows written before it
+	// was kept): it leads from the record to the trace, as the workflow
+	// id leads to the Temporal history.
+	TraceID string `gorm:"size:32;not null;default:''" json:"trace_id,omitempty"`
 	// Redacted is set (never stored) when the reader may not read the
 	// execution's objects and its object data were blanked
 	// (ontology.RedactExecutions).

@@ -296,8 +296,14 @@ func (a *App) assemble(o options) {
 	a.Store.UseSecretPolicy(a.Secrets)
 	a.kinds = kinds
 	reads.Store = a.Store
+	// The WebDAV data directory the handler serves (handler below).
+	media, err := webdav.NewMedia(filepath.Join(cfg.DataDir, "files"))
+	if err != nil {
+		a.Log.Error("media references to WebDAV files are off", "err", err)
+	}
 	a.Engine = engine.New(engine.Deps{DB: a.DB, Ontology: a.Store, Kinds: kinds, Levels: cfg.Markings, Log: a.Log,
-		Registerer: a.Registry, Channels: a.channels(), MaxRecipients: cfg.MaxRecipients})
+		Registerer: a.Registry, Channels: a.channels(), MaxRecipients: cfg.MaxRecipients,
+		Media: mediaStore(media), PublicURL: cfg.PublicURL})
 }
 
 // startWorker starts the worker that runs the workflows and activities.
@@ -617,4 +623,13 @@ func undoFunc(execs *executions.Service) console.UndoFunc {
 		}
 		return execs.Wait(ctx, h)
 	}
+}
+
+// mediaStore is m as the engine's store, nil when there is none (a nil
+// *webdav.Media in the interface would not read as absent).
+func mediaStore(m *webdav.Media) webdav.MediaStore {
+	if m == nil {
+		return nil
+	}
+	return m
 }

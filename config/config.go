@@ -6,6 +6,7 @@ package config
 import (
 	"flag"
 	"fmt"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -91,6 +92,10 @@ type Config struct {
 	// MaxRecipients bounds the recipients of one notification side effect.
 	MaxRecipients int
 	SMTP          *delivery.SMTPConfig
+	// PublicURL is the server's public base URL: absolute media
+	// references to its WebDAV files, and the links pinned files carry
+	// ("" = relative links).
+	PublicURL string
 }
 
 func env(key, def string) string {
@@ -197,6 +202,7 @@ func Bind(fs *flag.FlagSet, mode Mode) (*Config, func() error) {
 		b.str(&c.SMTPURL, "smtp-url", "ONTOFLOW_SMTP_URL", "", "SMTP server for e-mail notifications: smtp://user:pass@host:587 (STARTTLS required), smtps://host:465 (TLS), ?tls=opportunistic or ?tls=none to relax it; empty = no e-mail")
 		b.str(&c.SMTPFrom, "smtp-from", "ONTOFLOW_SMTP_FROM", "", "sender address of e-mail notifications, e.g. \"Ontoflow <ontoflow@example.com>\"; required with --smtp-url")
 		b.int(&c.MaxRecipients, "max-recipients", "ONTOFLOW_MAX_RECIPIENTS", engine.DefaultMaxRecipients, "most recipients one notification side effect may have; one with more is recorded failed")
+		b.str(&c.PublicURL, "public-url", "ONTOFLOW_PUBLIC_URL", "", "the server's public base URL, e.g. https://ontoflow.example.com: media references to its WebDAV files may be absolute under it, and notifications link pinned files with it (empty = relative links /webdav/...)")
 	}
 	if mode == ModeServe || mode == ModeWorker {
 		b.str(&c.TemporalAddress, "temporal-address", "TEMPORAL_ADDRESS", "127.0.0.1:7233", "Temporal frontend host:port")
@@ -255,6 +261,11 @@ func Bind(fs *flag.FlagSet, mode Mode) (*Config, func() error) {
 				return fmt.Errorf("DATABASE_URL (or --database-url) is required")
 			}
 			c.DatabaseURL = "sqlite:" + filepath.Join(c.DataDir, "ontoflow.db")
+		}
+		if c.PublicURL != "" {
+			if u, err := url.Parse(c.PublicURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+				return fmt.Errorf("--public-url: expected an http(s) URL, got %q", c.PublicURL)
+			}
 		}
 		if (c.TLSCert == "") != (c.TLSKey == "") {
 			return fmt.Errorf("--tls-cert and --tls-key go together")

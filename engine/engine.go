@@ -18,6 +18,7 @@ import (
 	"github.com/ontoflow/ontoflow/domain"
 	"github.com/ontoflow/ontoflow/execstore"
 	"github.com/ontoflow/ontoflow/models"
+	"github.com/ontoflow/ontoflow/webdav"
 )
 
 // Ontology is what the engine needs of the ontology store. Reads and writes
@@ -86,6 +87,12 @@ type Deps struct {
 	// MaxRecipients bounds the recipients of one side effect (0 =
 	// DefaultMaxRecipients); a side effect with more is recorded failed.
 	MaxRecipients int
+	// Media reads the users' WebDAV trees for media references (nil: a
+	// reference to a WebDAV file names nothing); PublicURL is the
+	// server's public base URL, which absolute references and the pins'
+	// links use (media.go).
+	Media     webdav.MediaStore
+	PublicURL string
 }
 
 // DefaultMaxRecipients is the default of Deps.MaxRecipients (and of the
@@ -107,6 +114,7 @@ type Engine struct {
 	channels map[string]Channel
 	// maxRecipients bounds a side effect's recipients.
 	maxRecipients int
+	media         mediaFiles
 }
 
 // New returns an Engine.
@@ -128,7 +136,7 @@ func New(d Deps) *Engine {
 	}
 	e := &Engine{db: d.DB, execs: execstore.New(d.DB), onto: d.Ontology, kinds: d.Kinds, levels: d.Levels, log: d.Log,
 		metrics: newMetrics(d.Registerer), now: func() time.Time { return time.Now().UTC() },
-		channels: map[string]Channel{}, maxRecipients: d.MaxRecipients}
+		channels: map[string]Channel{}, maxRecipients: d.MaxRecipients, media: newMediaFiles(d.Media, d.PublicURL)}
 	for _, ch := range d.Channels {
 		e.channels[ch.Name()] = ch
 	}

@@ -39,6 +39,11 @@ type functionHost struct {
 	// not re-run inside the transaction after a stale read (kept as it
 	// was; with op.Tx set they read through it, see FunctionReads).
 	scanned bool
+	// media are the files ctx.media read (path -> SHA-256); staleMedia
+	// names a pinned parameter whose file was found changed (the run
+	// fails; media_function.go).
+	media      map[string]string
+	staleMedia string
 }
 
 // NewFunctionHost is the host of a run outside an action (a package's

@@ -255,7 +255,9 @@ type FunctionCall struct {
 	// Scanned: the function used query or links (no re-run inside the
 	// transaction then; see functionHost.scanned).
 	Scanned bool `json:"scanned,omitempty"`
-	Preview bool `json:"preview,omitempty"`
+	// Media maps each file ctx.media read to the SHA-256 it read.
+	Media   map[string]string `json:"media,omitempty"`
+	Preview bool              `json:"preview,omitempty"`
 	// The limits it ran with, for a re-run with the same ones.
 	Network   bool  `json:"network,omitempty"`
 	TimeoutMS int64 `json:"timeout_ms,omitempty"`
@@ -319,11 +321,15 @@ func (k InvokeFunction) run(ctx context.Context, op *Op, ref FunctionRef, lim ru
 	}
 	req.Input = in
 	res, err := k.Functions.Run(ctx, req)
+	if stale := h.mediaConflict(); stale != nil {
+		// Whatever the function made of it (it may have caught the throw).
+		return nil, stale
+	}
 	if err != nil {
 		return nil, functionFailure(err)
 	}
 	call := &FunctionCall{Package: res.Package, Version: res.Version, Console: res.Output.Console,
-		DurationMS: res.Output.Duration.Milliseconds(), Reads: h.seen, Scanned: h.scanned,
+		DurationMS: res.Output.Duration.Milliseconds(), Reads: h.seen, Scanned: h.scanned, Media: h.media,
 		Network: lim.Network, TimeoutMS: lim.Timeout.Milliseconds(), MemoryMiB: lim.Memory >> 20}
 	if call.Edits, call.Result, err = parseReturn(res.Output.Value, req.TargetID); err != nil {
 		// A runner that did not check (a test double) still refuses it.
@@ -375,6 +381,9 @@ func (k InvokeFunction) Apply(ctx context.Context, op *Op) (*Outcome, error) {
 		"reads": readIDs(call.Reads)}
 	if call.Console != "" {
 		rec["console"] = call.Console
+	}
+	if len(call.Media) > 0 {
+		rec["media_reads"] = call.Media
 	}
 	if call.Preview {
 		rec["preview"] = true

@@ -104,6 +104,8 @@ type Op struct {
 	// inside the execution's transaction.
 	Ontology Ontology
 	Tx       *gorm.DB
+	// media reads the actor's files (a function's ctx.media; media.go).
+	media mediaFiles
 }
 
 // Kinds is the registry of operation kinds the engine runs.
@@ -175,7 +177,7 @@ func (e *Engine) op(at *ActionType, actor *models.User, target *Object, params m
 	if err := domain.DecodeConfig("config.operation", at.Config.Operation, cfg); err != nil {
 		return nil, nil, apperr.New(apperr.Internal, "the stored %s config of action %s no longer decodes: %v", at.OperationKind, at.Name, err)
 	}
-	return k, &Op{Action: at, Config: cfg, Actor: actor, Target: target, Params: params, Ontology: e.onto}, nil
+	return k, &Op{Action: at, Config: cfg, Actor: actor, Target: target, Params: params, Ontology: e.onto, media: e.media}, nil
 }
 
 // notSupported answers an operation this build cannot run.

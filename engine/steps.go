@@ -188,6 +188,13 @@ func (e *Engine) Prepare(ctx context.Context, executionID string) (*Prepared, er
 		return nil, err
 	}
 	in.Params = params
+	if hasPins(in.Action, params) {
+		// Later steps, on any worker, check the file against these.
+		if err := e.execs.RecordParameters(ctx, ex.ID, params); err != nil {
+			return nil, err
+		}
+		ex.Parameters = models.NewNumJSON(params)
+	}
 	e.memo.put(ex, in)
 	p := &Prepared{ExecutionID: ex.ID, ActionTypeID: in.Action.ID, ActorID: ex.ActorID, TargetID: ex.TargetObjectID,
 		HasNotifications: len(in.Action.Config.NotificationSideEffects) > 0, Deliveries: e.deliveries(in.Action)}
@@ -242,6 +249,9 @@ func (e *Engine) Effect(ctx context.Context, executionID string, last bool) (jso
 		return nil, nil // previewed by the run step, never performed
 	}
 	if err := e.ensureParams(ctx, in); err != nil {
+		return nil, err
+	}
+	if err := e.checkPins(ctx, in); err != nil {
 		return nil, err
 	}
 	k, op, err := e.op(in.Action, in.Actor, in.Target, in.Params)
@@ -353,6 +363,9 @@ func (e *Engine) Run(ctx context.Context, p *Prepared, last bool) (_ *Outcome, e
 	if err := e.ensureParams(ctx, &in); err != nil {
 		return nil, err
 	}
+	if err := e.checkPins(ctx, &in); err != nil {
+		return nil, err
+	}
 	// The kind and its decoded config, before the transaction: nothing
 	// that can wait runs while the row is locked.
 	kind, op, err := e.op(in.Action, in.Actor, nil, in.Params)
@@ -447,6 +460,7 @@ func (e *Engine) ensureParams(ctx context.Context, in *input) error {
 	if in.Params != nil {
 		return nil
 	}
+	in.keepPins = true
 	params, v := e.materialize(ctx, in)
 	if err := v.refusal(); err != nil {
 		return err

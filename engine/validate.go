@@ -79,6 +79,9 @@ type input struct {
 	Target *Object
 	// Params are the materialized parameters once validated (nil before).
 	Params map[string]any
+	// keepPins: materialize keeps media references already pinned (a
+	// later step's, from the row the validate step wrote; media.go).
+	keepPins bool
 }
 
 // load reads the target object of r, refusing a missing or mismatched one.
@@ -193,6 +196,7 @@ func (e *Engine) materialize(ctx context.Context, in *input) (map[string]any, *V
 		}
 		v.Parameters = append(v.Parameters, pr)
 	}
+	e.resolveMedia(ctx, in, params, v)
 	if v.Result == Valid {
 		v.Edits = e.preview(ctx, in, params)
 	}

@@ -270,3 +270,16 @@ func (s *Store) CloseBatch(ctx context.Context, batchID, status string, at time.
 	}
 	return res.RowsAffected > 0, nil
 }
+
+// RecordParameters records the materialized parameters of a running
+// execution as its validate step resolved them (media references pinned
+// to a file version), so the later steps, on any worker, and the action
+// log see the version validated. A row no longer running is left alone.
+func (s *Store) RecordParameters(ctx context.Context, id string, params map[string]any) error {
+	err := s.db.WithContext(ctx).Model(&models.Execution{}).Where("id = ? AND status = ?", id, models.StatusRunning).
+		Update("parameters", models.NewNumJSON(params)).Error
+	if err != nil {
+		return fmt.Errorf("record the parameters of execution %s: %w", id, err)
+	}
+	return nil
+}

@@ -380,7 +380,12 @@ func writeStaticCollection(b *strings.Builder, href, name string, t time.Time) {
 // internalPath maps a decoded URL path under the prefix to "/" or "/a/b".
 // It refuses ".." segments, NUL bytes and over-long names.
 func (h *Handler) internalPath(p string) (string, bool) {
-	rest := strings.TrimPrefix(p, h.opts.Prefix)
+	return treePath(strings.TrimPrefix(p, h.opts.Prefix))
+}
+
+// treePath maps a decoded path inside a user's tree to "/" or "/a/b"
+// (internalPath's rules, shared with media references).
+func treePath(rest string) (string, bool) {
 	if len(rest) > 4096 || !printable.String(rest) {
 		return "", false
 	}

@@ -35,6 +35,19 @@ var prelude = `(function () {
   const fmt = (a) => { if (typeof a === 'string') return a; try { return JSON.stringify(a); } catch (e) { return String(a); } };
   const log = (level) => (...args) => { host('log', level + ' ' + args.map(fmt).join(' ')); };
   globalThis.console = { log: log('info'), info: log('info'), warn: log('warn'), error: log('error'), debug: log('debug') };
+  const b64 = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/';
+  const unbase64 = (s) => {
+    let n = s.length;
+    while (n > 0 && s[n - 1] === '=') n--;
+    const out = new Uint8Array(Math.floor(n * 3 / 4));
+    let acc = 0, bits = 0, j = 0;
+    for (let i = 0; i < n; i++) {
+      acc = ((acc << 6) | b64.indexOf(s[i])) & 0xffffff;
+      bits += 6;
+      if (bits >= 8) { bits -= 8; out[j++] = (acc >> bits) & 255; }
+    }
+    return out;
+  };
   let state = { state: 'pending' };
   const start = function (inputJSON, network) {
     const ctx = JSON.parse(inputJSON);
@@ -49,6 +62,16 @@ var prelude = `(function () {
         return call('query', { type: type, filters: f, limit: o.limit || 0 });
       },
       links: (id, linkType) => call('links', { id: id, link_type: linkType || '' }),
+    });
+    ctx.media = Object.freeze({
+      stat: (ref) => call('media_stat', { ref: ref === undefined ? null : ref }),
+      read: (ref, opts) => {
+        const o = opts || {};
+        const bytes = o.as === 'bytes';
+        const r = call('media_read', { ref: ref === undefined ? null : ref, max_bytes: Number(o.max_bytes || 0), bytes: bytes });
+        if (bytes) { r.bytes = unbase64(r.data || ''); delete r.data; }
+        return r;
+      },
     });
     if (network) {
       ctx.fetch = async (url, opts) => {
@@ -352,6 +375,8 @@ func dispatch(ctx context.Context, host Host, network bool, op, arg string) (any
 			return nil, fmt.Errorf("ontology.links: %w", err)
 		}
 		return host.Links(ctx, a.ID, a.LinkType)
+	case "media_stat", "media_read":
+		return dispatchMedia(ctx, host, network, op, arg)
 	case "fetch":
 		if !network {
 			return nil, errors.New("fetch needs the network capability")

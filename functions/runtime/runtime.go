@@ -84,6 +84,25 @@ type Host interface {
 	Fetch(ctx context.Context, req FetchRequest) (*FetchResponse, error)
 }
 
+// MediaHost is a Host that reads the actor's WebDAV files (ctx.media); a
+// Host without it answers ctx.media calls with an error. ref is a media
+// reference as the function passed it (a string, or a parameter's pinned
+// object).
+type MediaHost interface {
+	// MediaStat describes the file (nil: none the actor may read).
+	MediaStat(ctx context.Context, ref any) (any, error)
+	// MediaRead describes the file and holds its first maxBytes bytes:
+	// "text" (UTF-8, invalid bytes replaced) or "data" (the bytes).
+	MediaRead(ctx context.Context, ref any, maxBytes int64, asBytes bool) (any, error)
+}
+
+// Limits of ctx.media.read: the default and, without the network
+// capability, the most one read returns; with it, MaxMediaReadNetwork.
+const (
+	MaxMediaRead        = 1 << 20
+	MaxMediaReadNetwork = 16 << 20
+)
+
 // FetchRequest and FetchResponse are fetch's shapes.
 type FetchRequest struct {
 	URL     string            `json:"url"`

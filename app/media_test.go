@@ -1,0 +1,284 @@
+package app_test
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/ontoflow/ontoflow/internal/devtest"
+	"github.com/ontoflow/ontoflow/internal/testdb"
+)
+
+// TestMediaReferencesOnDev runs actions whose media_reference parameters
+// name files of the actor's WebDAV tree, over HTTP on a whole dev process,
+// on SQLite and Postgres (issue 32): a file PUT over WebDAV is pinned on
+// the execution, an edit leaves the record alone, every bad reference is
+// the same 400, a function reads the file, a webhook template links it,
+// and a change between validation and the operation is 409.
+func TestMediaReferencesOnDev(t *testing.T) {
+	for _, d := range testdb.Dialects() {
+		t.Run(d, func(t *testing.T) {
+			more := []string{"--outbound-allow", "127.0.0.1/32", "--public-url", "https://files.example.test/base"}
+			if d == "postgres" {
+				more = append([]string{"--database-url", testdb.DSN(t, d)}, more...)
+			}
+			a := devtest.Start(t, adminPassword, more, nil)
+			mediaSuite(t, devClient{t: t, base: a.APIURL}, filepath.Join(a.Cfg.DataDir, "files"))
+		})
+	}
+}
+
+// dav sends a WebDAV request as user.
+func dav(t *testing.T, base, user, pass, method, p string, body []byte) int {
+	t.Helper()
+	req, err := http.NewRequest(method, base+"/webdav"+p, bytes.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.SetBasicAuth(user, pass)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatalf("%s %s: %v", method, p, err)
+	}
+	resp.Body.Close()
+	return resp.StatusCode
+}
+
+func sha(b []byte) string {
+	s := sha256.Sum256(b)
+	return hex.EncodeToString(s[:])
+}
+
+func mediaSuite(t *testing.T, c devClient, filesDir string) {
+	const bobPass = "bob-password-1234"
+	var me struct {
+		User struct {
+			ID string `json:"id"`
+		} `json:"user"`
+	}
+	c.must(http.StatusOK, "GET", "/api/v1/me", nil, &me)
+	var bob struct {
+		ID string `json:"id"`
+	}
+	c.must(http.StatusCreated, "POST", "/api/v1/users", map[string]any{"username": "bob", "password": bobPass}, &bob)
+	put := func(user, pass, p string, body []byte) {
+		t.Helper()
+		if st := dav(t, c.base, user, pass, "PUT", p, body); st != http.StatusCreated && st != http.StatusNoContent {
+			t.Fatalf("PUT %s: %d", p, st)
+		}
+	}
+	if st := dav(t, c.base, "admin", adminPassword, "MKCOL", "/reports", nil); st != http.StatusCreated {
+		t.Fatalf("MKCOL: %d", st)
+	}
+	q3 := []byte("quarter three: revenue up\n")
+	put("admin", adminPassword, "/reports/q3.txt", q3)
+	put("bob", bobPass, "/secret.txt", []byte("bob's only"))
+	// A symlink out of the admin's tree, into bob's (made on disk: WebDAV
+	// cannot make one).
+	if err := os.Symlink(filepath.Join(filesDir, bob.ID, "secret.txt"), filepath.Join(filesDir, me.User.ID, "escape.txt")); err != nil {
+		t.Fatal(err)
+	}
+
+	c.must(http.StatusCreated, "POST", "/api/v1/ontology/types", map[string]any{"name": "Ticket", "primary_key": "title",
+		"properties": []map[string]any{{"name": "title", "type": "string", "required": true},
+			{"name": "notes", "type": "string"}, {"name": "report", "type": "media_reference"}}}, nil)
+	var obj struct {
+		ID string `json:"id"`
+	}
+	c.must(http.StatusCreated, "POST", "/api/v1/ontology/types/Ticket/objects", map[string]any{"properties": map[string]any{"title": "t1"}}, &obj)
+	action := func(name, kind string, op map[string]any) string {
+		var a struct {
+			ID string `json:"id"`
+		}
+		c.must(http.StatusCreated, "POST", "/api/v1/ontology/actions", map[string]any{"name": name, "object_type_id": "Ticket",
+			"operation_kind": kind, "inputs": []map[string]any{{"name": "report", "type": "media_reference", "required": true}},
+			"config": map[string]any{"operation": op}}, &a)
+		return a.ID
+	}
+	execute := func(id string, ref any) (int, []byte) {
+		return c.do("POST", "/api/v1/ontology/actions/"+id+"/execute",
+			map[string]any{"target_object_id": obj.ID, "parameters": map[string]any{"report": ref}})
+	}
+	attach := action("attach", "update_object", map[string]any{"property_mappings": []map[string]any{{"property": "report", "input": "report"}}})
+
+	var pinned map[string]any
+	t.Run("a file PUT over WebDAV is pinned on the execution, and an edit does not change the record", func(t *testing.T) {
+		for _, ref := range []string{"webdav:/reports/q3.txt", "/webdav/reports/q3.txt", "https://files.example.test/base/webdav/reports/q3.txt"} {
+			st, body := execute(attach, ref)
+			if st != http.StatusOK {
+				t.Fatalf("%s: %d %s", ref, st, body)
+			}
+			var ex struct {
+				ID         string         `json:"id"`
+				Parameters map[string]any `json:"parameters"`
+			}
+			if err := json.Unmarshal(body, &ex); err != nil {
+				t.Fatal(err)
+			}
+			pinned, _ = ex.Parameters["report"].(map[string]any)
+			if pinned["sha256"] != sha(q3) || pinned["size"] != float64(len(q3)) || pinned["path"] != "/reports/q3.txt" ||
+				pinned["uri"] != ref || pinned["etag"] == "" || pinned["modified"] == "" || pinned["name"] != "q3.txt" ||
+				pinned["url"] != "https://files.example.test/base/webdav/reports/q3.txt" {
+				t.Fatalf("%s: pinned = %v", ref, pinned)
+			}
+		}
+		var last struct {
+			Data []struct {
+				ID string `json:"id"`
+			} `json:"data"`
+		}
+		c.must(http.StatusOK, "GET", "/api/v1/ontology/executions?action_type="+attach, nil, &last)
+		if len(last.Data) == 0 {
+			t.Fatal("no executions listed")
+		}
+		put("admin", adminPassword, "/reports/q3.txt", []byte("quarter three: restated\n"))
+		var ex struct {
+			Parameters map[string]any `json:"parameters"`
+		}
+		c.must(http.StatusOK, "GET", "/api/v1/ontology/executions/"+last.Data[0].ID, nil, &ex)
+		again, _ := ex.Parameters["report"].(map[string]any)
+		if again["sha256"] != sha(q3) || again["size"] != float64(len(q3)) || again["etag"] != pinned["etag"] {
+			t.Fatalf("the record changed with the file: %v", again)
+		}
+		put("admin", adminPassword, "/reports/q3.txt", q3)
+	})
+
+	t.Run("a bad reference is the same 400 naming the parameter, whatever makes it bad", func(t *testing.T) {
+		bad := []string{
+			"webdav:/secret.txt",                              // bob's file, not in the admin's tree
+			"webdav:/reports/missing.txt",                     // missing
+			"webdav:/reports",                                 // a folder
+			"webdav:/reports/../../" + bob.ID + "/secret.txt", // ..
+			"webdav:/%2e%2e/" + bob.ID + "/secret.txt",        // percent-encoded ..
+			"/webdav/%2E%2E/" + bob.ID + "/secret.txt",
+			"webdav:/escape.txt",                   // a symlink out of the tree
+			"/webdav/../" + bob.ID + "/secret.txt", // into bob's tree
+			"https://files.example.test/base/webdav/..%2f" + bob.ID + "/secret.txt",
+		}
+		var first string
+		for _, ref := range bad {
+			st, body := execute(attach, ref)
+			if st != http.StatusBadRequest || !strings.Contains(string(body), `"parameters.report"`) {
+				t.Fatalf("%s: %d %s", ref, st, body)
+			}
+			// The body holds the failed execution's record: apart from
+			// its identity, times and the value as sent, every byte is
+			// the same.
+			var m map[string]map[string]any
+			if err := json.Unmarshal(body, &m); err != nil {
+				t.Fatal(err)
+			}
+			rec, _ := m["error"]["data"].(map[string]any)
+			for _, k := range []string{"id", "workflow_id", "run_id", "created_at", "started_at", "finished_at", "parameters"} {
+				delete(rec, k)
+			}
+			b, _ := json.Marshal(m)
+			if first == "" {
+				first = string(b)
+			} else if string(b) != first {
+				t.Fatalf("%s answers\n%s\nnot\n%s", ref, b, first)
+			}
+		}
+		// Other URLs keep today's behaviour: not resolved, not pinned.
+		st, body := execute(attach, "https://elsewhere.example/q3.pdf")
+		var plain struct {
+			Parameters map[string]any `json:"parameters"`
+		}
+		_ = json.Unmarshal(body, &plain)
+		if st != http.StatusOK || plain.Parameters["report"] != "https://elsewhere.example/q3.pdf" {
+			t.Fatalf("another URL: %d %s", st, body)
+		}
+	})
+
+	t.Run("a function reads the file, pinned, and the read is recorded", func(t *testing.T) {
+		fn := action("summarize", "invoke_function", inline("javascript", `export default function (ctx) {
+  const s = ctx.media.stat(ctx.parameters.report);
+  const r = ctx.media.read(ctx.parameters.report, { max_bytes: 7 });
+  const b = ctx.media.read("webdav:/reports/q3.txt", { as: "bytes" });
+  let big = "";
+  try { ctx.media.read(ctx.parameters.report, { max_bytes: 2 << 20 }); } catch (e) { big = String(e); }
+  return { edits: [{ type: "update", object_id: ctx.target.id,
+    properties: { notes: [s.size, r.text, r.truncated, b.bytes.length, b.bytes[0], big.includes("network")].join("|") } }] };
+}`))
+		st, body := execute(fn, "webdav:/reports/q3.txt")
+		if st != http.StatusOK {
+			t.Fatalf("%d %s", st, body)
+		}
+		want := strings.Join([]string{"26", "quarter", "true", "26", "113", "true"}, "|")
+		if got := c.notes(obj.ID); got != want {
+			t.Fatalf("notes = %q, want %q", got, want)
+		}
+		var ex struct {
+			Result struct {
+				Function struct {
+					MediaReads map[string]string `json:"media_reads"`
+				} `json:"function"`
+			} `json:"operation_result"`
+		}
+		if err := json.Unmarshal(body, &ex); err != nil {
+			t.Fatal(err)
+		}
+		if ex.Result.Function.MediaReads["/reports/q3.txt"] != sha(q3) {
+			t.Fatalf("media reads = %v (%s)", ex.Result.Function.MediaReads, body)
+		}
+	})
+
+	t.Run("a webhook template links the pinned file; a change before the run step is 409", func(t *testing.T) {
+		var mu sync.Mutex
+		var got []byte
+		change := false
+		rx := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			b, _ := io.ReadAll(r.Body)
+			mu.Lock()
+			got = b
+			ch := change
+			mu.Unlock()
+			if ch {
+				// Between the validate step and the run step: the
+				// webhook is the effect step, which runs between them.
+				put("admin", adminPassword, "/reports/q3.txt", []byte("changed under the execution\n"))
+			}
+			w.WriteHeader(http.StatusOK)
+		}))
+		defer rx.Close()
+		hook := action("notify-crm", "invoke_webhook", map[string]any{"url": rx.URL + "/hook", "method": "POST",
+			"body": `{"url": "{{ parameters.report.url }}", "name": "{{ parameters.report.name }}", "size": {{ parameters.report.size }}, "sha256": "{{ parameters.report.sha256 }}"}`})
+		st, body := execute(hook, "webdav:/reports/q3.txt")
+		if st != http.StatusOK {
+			t.Fatalf("%d %s", st, body)
+		}
+		mu.Lock()
+		sent := string(got)
+		mu.Unlock()
+		wantBody := `{"url": "https://files.example.test/base/webdav/reports/q3.txt", "name": "q3.txt", "size": 26, "sha256": "` + sha(q3) + `"}`
+		if sent != wantBody {
+			t.Fatalf("webhook body %s, want %s", sent, wantBody)
+		}
+
+		mu.Lock()
+		change = true
+		mu.Unlock()
+		st, body = execute(hook, "webdav:/reports/q3.txt")
+		var res struct {
+			Error struct {
+				Code    string `json:"code"`
+				Details []struct {
+					Field string `json:"field"`
+				} `json:"details"`
+			} `json:"error"`
+		}
+		_ = json.Unmarshal(body, &res)
+		if st != http.StatusConflict || res.Error.Code != "Conflict" || len(res.Error.Details) == 0 || res.Error.Details[0].Field != "parameters.report" {
+			t.Fatalf("changed between the steps: %d %s", st, body)
+		}
+	})
+}

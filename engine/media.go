@@ -1,0 +1,227 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"mime"
+	"net/url"
+	"path"
+	"strings"
+	"time"
+
+	"github.com/ontoflow/ontoflow/apperr"
+	"github.com/ontoflow/ontoflow/domain"
+	"github.com/ontoflow/ontoflow/webdav"
+)
+
+// Media references to the actor's WebDAV files (docs/actions.md, "Media
+// references"). A media_reference value naming a file of the actor's
+// tree (webdav:/a/b.pdf, /webdav/a/b.pdf, or <public URL>/webdav/a/b.pdf)
+// is resolved when the parameters are materialized and replaced by its
+// pin: the path, size, SHA-256, ETag and modification time of the version
+// validated. The validate step records the pinned parameters on the
+// execution; the effect and run steps check the file is still that
+// version (409 Conflict otherwise). Any other URL is left as it was.
+
+// davPrefix is the URL path the WebDAV tree is served at (app mounts it
+// there).
+const davPrefix = "/webdav"
+
+// Members of a pinned media reference.
+const (
+	pinURI    = "uri"
+	pinPath   = "path"
+	pinSHA256 = "sha256"
+	pinETag   = "etag"
+	pinSize   = "size"
+)
+
+// mediaFiles is the engine's access to the users' trees (nil: no media
+// references to WebDAV files in this process).
+type mediaFiles struct {
+	store webdav.MediaStore
+	// base is the server's public URL (nil: only webdav: and relative
+	// references are recognized, and pins carry relative URLs).
+	base *url.URL
+}
+
+// newMediaFiles parses the public URL; an unparsable one is treated as
+// none (config validates it).
+func newMediaFiles(store webdav.MediaStore, publicURL string) mediaFiles {
+	m := mediaFiles{store: store}
+	if u, err := url.Parse(strings.TrimRight(publicURL, "/")); err == nil && u.Scheme != "" && u.Host != "" {
+		m.base = u
+	}
+	return m
+}
+
+// mediaURI is the URI of a media_reference value (a string, or an object
+// with "uri" or "url").
+func mediaURI(v any) (string, bool) {
+	switch x := v.(type) {
+	case string:
+		return x, true
+	case map[string]any:
+		u, ok := x[pinURI].(string)
+		if !ok {
+			u, ok = x["url"].(string)
+		}
+		return u, ok
+	}
+	return "", false
+}
+
+// treePath reports whether raw names a file of the WebDAV tree, and its
+// decoded path inside the tree ("" when it is a WebDAV reference that
+// cannot name a file: a host, a query, an opaque part).
+func (m mediaFiles) treePath(raw string) (string, bool) {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return "", false
+	}
+	var p string
+	switch {
+	case strings.EqualFold(u.Scheme, "webdav"):
+		if u.Host != "" || u.User != nil || u.Opaque != "" {
+			return "", true
+		}
+		p = u.Path
+	case u.Scheme == "" && u.Host == "" && isUnderPath(u.Path, davPrefix):
+		p = strings.TrimPrefix(u.Path, davPrefix)
+	case m.base != nil && strings.EqualFold(u.Scheme, m.base.Scheme) && strings.EqualFold(u.Host, m.base.Host) &&
+		isUnderPath(u.Path, strings.TrimRight(m.base.Path, "/")+davPrefix):
+		p = strings.TrimPrefix(u.Path, strings.TrimRight(m.base.Path, "/")+davPrefix)
+	default:
+		return "", false
+	}
+	if u.RawQuery != "" || u.Fragment != "" || u.ForceQuery || !strings.HasPrefix(p, "/") {
+		return "", true
+	}
+	return p, true
+}
+
+func isUnderPath(p, dir string) bool {
+	return strings.HasPrefix(p, dir+"/")
+}
+
+// url is the link to a file of the tree: absolute under the public URL
+// when one is configured. It needs the reader's own credentials (WebDAV
+// takes Basic authentication only); no token is ever put in it.
+func (m mediaFiles) url(p string) string {
+	segs := strings.Split(strings.TrimPrefix(p, "/"), "/")
+	for i, s := range segs {
+		segs[i] = url.PathEscape(s)
+	}
+	rel := davPrefix + "/" + strings.Join(segs, "/")
+	if m.base == nil {
+		return rel
+	}
+	return strings.TrimRight(m.base.String(), "/") + rel
+}
+
+// pin is the pinned value of a reference raw to file f.
+func (m mediaFiles) pin(raw string, f webdav.MediaFile) map[string]any {
+	name := path.Base(f.Path)
+	ct := mime.TypeByExtension(path.Ext(name))
+	if ct == "" {
+		ct = "application/octet-stream"
+	}
+	return map[string]any{pinURI: raw, pinPath: f.Path, "name": name, pinSize: f.Size, pinSHA256: f.SHA256,
+		pinETag: f.ETag, "modified": f.ModTime.UTC().Format(time.RFC3339Nano), "url": m.url(f.Path), "content_type": ct}
+}
+
+// mediaRefused is the one message of a reference to no file the actor may
+// read: the same whatever the reason (missing, someone else's, a folder,
+// a traversal), so that the answer probes nothing.
+func mediaRefused(name string) string {
+	return fmt.Sprintf("parameter %q: expected a file of your WebDAV tree that exists and that you may read", name)
+}
+
+// resolveMedia pins the WebDAV references among params (materialize's
+// last step), marking an unresolvable one invalid. With keepPins, a value
+// already pinned (the validate step's, read back from the row) is kept:
+// checkPins compares it with the file.
+func (e *Engine) resolveMedia(ctx context.Context, in *input, params map[string]any, v *Validation) {
+	for i, field := range in.Action.Inputs {
+		if field.Type.Base != domain.TypeMediaReference || i >= len(v.Parameters) || v.Parameters[i].Result != Valid {
+			continue
+		}
+		val, ok := params[field.Name]
+		raw, isURI := mediaURI(val)
+		if !ok || !isURI {
+			continue
+		}
+		p, dav := e.media.treePath(raw)
+		if !dav {
+			continue
+		}
+		if m, pinned := val.(map[string]any); pinned && in.keepPins && m[pinSHA256] != nil {
+			continue
+		}
+		pr := &v.Parameters[i]
+		f, err := e.statMedia(ctx, in, p)
+		if err != nil {
+			msg := mediaRefused(field.Name)
+			if !errors.Is(err, webdav.ErrNoMedia) {
+				e.log.ErrorContext(ctx, "media reference", "parameter", field.Name, "err", err)
+				msg = fmt.Sprintf("parameter %q: the file could not be read now", field.Name)
+			}
+			pr.Result, pr.Value = Invalid, nil
+			pr.Constraints = append(pr.Constraints, Constraint{Type: "media", Result: Invalid, Message: msg})
+			v.Result = Invalid
+			continue
+		}
+		params[field.Name] = e.media.pin(raw, f)
+		pr.Value = params[field.Name]
+		pr.Constraints = append(pr.Constraints, Constraint{Type: "media", Result: Valid})
+	}
+}
+
+// statMedia describes the file at p of the actor's tree. A guest has no
+// tree (WebDAV refuses bearer sessions), so nothing is readable for one.
+func (e *Engine) statMedia(ctx context.Context, in *input, p string) (webdav.MediaFile, error) {
+	if e.media.store == nil || in.Guest || in.Actor == nil {
+		return webdav.MediaFile{}, webdav.ErrNoMedia
+	}
+	return e.media.store.StatMedia(ctx, in.Actor.ID, p)
+}
+
+// hasPins reports whether params hold a pinned WebDAV reference.
+func hasPins(at *ActionType, params map[string]any) bool {
+	for _, field := range at.Inputs {
+		if m, ok := params[field.Name].(map[string]any); ok && field.Type.Base == domain.TypeMediaReference && m[pinSHA256] != nil {
+			return true
+		}
+	}
+	return false
+}
+
+// checkPins refuses, with 409 Conflict naming the parameter, an execution
+// whose pinned file is no longer the version validated (changed, moved,
+// deleted): the operation would otherwise act on other bytes than the
+// record says. Called by the effect and run steps before the operation.
+func (e *Engine) checkPins(ctx context.Context, in *input) error {
+	for _, field := range in.Action.Inputs {
+		m, ok := in.Params[field.Name].(map[string]any)
+		if !ok || field.Type.Base != domain.TypeMediaReference || m[pinSHA256] == nil {
+			continue
+		}
+		p, _ := m[pinPath].(string)
+		f, err := e.statMedia(ctx, in, p)
+		if err != nil && !errors.Is(err, webdav.ErrNoMedia) {
+			return fmt.Errorf("check the file of parameter %s: %w", field.Name, err)
+		}
+		if err != nil || !samePin(m, f) {
+			return apperr.New(apperr.Conflict, "parameter %q: the file %s changed after the action was validated; nothing was applied", field.Name, p).
+				WithDetails(apperr.Detail{Field: "parameters." + field.Name, Reason: "stale_media", Message: "the file changed since it was validated"})
+		}
+	}
+	return nil
+}
+
+// samePin reports whether f is the version pin describes.
+func samePin(pin map[string]any, f webdav.MediaFile) bool {
+	size, ok := domain.AsFloat(pin[pinSize])
+	return pin[pinSHA256] == f.SHA256 && pin[pinETag] == f.ETag && ok && int64(size) == f.Size
+}

@@ -1,0 +1,154 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/ontoflow/ontoflow/apperr"
+	"github.com/ontoflow/ontoflow/domain"
+	"github.com/ontoflow/ontoflow/functions/runtime"
+	"github.com/ontoflow/ontoflow/webdav"
+)
+
+// ctx.media in functions (docs/functions.md, "Files"): the actor's files,
+// by the actor's read rule (their own tree only), at the version the
+// execution pinned when the reference is one of its parameters. A read
+// that finds other bytes than pinned fails the run with 409 Conflict,
+// however the function handled it.
+
+var _ runtime.MediaHost = (*functionHost)(nil)
+
+// mediaRef resolves a reference a function passed: its path in the tree,
+// and the pin of the parameter naming the same file (nil: none does).
+func (h *functionHost) mediaRef(ref any) (string, string, map[string]any, error) {
+	raw, ok := mediaURI(ref)
+	if !ok {
+		return "", "", nil, errors.New("ctx.media: expected a media reference (a string or a parameter's value)")
+	}
+	p, dav := h.op.media.treePath(raw)
+	if !dav {
+		return "", "", nil, fmt.Errorf("ctx.media: %q is not a file of your WebDAV tree (webdav:/path)", clipRef(raw))
+	}
+	for _, field := range h.op.Action.Inputs {
+		m, ok := h.op.Params[field.Name].(map[string]any)
+		if ok && field.Type.Base == domain.TypeMediaReference && m[pinSHA256] != nil && m[pinPath] == p {
+			return p, field.Name, m, nil
+		}
+	}
+	return p, "", nil, nil
+}
+
+func clipRef(s string) string {
+	if len(s) > 200 {
+		return s[:200] + "…"
+	}
+	return s
+}
+
+// mediaSaw records a file read, and a pinned one found changed.
+func (h *functionHost) mediaSaw(param string, pin map[string]any, f webdav.MediaFile) error {
+	if h.media == nil {
+		h.media = map[string]string{}
+	}
+	if len(h.media) >= functionReadsMax {
+		return fmt.Errorf("a function may read at most %d files per run", functionReadsMax)
+	}
+	h.media[f.Path] = f.SHA256
+	if pin != nil && !samePin(pin, f) {
+		if h.staleMedia == "" {
+			h.staleMedia = param
+		}
+		return fmt.Errorf("ctx.media: the file of parameter %q changed after the action was validated", param)
+	}
+	return nil
+}
+
+// mediaConflict is the run's failure when a pinned file was found changed.
+func (h *functionHost) mediaConflict() error {
+	if h.staleMedia == "" {
+		return nil
+	}
+	return apperr.New(apperr.Conflict, "parameter %q: the file changed after the action was validated; the function's run was discarded", h.staleMedia).
+		WithDetails(apperr.Detail{Field: "parameters." + h.staleMedia, Reason: "stale_media", Message: "the file changed since it was validated"})
+}
+
+// mediaStore is the store of the actor's files (ErrNoMedia: none).
+func (h *functionHost) mediaStore() (webdav.MediaStore, error) {
+	if h.op.media.store == nil || h.op.Actor == nil {
+		return nil, webdav.ErrNoMedia
+	}
+	return h.op.media.store, nil
+}
+
+// MediaStat implements runtime.MediaHost.
+func (h *functionHost) MediaStat(ctx context.Context, ref any) (any, error) {
+	p, param, pin, err := h.mediaRef(ref)
+	if err != nil {
+		return nil, err
+	}
+	store, err := h.mediaStore()
+	if err == nil {
+		var f webdav.MediaFile
+		if f, err = store.StatMedia(ctx, h.op.Actor.ID, p); err == nil {
+			if err := h.mediaSaw(param, pin, f); err != nil {
+				return nil, err
+			}
+			return h.op.media.pin(raw(ref), f), nil
+		}
+	}
+	if errors.Is(err, webdav.ErrNoMedia) {
+		if pin != nil {
+			h.staleMedia = param
+			return nil, fmt.Errorf("ctx.media: the file of parameter %q is gone since the action was validated", param)
+		}
+		return nil, nil
+	}
+	return nil, fmt.Errorf("ctx.media.stat: %w", err)
+}
+
+// MediaRead implements runtime.MediaHost.
+func (h *functionHost) MediaRead(ctx context.Context, ref any, maxBytes int64, asBytes bool) (any, error) {
+	p, param, pin, err := h.mediaRef(ref)
+	if err != nil {
+		return nil, err
+	}
+	store, err := h.mediaStore()
+	if err != nil {
+		return nil, errors.New("ctx.media.read: no such file")
+	}
+	rc, f, err := store.OpenMedia(ctx, h.op.Actor.ID, p)
+	if errors.Is(err, webdav.ErrNoMedia) {
+		if pin != nil {
+			h.staleMedia = param
+		}
+		return nil, errors.New("ctx.media.read: no such file")
+	}
+	if err != nil {
+		return nil, fmt.Errorf("ctx.media.read: %w", err)
+	}
+	defer rc.Close()
+	if err := h.mediaSaw(param, pin, f); err != nil {
+		return nil, err
+	}
+	b, err := io.ReadAll(io.LimitReader(rc, maxBytes))
+	if err != nil {
+		return nil, fmt.Errorf("ctx.media.read: %w", err)
+	}
+	out := h.op.media.pin(raw(ref), f)
+	out["truncated"] = int64(len(b)) < f.Size
+	if asBytes {
+		out["data"] = b // base64 in JSON; the prelude makes it a Uint8Array
+	} else {
+		out["text"] = strings.ToValidUTF8(string(b), "\uFFFD")
+	}
+	return out, nil
+}
+
+// raw is a reference's URI as given.
+func raw(ref any) string {
+	s, _ := mediaURI(ref)
+	return s
+}

@@ -14,7 +14,7 @@ import (
 	"github.com/ontoflow/ontoflow/api"
 	"github.com/ontoflow/ontoflow/auth"
 	"github.com/ontoflow/ontoflow/domain"
-	"github.com/ontoflow/ontoflow/engine"
+	"github.com/ontoflow/ontoflow/engine/kinds"
 	"github.com/ontoflow/ontoflow/functions"
 	"github.com/ontoflow/ontoflow/internal/testdb"
 	"github.com/ontoflow/ontoflow/ontology"
@@ -31,7 +31,7 @@ type fnFoundation struct {
 
 func newFunctionFoundation(t *testing.T, db *gorm.DB) *fnFoundation {
 	t.Helper()
-	kinds := engine.NewKinds(engine.BuiltinKinds()...)
+	kinds := kinds.Registry()
 	store := ontology.NewStore(db, auth.DefaultLevels, kinds.Domain())
 	svc := functions.New(db, functions.Options{})
 	f := &fnFoundation{foundation: &foundation{db: db}, svc: svc, store: store}

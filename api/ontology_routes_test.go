@@ -19,7 +19,7 @@ import (
 
 	"github.com/ontoflow/ontoflow/api"
 	"github.com/ontoflow/ontoflow/auth"
-	"github.com/ontoflow/ontoflow/engine"
+	"github.com/ontoflow/ontoflow/engine/kinds"
 	"github.com/ontoflow/ontoflow/internal/testdb"
 	"github.com/ontoflow/ontoflow/ontology"
 	"github.com/ontoflow/ontoflow/users"
@@ -64,7 +64,7 @@ func newOntoEnv(t *testing.T, db *gorm.DB) *ontoEnv {
 	srv := api.New(api.Deps{
 		DB: db, Auth: auth.NewService(db, auth.Options{}), Levels: levels,
 		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
-		Routes: []func(*gin.RouterGroup){api.OntologyRoutes(ontology.NewStore(db, levels, engine.NewKinds(engine.BuiltinKinds()...).Domain()))},
+		Routes: []func(*gin.RouterGroup){api.OntologyRoutes(ontology.NewStore(db, levels, kinds.Registry().Domain()))},
 	})
 	ts := httptest.NewServer(srv.Handler())
 	t.Cleanup(ts.Close)

@@ -20,6 +20,7 @@ import (
 	"github.com/ontoflow/ontoflow/api"
 	"github.com/ontoflow/ontoflow/auth"
 	"github.com/ontoflow/ontoflow/engine"
+	"github.com/ontoflow/ontoflow/engine/kinds"
 	"github.com/ontoflow/ontoflow/executions"
 	"github.com/ontoflow/ontoflow/internal/testdb"
 	"github.com/ontoflow/ontoflow/models"
@@ -362,8 +363,9 @@ func TestActionLogAppliesReadRule(t *testing.T) {
 			}
 			ids[name] = created.ID
 		}
-		store := ontology.NewStore(db, levels, engine.NewKinds(engine.BuiltinKinds()...).Domain())
-		eng := engine.New(engine.Deps{DB: db, Ontology: store, Levels: levels})
+		ks := kinds.Registry()
+		store := ontology.NewStore(db, levels, ks.Domain())
+		eng := engine.New(engine.Deps{DB: db, Ontology: store, Kinds: ks, Levels: levels})
 		srv := api.New(api.Deps{DB: db, Auth: auth.NewService(db, auth.Options{}), Levels: levels,
 			Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
 			Routes: []func(*gin.RouterGroup){api.OntologyRoutes(store), api.ActionRoutes(api.ActionDeps{Store: store, DB: db,

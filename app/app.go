@@ -34,6 +34,7 @@ import (
 	"github.com/ontoflow/ontoflow/delivery"
 	"github.com/ontoflow/ontoflow/devserver"
 	"github.com/ontoflow/ontoflow/engine"
+	"github.com/ontoflow/ontoflow/engine/kinds"
 	"github.com/ontoflow/ontoflow/executions"
 	"github.com/ontoflow/ontoflow/functions"
 	"github.com/ontoflow/ontoflow/models"
@@ -250,14 +251,14 @@ func (a *App) openDatabase(ctx context.Context) error {
 
 // MigrateData brings stored data to what this version expects, after the
 // schema (models.Migrate): today it gives secrets stored before use
-// policies existed theirs, judging definitions by kinds (nil: the
+// policies existed theirs, judging definitions by ks (nil: the
 // built-in ones). Every start runs it before serving; so does
 // `ontoflow migrate`. It is idempotent.
-func MigrateData(ctx context.Context, db *gorm.DB, log *slog.Logger, kinds *engine.Kinds) error {
-	if kinds == nil {
-		kinds = engine.NewKinds(engine.BuiltinKinds()...)
+func MigrateData(ctx context.Context, db *gorm.DB, log *slog.Logger, ks *engine.Kinds) error {
+	if ks == nil {
+		ks = kinds.Registry()
 	}
-	_, err := secrets.MigratePolicies(ctx, db, log, kinds.Domain().SecretUses)
+	_, err := secrets.MigratePolicies(ctx, db, log, ks.Domain().SecretUses)
 	return err
 }
 
@@ -291,7 +292,7 @@ func (a *App) assemble(o options) {
 	reads := &functions.Reads{}
 	withDeps := []engine.Kind{engine.InvokeWebhook{Client: a.Outbound, Secrets: a.Secrets},
 		engine.InvokeFunction{Functions: a.Functions, Reads: reads, Client: a.Outbound}}
-	kinds := engine.NewKinds(engine.ReplaceKinds(engine.BuiltinKinds(), append(withDeps, o.kinds...)...)...)
+	kinds := kinds.Registry(append(withDeps, o.kinds...)...)
 	a.Store = ontology.NewStore(a.DB, cfg.Markings, kinds.Domain())
 	a.Store.UseSecretPolicy(a.Secrets)
 	a.kinds = kinds

@@ -18,6 +18,7 @@ import (
 	"github.com/ontoflow/ontoflow/app"
 	"github.com/ontoflow/ontoflow/domain"
 	"github.com/ontoflow/ontoflow/engine"
+	"github.com/ontoflow/ontoflow/engine/kinds/updateobject"
 	"github.com/ontoflow/ontoflow/internal/devtest"
 	"github.com/ontoflow/ontoflow/internal/testdb"
 	"github.com/ontoflow/ontoflow/models"
@@ -575,7 +576,7 @@ func (*fakeFunction) References(any) domain.References                          
 func (*fakeFunction) Preview(context.Context, *engine.Op) ([]models.Edit, error) { return nil, nil }
 
 func (*fakeFunction) Invert(ed models.Edit) ([]models.Edit, error) {
-	return engine.UpdateObject{}.Invert(ed)
+	return updateobject.UpdateObject{}.Invert(ed)
 }
 
 func (*fakeFunction) EffectOptions(*engine.Op) engine.EffectOptions {

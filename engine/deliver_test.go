@@ -11,6 +11,7 @@ import (
 	"github.com/ontoflow/ontoflow/auth"
 	"github.com/ontoflow/ontoflow/domain"
 	"github.com/ontoflow/ontoflow/engine"
+	"github.com/ontoflow/ontoflow/engine/kinds"
 	"github.com/ontoflow/ontoflow/internal/testdb"
 	"github.com/ontoflow/ontoflow/models"
 	"github.com/ontoflow/ontoflow/ontology"
@@ -49,7 +50,8 @@ type fixture struct {
 func newFixture(t *testing.T, db *gorm.DB) *fixture {
 	ctx := context.Background()
 	levels := auth.Levels{"public", "confidential"}
-	store := ontology.NewStore(db, levels, engine.NewKinds(engine.BuiltinKinds()...).Domain())
+	ks := kinds.Registry()
+	store := ontology.NewStore(db, levels, ks.Domain())
 	alice := models.User{ID: "00000000-0000-4000-8000-00000000a11c", Username: "alice", Clearance: "public", Organization: "acme"}
 	if err := db.Create(&alice).Error; err != nil {
 		t.Fatal(err)
@@ -74,7 +76,7 @@ func newFixture(t *testing.T, db *gorm.DB) *fixture {
 		t.Fatal(err)
 	}
 	p := &pager{fail: true}
-	eng := engine.New(engine.Deps{DB: db, Ontology: store, Levels: levels, Channels: []engine.Channel{engine.InApp(), p}})
+	eng := engine.New(engine.Deps{DB: db, Ontology: store, Kinds: ks, Levels: levels, Channels: []engine.Channel{engine.InApp(), p}})
 	ex := models.Execution{ID: "00000000-0000-4000-8000-0000000e0001", Kind: models.KindExecute, ActionTypeID: at.ID,
 		ActionTypeName: at.Name, ActorID: alice.ID, ActorName: alice.Username, TargetObjectID: obj.ID, Status: models.StatusQueued}
 	if err := db.Create(&ex).Error; err != nil {

@@ -76,7 +76,8 @@ type (
 type Deps struct {
 	DB       *gorm.DB
 	Ontology Ontology
-	// Kinds are the operation kinds the engine runs (nil: BuiltinKinds);
+	// Kinds are the operation kinds the engine runs (nil: none;
+	// engine/kinds.Registry has the built-in ones);
 	// the ontology store must check definitions with the same registry.
 	Kinds      *Kinds
 	Levels     auth.Levels
@@ -126,7 +127,7 @@ func New(d Deps) *Engine {
 		d.Registerer = prometheus.NewRegistry()
 	}
 	if d.Kinds == nil {
-		d.Kinds = NewKinds(BuiltinKinds()...)
+		d.Kinds = NewKinds()
 	}
 	if d.Channels == nil {
 		d.Channels = []Channel{InApp()}

@@ -304,13 +304,7 @@ func applyFunctionEdit(ctx context.Context, op *Op, e FunctionEdit) (models.Edit
 		if _, err := readableIn(ctx, op, e.ObjectID); err != nil {
 			return models.Edit{}, err
 		}
-		sub := *op
-		sub.Target = &Object{ID: e.ObjectID}
-		o, err := DeleteObject{}.Apply(ctx, &sub)
-		if err != nil {
-			return models.Edit{}, err
-		}
-		return o.Edits[0], nil
+		return DeleteObject(ctx, op.Ontology, op.Tx, e.ObjectID)
 	case FnEditLink:
 		return fnLink(ctx, op, e)
 	case FnEditUnlink:
@@ -349,8 +343,8 @@ func fnUpdate(ctx context.Context, op *Op, e FunctionEdit) (models.Edit, error) 
 		return models.Edit{}, err
 	}
 	return models.Edit{Op: models.EditUpdateObject, ObjectTypeID: after.ObjectTypeID, ObjectID: after.ID,
-		Before: pick(o.Properties, e.Properties), After: pick(after.Properties, e.Properties),
-		UpdatedAtBefore: timePtr(o.UpdatedAt), UpdatedAtAfter: timePtr(after.UpdatedAt)}, nil
+		Before: Pick(o.Properties, e.Properties), After: Pick(after.Properties, e.Properties),
+		UpdatedAtBefore: TimePtr(o.UpdatedAt), UpdatedAtAfter: TimePtr(after.UpdatedAt)}, nil
 }
 
 // fnCreate creates an object owned by the actor's organization; one the
@@ -365,7 +359,7 @@ func fnCreate(ctx context.Context, op *Op, e FunctionEdit) (models.Edit, error) 
 	}
 	return models.Edit{Op: models.EditCreateObject, ObjectTypeID: obj.ObjectTypeID, ObjectID: obj.ID, After: obj.Properties,
 		Marking: obj.Marking, Organization: obj.Organization, CreatedBy: obj.CreatedBy,
-		CreatedAt: timePtr(obj.CreatedAt), UpdatedAtAfter: timePtr(obj.UpdatedAt)}, nil
+		CreatedAt: TimePtr(obj.CreatedAt), UpdatedAtAfter: TimePtr(obj.UpdatedAt)}, nil
 }
 
 // fnLink links two objects the actor may read (cardinality enforced by
@@ -411,16 +405,6 @@ func fnUnlink(ctx context.Context, op *Op, e FunctionEdit) (models.Edit, error) 
 	at := l.CreatedAt
 	return models.Edit{Op: models.EditDeleteLink, LinkTypeID: l.LinkTypeID, LinkID: l.ID, SourceID: l.SourceID, TargetID: l.TargetID,
 		Before: l.Properties.V, CreatedBy: l.CreatedBy, CreatedAt: &at}, nil
-}
-
-// invertUnlink recreates the deleted link with its id, properties,
-// creator and time.
-func invertUnlink(ed models.Edit) ([]models.Edit, error) {
-	if ed.LinkID == "" || ed.CreatedAt == nil {
-		return nil, fmt.Errorf("this delete_link edit does not record the whole link")
-	}
-	return []models.Edit{{Op: models.EditCreateLink, LinkTypeID: ed.LinkTypeID, LinkID: ed.LinkID, SourceID: ed.SourceID,
-		TargetID: ed.TargetID, After: ed.Before, CreatedBy: ed.CreatedBy, CreatedAt: ed.CreatedAt}}, nil
 }
 
 func asFailure(err error, f **runtime.Failure) bool { return errors.As(err, f) }

@@ -11,7 +11,10 @@ import (
 
 	"github.com/ontoflow/ontoflow/apperr"
 	"github.com/ontoflow/ontoflow/domain"
-	"github.com/ontoflow/ontoflow/engine"
+	"github.com/ontoflow/ontoflow/engine/kinds/createlink"
+	"github.com/ontoflow/ontoflow/engine/kinds/createobject"
+	"github.com/ontoflow/ontoflow/engine/kinds/deleteobject"
+	"github.com/ontoflow/ontoflow/engine/kinds/updateobject"
 	"github.com/ontoflow/ontoflow/internal/testdb"
 	"github.com/ontoflow/ontoflow/models"
 	"github.com/ontoflow/ontoflow/ontology"
@@ -102,7 +105,7 @@ func TestDeleteObjectEditRecreatesTheObject(t *testing.T) {
 
 		// Recreate from the edit alone: the kind's inverse, applied
 		// through the store in one transaction.
-		inv := must(engine.DeleteObject{}.Invert(ed))(t)
+		inv := must(deleteobject.DeleteObject{}.Invert(ed))(t)
 		if len(inv) != 4 || inv[0].Op != models.EditCreateObject {
 			t.Fatalf("inverse = %+v", inv)
 		}
@@ -227,7 +230,7 @@ func TestEditsOfTheOtherKindsInvert(t *testing.T) {
 			u.UpdatedAtAfter == nil || !u.UpdatedAtAfter.Equal(now.UpdatedAt) {
 			t.Fatalf("update edit = %+v (object updated_at %v → %v)", u, a.UpdatedAt, now.UpdatedAt)
 		}
-		inv := must(engine.UpdateObject{}.Invert(u))(t)
+		inv := must(updateobject.UpdateObject{}.Invert(u))(t)
 		if len(inv) != 1 || inv[0].After["state"] != nil || inv[0].Before["state"] != "done" || !inv[0].UpdatedAtBefore.Equal(now.UpdatedAt) {
 			t.Fatalf("update inverse = %+v", inv)
 		}
@@ -238,7 +241,7 @@ func TestEditsOfTheOtherKindsInvert(t *testing.T) {
 			c.UpdatedAtAfter == nil || !c.UpdatedAtAfter.Equal(created.UpdatedAt) {
 			t.Fatalf("create edit = %+v, object %+v", c, created)
 		}
-		inv = must(engine.CreateObject{}.Invert(c))(t)
+		inv = must(createobject.CreateObject{}.Invert(c))(t)
 		if len(inv) != 1 || inv[0].Op != models.EditDeleteObject || inv[0].ObjectID != c.ObjectID {
 			t.Fatalf("create inverse = %+v", inv)
 		}
@@ -247,7 +250,7 @@ func TestEditsOfTheOtherKindsInvert(t *testing.T) {
 		if l.LinkID == "" || l.SourceID != a.ID || l.TargetID != b.ID {
 			t.Fatalf("link edit = %+v", l)
 		}
-		inv = must(engine.CreateLink{}.Invert(l))(t)
+		inv = must(createlink.CreateLink{}.Invert(l))(t)
 		if len(inv) != 1 || inv[0].Op != models.EditDeleteLink || inv[0].LinkID != l.LinkID {
 			t.Fatalf("link inverse = %+v", inv)
 		}

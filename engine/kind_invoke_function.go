@@ -24,7 +24,7 @@ import (
 // execution's transaction, exactly once (function_edits.go). Functions
 // never write.
 //
-// The zero value, as BuiltinKinds lists it, checks definitions only
+// The zero value, as kinds.Builtin lists it, checks definitions only
 // structurally and cannot run (app/app.go puts in one that can).
 type InvokeFunction struct {
 	// Functions resolves, compiles, runs and records functions.
@@ -297,7 +297,7 @@ func (k InvokeFunction) PreviewEffect(ctx context.Context, op *Op) (json.RawMess
 // or inside it (a re-run after a stale read).
 func (k InvokeFunction) run(ctx context.Context, op *Op, ref FunctionRef, lim runtime.Limits, preview bool) (*FunctionCall, error) {
 	if k.Functions == nil {
-		return nil, notSupported(domain.KindInvokeFunction)
+		return nil, NotSupported(domain.KindInvokeFunction)
 	}
 	h := &functionHost{op: op, reads: k.Reads, client: k.Client, seen: map[string]string{}}
 	roles := op.Actor.Roles.V
@@ -475,17 +475,9 @@ func lockRead(ctx context.Context, op *Op, id string) error {
 // Invert implements Kind: each edit a function returned is inverted as
 // the kind that makes such edits inverts it.
 func (InvokeFunction) Invert(ed models.Edit) ([]models.Edit, error) {
-	switch ed.Op {
-	case models.EditUpdateObject:
-		return UpdateObject{}.Invert(ed)
-	case models.EditCreateObject:
-		return CreateObject{}.Invert(ed)
-	case models.EditDeleteObject:
-		return DeleteObject{}.Invert(ed)
-	case models.EditCreateLink:
-		return CreateLink{}.Invert(ed)
-	case models.EditDeleteLink:
-		return invertUnlink(ed)
+	inv, err := InvertEdit(ed)
+	if err != nil {
+		return nil, fmt.Errorf("invoke_function: %w", err)
 	}
-	return nil, fmt.Errorf("invoke_function cannot invert a %s edit", ed.Op)
+	return inv, nil
 }

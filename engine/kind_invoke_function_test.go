@@ -18,6 +18,7 @@ import (
 	"github.com/ontoflow/ontoflow/auth"
 	"github.com/ontoflow/ontoflow/domain"
 	"github.com/ontoflow/ontoflow/engine"
+	"github.com/ontoflow/ontoflow/engine/kinds"
 	"github.com/ontoflow/ontoflow/functions"
 	"github.com/ontoflow/ontoflow/internal/testdb"
 	"github.com/ontoflow/ontoflow/models"
@@ -114,7 +115,7 @@ func fnEngineEnv(t *testing.T, db *gorm.DB) *env {
 	t.Helper()
 	reads := &functions.Reads{}
 	k := engine.InvokeFunction{Functions: functions.New(db, functions.Options{}), Reads: reads}
-	kinds := engine.NewKinds(engine.ReplaceKinds(engine.BuiltinKinds(), k)...)
+	kinds := kinds.Registry(k)
 	store := ontology.NewStore(db, nil, kinds.Domain())
 	reads.Store = store
 	if err := db.Create(admin).Error; err != nil {

@@ -20,7 +20,7 @@ import (
 // with the execution, exactly once.
 //
 // Client must be an outbound (SSRF-guarded) client and Secrets resolves
-// {{ secrets.NAME }}; the zero value, as BuiltinKinds lists it, checks
+// {{ secrets.NAME }}; the zero value, as kinds.Builtin lists it, checks
 // definitions but cannot call (app/app.go puts in one that can).
 type InvokeWebhook struct {
 	Client  *http.Client
@@ -243,12 +243,15 @@ func (InvokeWebhook) Apply(ctx context.Context, op *Op) (*Outcome, error) {
 		return nil, err
 	}
 	out.Edits = []models.Edit{{Op: models.EditUpdateObject, ObjectTypeID: after.ObjectTypeID, ObjectID: after.ID,
-		Before: pick(op.Target.Properties, call.Mapped), After: pick(after.Properties, call.Mapped),
-		UpdatedAtBefore: timePtr(op.Target.UpdatedAt), UpdatedAtAfter: timePtr(after.UpdatedAt)}}
+		Before: Pick(op.Target.Properties, call.Mapped), After: Pick(after.Properties, call.Mapped),
+		UpdatedAtBefore: TimePtr(op.Target.UpdatedAt), UpdatedAtAfter: TimePtr(after.UpdatedAt)}}
 	return out, nil
 }
 
 // Invert implements Kind: the call is not undone; a written-back update is.
 func (InvokeWebhook) Invert(ed models.Edit) ([]models.Edit, error) {
-	return UpdateObject{}.Invert(ed)
+	if ed.Op != models.EditUpdateObject {
+		return nil, fmt.Errorf("invoke_webhook cannot invert a %s edit", ed.Op)
+	}
+	return InvertEdit(ed)
 }

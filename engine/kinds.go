@@ -15,9 +15,10 @@ import (
 
 // Kind is an operation kind: the definition-time checks the ontology
 // store runs (domain.OperationKind), and what the engine does with an
-// action of the kind. Each kind lives in its own file (kind_*.go) with its
-// own config type, and is registered at assembly (BuiltinKinds, app/app.go);
-// nothing else in the engine knows any kind by name. See docs/actions.md,
+// action of the kind. Each kind lives in its own package under
+// engine/kinds/ with its own config type, and is registered at assembly
+// (engine/kinds.Builtin, app/app.go); nothing in the engine core knows any
+// kind by name. See docs/actions.md,
 // "Adding an operation kind".
 type Kind interface {
 	domain.OperationKind
@@ -126,19 +127,6 @@ func NewKinds(ks ...Kind) *Kinds {
 	return r
 }
 
-// BuiltinKinds are the operation kinds Ontoflow ships. Adding one: its
-// file (kind_*.go) and one line here.
-func BuiltinKinds() []Kind {
-	return []Kind{
-		UpdateObject{},
-		CreateObject{},
-		CreateLink{},
-		DeleteObject{},
-		InvokeFunction{},
-		InvokeWebhook{},
-	}
-}
-
 // ReplaceKinds returns base with each kind of with put in place of the
 // base kind of the same name, or appended when base has none (assembly
 // swaps a built-in kind for one holding its dependencies this way).
@@ -171,7 +159,7 @@ func (r *Kinds) Get(name string) (Kind, bool) {
 func (e *Engine) op(at *ActionType, actor *models.User, target *Object, params map[string]any) (Kind, *Op, error) {
 	k, ok := e.kinds.Get(at.OperationKind)
 	if !ok {
-		return nil, nil, notSupported(at.OperationKind)
+		return nil, nil, NotSupported(at.OperationKind)
 	}
 	cfg := k.NewConfig()
 	if err := domain.DecodeConfig("config.operation", at.Config.Operation, cfg); err != nil {
@@ -180,24 +168,38 @@ func (e *Engine) op(at *ActionType, actor *models.User, target *Object, params m
 	return k, &Op{Action: at, Config: cfg, Actor: actor, Target: target, Params: params, Ontology: e.onto, media: e.media}, nil
 }
 
-// notSupported answers an operation this build cannot run.
-func notSupported(kind string) error {
+// NotSupported answers an operation this build cannot run.
+func NotSupported(kind string) error {
 	return apperr.New(apperr.OperationNotSupported, "operation %s is not available in this release", kind)
 }
 
-// timePtr is t as an edit records it (nil for the zero time).
-func timePtr(t time.Time) *time.Time {
+// TimePtr is t as an edit records it (nil for the zero time).
+func TimePtr(t time.Time) *time.Time {
 	if t.IsZero() {
 		return nil
 	}
 	return &t
 }
 
-// pick returns props restricted to keys (absent ones as nil).
-func pick(props, keys map[string]any) map[string]any {
+// Pick returns props restricted to keys (absent ones as nil): the before
+// and after values an edit records.
+func Pick(props, keys map[string]any) map[string]any {
 	out := map[string]any{}
 	for k := range keys {
 		out[k] = props[k]
 	}
 	return out
+}
+
+// MappingRefs are the properties a mapping config writes (the References
+// of the kinds configured by domain.MappingConfig).
+func MappingRefs(cfg *domain.MappingConfig) domain.References {
+	var r domain.References
+	for _, m := range cfg.PropertyMappings {
+		r.Properties = append(r.Properties, m.Property)
+	}
+	for k := range cfg.StaticPatch {
+		r.Properties = append(r.Properties, k)
+	}
+	return r
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/ontoflow/ontoflow/apperr"
 	"github.com/ontoflow/ontoflow/domain"
 	"github.com/ontoflow/ontoflow/engine"
+	"github.com/ontoflow/ontoflow/engine/kinds"
 	"github.com/ontoflow/ontoflow/internal/testdb"
 	"github.com/ontoflow/ontoflow/models"
 	"github.com/ontoflow/ontoflow/ontology"
@@ -103,7 +104,7 @@ type env struct {
 
 func newEnv(t *testing.T, db *gorm.DB, extra ...engine.Kind) *env {
 	t.Helper()
-	kinds := engine.NewKinds(append(engine.BuiltinKinds(), extra...)...)
+	kinds := kinds.Registry(extra...)
 	store := ontology.NewStore(db, nil, kinds.Domain())
 	if err := db.Create(admin).Error; err != nil {
 		t.Fatal(err)
@@ -316,7 +317,7 @@ func TestUnregisteredKind(t *testing.T) {
 }
 
 func newEnvOn(db *gorm.DB, extra ...engine.Kind) *env {
-	kinds := engine.NewKinds(append(engine.BuiltinKinds(), extra...)...)
+	kinds := kinds.Registry(extra...)
 	store := ontology.NewStore(db, nil, kinds.Domain())
 	return &env{db: db, store: store, eng: engine.New(engine.Deps{DB: db, Ontology: store, Kinds: kinds, Levels: store.Levels()})}
 }

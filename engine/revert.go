@@ -150,7 +150,7 @@ func (e *Engine) revertIn(ctx context.Context, tx *gorm.DB, rv *models.Execution
 	}
 	kind, ok := e.kinds.Get(at.OperationKind)
 	if !ok {
-		return nil, notSupported(at.OperationKind)
+		return nil, NotSupported(at.OperationKind)
 	}
 	var edits []models.Edit
 	for i := len(orig.Edits.V) - 1; i >= 0; i-- {
@@ -254,7 +254,7 @@ func (e *Engine) inverseUpdate(ctx context.Context, tx *gorm.DB, actor *models.U
 	if err != nil {
 		return ed, err
 	}
-	ed.UpdatedAtAfter = timePtr(after.UpdatedAt)
+	ed.UpdatedAtAfter = TimePtr(after.UpdatedAt)
 	return ed, nil
 }
 
@@ -271,7 +271,7 @@ func (e *Engine) restoreStamp(ctx context.Context, tx *gorm.DB, orig, done model
 	if err := e.onto.SetUpdatedAt(ctx, tx, done.ObjectID, *orig.UpdatedAtBefore); err != nil {
 		return done, err
 	}
-	done.UpdatedAtAfter = timePtr(*orig.UpdatedAtBefore)
+	done.UpdatedAtAfter = TimePtr(*orig.UpdatedAtBefore)
 	return done, nil
 }
 

@@ -91,7 +91,7 @@ func (e *Engine) load(ctx context.Context, r Request) (*input, error) {
 	kind, ok := e.kinds.Get(at.OperationKind)
 	if !ok {
 		// Stored by a build that registered the kind.
-		return nil, notSupported(at.OperationKind)
+		return nil, NotSupported(at.OperationKind)
 	}
 	if !kind.HasTarget(at.ObjectTypeID) {
 		if r.TargetID != "" {

@@ -75,7 +75,7 @@ type webhookRequest struct {
 // execution id) is its Idempotency-Key and webhook-id on every attempt.
 func (k InvokeWebhook) Effect(ctx context.Context, op *Op, key string) (json.RawMessage, error) {
 	if k.Client == nil || k.Secrets == nil {
-		return nil, notSupported(domain.KindInvokeWebhook)
+		return nil, NotSupported(domain.KindInvokeWebhook)
 	}
 	c := op.Config.(*webhookConfig)
 	x := secrets.NewExpander(k.Secrets)

@@ -525,7 +525,7 @@ func (e *Engine) branchReads(ctx context.Context, in *input, steps []models.Bran
 		}
 		r := models.BranchRead{ObjectID: id}
 		if o != nil {
-			r.UpdatedAt = timePtr(o.UpdatedAt)
+			r.UpdatedAt = TimePtr(o.UpdatedAt)
 		}
 		reads = append(reads, r)
 	}

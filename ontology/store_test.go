@@ -12,6 +12,7 @@ import (
 	"github.com/ontoflow/ontoflow/auth"
 	"github.com/ontoflow/ontoflow/domain"
 	"github.com/ontoflow/ontoflow/engine"
+	"github.com/ontoflow/ontoflow/engine/kinds"
 	"github.com/ontoflow/ontoflow/internal/testdb"
 	"github.com/ontoflow/ontoflow/models"
 	"github.com/ontoflow/ontoflow/ontology"
@@ -21,7 +22,7 @@ import (
 var _ engine.Ontology = (*ontology.Store)(nil)
 
 // builtinKinds are the operation kinds the application registers.
-var builtinKinds = engine.NewKinds(engine.BuiltinKinds()...).Domain()
+var builtinKinds = kinds.Registry().Domain()
 
 var (
 	admin = &models.User{ID: "00000000-0000-4000-8000-0000000000ad", Username: "admin",

@@ -14,7 +14,7 @@ import (
 
 	"github.com/ontoflow/ontoflow/apperr"
 	"github.com/ontoflow/ontoflow/domain"
-	"github.com/ontoflow/ontoflow/engine"
+	"github.com/ontoflow/ontoflow/engine/kinds"
 	"github.com/ontoflow/ontoflow/internal/testdb"
 	"github.com/ontoflow/ontoflow/models"
 	"github.com/ontoflow/ontoflow/secrets"
@@ -241,7 +241,7 @@ func TestMigratePolicies(t *testing.T) {
 		if p, err := st.UsePolicy(ctx, "CRM_TOKEN"); err != nil || len(p.Destinations) != 0 || p.MayUse(creator) {
 			t.Fatalf("unmigrated policy: %+v %v", p, err)
 		}
-		uses := engine.NewKinds(engine.BuiltinKinds()...).Domain().SecretUses
+		uses := kinds.Registry().Domain().SecretUses
 		log := slog.New(slog.NewTextHandler(io.Discard, nil))
 		n, err := secrets.MigratePolicies(ctx, db, log, uses)
 		if err != nil || n != len(names) {

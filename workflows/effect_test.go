@@ -15,6 +15,7 @@ import (
 	"github.com/ontoflow/ontoflow/activities"
 	"github.com/ontoflow/ontoflow/domain"
 	"github.com/ontoflow/ontoflow/engine"
+	"github.com/ontoflow/ontoflow/engine/kinds"
 	"github.com/ontoflow/ontoflow/internal/testdb"
 	"github.com/ontoflow/ontoflow/models"
 	"github.com/ontoflow/ontoflow/ontology"
@@ -70,7 +71,7 @@ func TestEffectStepRetriesThenRecordsOnce(t *testing.T) {
 	testdb.Each(t, func(t *testing.T, db *gorm.DB) {
 		ctx := context.Background()
 		k := &ticketKind{}
-		kinds := engine.NewKinds(append(engine.BuiltinKinds(), k)...)
+		kinds := kinds.Registry(k)
 		store := ontology.NewStore(db, nil, kinds.Domain())
 		eng := engine.New(engine.Deps{DB: db, Ontology: store, Kinds: kinds, Levels: store.Levels()})
 		admin := &models.User{ID: uuid.NewString(), Username: "admin", PasswordHash: "x", Roles: models.NewJSON([]string{"admin"}), Clearance: "pii"}

@@ -1,8 +1,9 @@
-package engine
+package updateobject
 
 import (
 	"context"
 	"fmt"
+	"github.com/ontoflow/ontoflow/engine"
 
 	"github.com/ontoflow/ontoflow/domain"
 	"github.com/ontoflow/ontoflow/models"
@@ -31,27 +32,27 @@ func (UpdateObject) CheckConfig(s *domain.KindScope, cfg any) error {
 
 // References implements domain.OperationKind.
 func (UpdateObject) References(cfg any) domain.References {
-	return mappingRefs(cfg.(*domain.MappingConfig))
+	return engine.MappingRefs(cfg.(*domain.MappingConfig))
 }
 
 // Preview implements Kind.
-func (UpdateObject) Preview(_ context.Context, op *Op) ([]models.Edit, error) {
+func (UpdateObject) Preview(_ context.Context, op *engine.Op) ([]models.Edit, error) {
 	patch := op.Config.(*domain.MappingConfig).Properties(op.Params)
 	return []models.Edit{{Op: models.EditUpdateObject, ObjectTypeID: op.Target.ObjectTypeID, ObjectID: op.Target.ID,
-		Before: pick(op.Target.Properties, patch), After: patch}}, nil
+		Before: engine.Pick(op.Target.Properties, patch), After: patch}}, nil
 }
 
 // Apply implements Kind.
-func (UpdateObject) Apply(ctx context.Context, op *Op) (*Outcome, error) {
+func (UpdateObject) Apply(ctx context.Context, op *engine.Op) (*engine.Outcome, error) {
 	patch := op.Config.(*domain.MappingConfig).Properties(op.Params)
 	after, err := op.Ontology.UpdateObject(ctx, op.Tx, op.Target.ID, patch)
 	if err != nil {
 		return nil, err
 	}
-	return &Outcome{
+	return &engine.Outcome{
 		Edits: []models.Edit{{Op: models.EditUpdateObject, ObjectTypeID: after.ObjectTypeID, ObjectID: after.ID,
-			Before: pick(op.Target.Properties, patch), After: pick(after.Properties, patch),
-			UpdatedAtBefore: timePtr(op.Target.UpdatedAt), UpdatedAtAfter: timePtr(after.UpdatedAt)}},
+			Before: engine.Pick(op.Target.Properties, patch), After: engine.Pick(after.Properties, patch),
+			UpdatedAtBefore: engine.TimePtr(op.Target.UpdatedAt), UpdatedAtAfter: engine.TimePtr(after.UpdatedAt)}},
 		Result: map[string]any{"object_id": after.ID},
 	}, nil
 }
@@ -62,18 +63,5 @@ func (UpdateObject) Invert(ed models.Edit) ([]models.Edit, error) {
 	if ed.Op != models.EditUpdateObject {
 		return nil, fmt.Errorf("update_object cannot invert a %s edit", ed.Op)
 	}
-	return []models.Edit{{Op: models.EditUpdateObject, ObjectTypeID: ed.ObjectTypeID, ObjectID: ed.ObjectID,
-		Before: ed.After, After: ed.Before, UpdatedAtBefore: ed.UpdatedAtAfter}}, nil
-}
-
-// mappingRefs are the properties a mapping config writes.
-func mappingRefs(cfg *domain.MappingConfig) domain.References {
-	var r domain.References
-	for _, m := range cfg.PropertyMappings {
-		r.Properties = append(r.Properties, m.Property)
-	}
-	for k := range cfg.StaticPatch {
-		r.Properties = append(r.Properties, k)
-	}
-	return r
+	return engine.InvertEdit(ed)
 }

@@ -1,8 +1,9 @@
-package engine
+package createobject
 
 import (
 	"context"
 	"fmt"
+	"github.com/ontoflow/ontoflow/engine"
 
 	"github.com/ontoflow/ontoflow/domain"
 	"github.com/ontoflow/ontoflow/models"
@@ -32,26 +33,26 @@ func (CreateObject) CheckConfig(s *domain.KindScope, cfg any) error {
 
 // References implements domain.OperationKind.
 func (CreateObject) References(cfg any) domain.References {
-	return mappingRefs(cfg.(*domain.MappingConfig))
+	return engine.MappingRefs(cfg.(*domain.MappingConfig))
 }
 
 // Preview implements Kind.
-func (CreateObject) Preview(_ context.Context, op *Op) ([]models.Edit, error) {
+func (CreateObject) Preview(_ context.Context, op *engine.Op) ([]models.Edit, error) {
 	return []models.Edit{{Op: models.EditCreateObject, ObjectTypeID: op.Action.ObjectTypeID,
 		After: op.Config.(*domain.MappingConfig).Properties(op.Params)}}, nil
 }
 
 // Apply implements Kind.
-func (CreateObject) Apply(ctx context.Context, op *Op) (*Outcome, error) {
+func (CreateObject) Apply(ctx context.Context, op *engine.Op) (*engine.Outcome, error) {
 	props := op.Config.(*domain.MappingConfig).Properties(op.Params)
 	obj, err := op.Ontology.CreateObject(ctx, op.Tx, op.Action.ObjectTypeID, props, "", op.Actor.ID, op.Actor.Organization)
 	if err != nil {
 		return nil, err
 	}
-	return &Outcome{
+	return &engine.Outcome{
 		Edits: []models.Edit{{Op: models.EditCreateObject, ObjectTypeID: obj.ObjectTypeID, ObjectID: obj.ID, After: obj.Properties,
 			Marking: obj.Marking, Organization: obj.Organization, CreatedBy: obj.CreatedBy,
-			CreatedAt: timePtr(obj.CreatedAt), UpdatedAtAfter: timePtr(obj.UpdatedAt)}},
+			CreatedAt: engine.TimePtr(obj.CreatedAt), UpdatedAtAfter: engine.TimePtr(obj.UpdatedAt)}},
 		Result: map[string]any{"object_id": obj.ID},
 	}, nil
 }
@@ -59,10 +60,8 @@ func (CreateObject) Apply(ctx context.Context, op *Op) (*Outcome, error) {
 // Invert implements Kind: delete the object, expecting it as the edit left
 // it.
 func (CreateObject) Invert(ed models.Edit) ([]models.Edit, error) {
-	if ed.Op != models.EditCreateObject || ed.ObjectID == "" {
-		return nil, fmt.Errorf("create_object cannot invert a %s edit without an object id", ed.Op)
+	if ed.Op != models.EditCreateObject {
+		return nil, fmt.Errorf("create_object cannot invert a %s edit", ed.Op)
 	}
-	return []models.Edit{{Op: models.EditDeleteObject, ObjectTypeID: ed.ObjectTypeID, ObjectID: ed.ObjectID,
-		Before: ed.After, Marking: ed.Marking, Organization: ed.Organization, CreatedBy: ed.CreatedBy,
-		CreatedAt: ed.CreatedAt, UpdatedAtBefore: ed.UpdatedAtAfter}}, nil
+	return engine.InvertEdit(ed)
 }

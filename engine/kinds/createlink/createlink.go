@@ -1,8 +1,9 @@
-package engine
+package createlink
 
 import (
 	"context"
 	"fmt"
+	"github.com/ontoflow/ontoflow/engine"
 
 	"github.com/ontoflow/ontoflow/apperr"
 	"github.com/ontoflow/ontoflow/domain"
@@ -70,14 +71,14 @@ func (c *createLinkConfig) ends(targetID string, params map[string]any) (src, ds
 }
 
 // Preview implements Kind.
-func (CreateLink) Preview(_ context.Context, op *Op) ([]models.Edit, error) {
+func (CreateLink) Preview(_ context.Context, op *engine.Op) ([]models.Edit, error) {
 	c := op.Config.(*createLinkConfig)
 	src, dst := c.ends(op.Target.ID, op.Params)
 	return []models.Edit{{Op: models.EditCreateLink, LinkTypeID: c.LinkTypeID, SourceID: src, TargetID: dst}}, nil
 }
 
 // Apply implements Kind.
-func (CreateLink) Apply(ctx context.Context, op *Op) (*Outcome, error) {
+func (CreateLink) Apply(ctx context.Context, op *engine.Op) (*engine.Outcome, error) {
 	c := op.Config.(*createLinkConfig)
 	// The other end comes from a parameter: the actor must be able to read
 	// it, as the REST link route requires of both ends. One it may not read
@@ -95,7 +96,7 @@ func (CreateLink) Apply(ctx context.Context, op *Op) (*Outcome, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Outcome{
+	return &engine.Outcome{
 		Edits:  []models.Edit{{Op: models.EditCreateLink, LinkTypeID: c.LinkTypeID, LinkID: id, SourceID: src, TargetID: dst}},
 		Result: map[string]any{"link_id": id},
 	}, nil
@@ -103,9 +104,8 @@ func (CreateLink) Apply(ctx context.Context, op *Op) (*Outcome, error) {
 
 // Invert implements Kind: delete the link by its id.
 func (CreateLink) Invert(ed models.Edit) ([]models.Edit, error) {
-	if ed.Op != models.EditCreateLink || ed.LinkID == "" {
-		return nil, fmt.Errorf("create_link cannot invert a %s edit without a link id", ed.Op)
+	if ed.Op != models.EditCreateLink {
+		return nil, fmt.Errorf("create_link cannot invert a %s edit", ed.Op)
 	}
-	return []models.Edit{{Op: models.EditDeleteLink, LinkTypeID: ed.LinkTypeID, LinkID: ed.LinkID,
-		SourceID: ed.SourceID, TargetID: ed.TargetID}}, nil
+	return engine.InvertEdit(ed)
 }

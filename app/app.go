@@ -129,6 +129,8 @@ type App struct {
 	// stopSweeps ends the background purge of expired branches and waits
 	// for it.
 	stopSweeps func()
+	// dav is the WebDAV handler (its sweeper runs with the other sweeps).
+	dav *webdav.Handler
 }
 
 // Start brings up the parts of mode and returns once they are serving.
@@ -326,7 +328,12 @@ func (a *App) startWorker() error {
 // routes over the executions service.
 func (a *App) handler(store *ontology.Store, eng *engine.Engine) (http.Handler, *executions.Service, error) {
 	cfg := a.Cfg
+	contents, err := a.webdavContents(context.Background())
+	if err != nil {
+		return nil, nil, err
+	}
 	dav, err := webdav.New(a.DB, a.Auth, webdav.Options{
+		Contents:        contents,
 		Root:            filepath.Join(cfg.DataDir, "files"),
 		Prefix:          "/webdav",
 		MaxUploadBytes:  cfg.WebDAVMaxUpload,
@@ -341,6 +348,7 @@ func (a *App) handler(store *ontology.Store, eng *engine.Engine) (http.Handler, 
 	if err != nil {
 		return nil, nil, fmt.Errorf("set up webdav: %w", err)
 	}
+	a.dav = dav
 	starter := workflows.NewStarter(a.Temporal, workflows.StarterOptions{
 		TaskQueue:        cfg.TaskQueue,
 		BatchChildItems:  cfg.BatchChildItems,
@@ -424,7 +432,9 @@ func (a *App) sweep(ctx context.Context, execs *executions.Service) {
 	sctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	done := make(chan struct{})
 	go func() { defer close(done); execs.SweepBranches(sctx, 0) }()
-	a.stopSweeps = func() { cancel(); <-done }
+	davDone := make(chan struct{})
+	go func() { defer close(davDone); a.dav.RunSweeper(sctx, a.Cfg.WebDAVSweepEvery) }()
+	a.stopSweeps = func() { cancel(); <-done; <-davDone }
 }
 
 // setUpOutbound loads the secret keys and builds the outbound client and

@@ -64,6 +64,12 @@ type Config struct {
 	WebDAVMaxLocks   int
 	WebDAVFsync      bool
 	WebDAVChecksums  string
+	// WebDAVStore is "posix" (trees under --data-dir) or an s3:// URL
+	// (the tree in the database, contents in the bucket).
+	WebDAVStore string
+	// WebDAVSweepEvery is how often each replica sweeps unreferenced
+	// objects and abandoned uploads in S3 mode.
+	WebDAVSweepEvery time.Duration
 
 	BatchMaxItems    int
 	BatchSyncMax     int
@@ -220,6 +226,8 @@ func Bind(fs *flag.FlagSet, mode Mode) (*Config, func() error) {
 		b.bool(&c.WebDAVFsync, "webdav-fsync", "ONTOFLOW_WEBDAV_FSYNC", false, "flush each WebDAV upload and copy to disk (file and directory) before answering, so it survives a power loss; off, as in Apache mod_dav_fs, the kernel writes it back within seconds")
 		b.int(&c.WebDAVMaxLocks, "webdav-max-locks", "ONTOFLOW_WEBDAV_MAX_LOCKS", webdav.DefaultMaxLocksPerUser, "most active WebDAV locks one user may hold (507 beyond)")
 		b.str(&c.WebDAVChecksums, "webdav-checksums", "ONTOFLOW_WEBDAV_CHECKSUMS", "auto", "where WebDAV content checksums are kept: auto (on the files as extended attributes where the filesystem supports them, else the database) or db")
+		b.str(&c.WebDAVStore, "webdav-store", "ONTOFLOW_WEBDAV_STORE", "posix", "where WebDAV trees live: posix (a directory per user under --data-dir) or s3://bucket/prefix?endpoint=URL&region=R&path_style=true (the tree in the database, contents in S3; credentials from the AWS chain: AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY, shared files, or secret=NAME for an Ontoflow secret holding ACCESS_KEY:SECRET_KEY)")
+		b.dur(&c.WebDAVSweepEvery, "webdav-sweep-interval", "ONTOFLOW_WEBDAV_SWEEP_INTERVAL", webdav.DefaultSweepInterval, "how often each replica sweeps S3 objects no file references and abandoned uploads (S3 mode)")
 		b.int(&c.BatchMaxItems, "batch-max-items", "ONTOFLOW_BATCH_MAX_ITEMS", 10000, "largest batch accepted by execute-batch (413 beyond)")
 		b.int(&c.BatchSyncMax, "batch-sync-max", "ONTOFLOW_BATCH_SYNC_MAX", 100, "batches up to this size answer synchronously; larger ones answer 202")
 		b.dur(&c.ExecuteTimeout, "execute-timeout", "ONTOFLOW_EXECUTE_TIMEOUT", 60*time.Second, "how long a synchronous execute waits before answering 202")
@@ -272,6 +280,11 @@ func Bind(fs *flag.FlagSet, mode Mode) (*Config, func() error) {
 		}
 		if (mode == ModeDev || mode == ModeServe) && c.WebDAVChecksums != "auto" && c.WebDAVChecksums != "db" {
 			return fmt.Errorf("--webdav-checksums: %q is neither auto nor db", c.WebDAVChecksums)
+		}
+		if mode == ModeDev || mode == ModeServe {
+			if _, err := webdav.ParseStoreURL(c.WebDAVStore); err != nil {
+				return fmt.Errorf("--webdav-store: %w", err)
+			}
 		}
 		if mode == ModeDev && c.TemporalCacheSize < 1 {
 			return fmt.Errorf("--temporal-cache-size must be positive")

@@ -2,8 +2,9 @@ package models
 
 import "time"
 
-// davModels are the WebDAV records (locks, dead properties, checksums).
-var davModels = []any{&DavLock{}, &DavProp{}, &DavChecksum{}}
+// davModels are the WebDAV records (locks, dead properties, checksums, and
+// the tree and blobs of the object-storage mode).
+var davModels = []any{&DavLock{}, &DavProp{}, &DavChecksum{}, &DavNode{}, &DavBlob{}}
 
 // DavLock is a WebDAV write lock (RFC 4918 §6). Locks live in the database
 // so they survive restarts and are shared by every API replica.
@@ -53,4 +54,45 @@ type DavChecksum struct {
 	MtimeNs int64  `gorm:"not null"`
 	SHA1    string `gorm:"column:sha1;size:40"`
 	MD5     string `gorm:"column:md5;size:32"`
+}
+
+// DavNode is one file or collection of a user's tree when WebDAV contents
+// live in object storage (--webdav-store s3://...): the tree is these rows,
+// the bytes are immutable objects named by Blob. A rename or MOVE changes
+// one row, whatever lies below it.
+type DavNode struct {
+	ID     int64  `gorm:"primaryKey;autoIncrement"`
+	UserID string `gorm:"size:36;not null;uniqueIndex:idx_dav_nodes_name,priority:1"`
+	// ParentID is the collection holding the node; 0 for a user's root.
+	ParentID int64  `gorm:"not null;uniqueIndex:idx_dav_nodes_name,priority:2"`
+	Name     string `gorm:"not null;uniqueIndex:idx_dav_nodes_name,priority:3"`
+	Dir      bool   `gorm:"not null;default:false"`
+	Size     int64  `gorm:"not null;default:0"`
+	MtimeNs  int64  `gorm:"not null;default:0"`
+	// CreatedNs is the creation time (creationdate).
+	CreatedNs int64  `gorm:"not null;default:0"`
+	SHA1      string `gorm:"column:sha1;size:40"`
+	MD5       string `gorm:"column:md5;size:32"`
+	SHA256    string `gorm:"column:sha256;size:64"`
+	// Blob is the object key of the contents ("" for an empty file or a
+	// collection); several nodes may share one (COPY).
+	Blob string `gorm:"column:blob_key;size:200;index"`
+	// Version grows with every change of the node; the ETag carries it and
+	// a write commits only over the version it started from.
+	Version int64 `gorm:"not null;default:1"`
+}
+
+// DavBlob is an object in the bucket the tree may reference: written by an
+// upload (State "uploading" until the node commit makes it "live"), and
+// reclaimed ("deleting", then gone) once no node references it.
+type DavBlob struct {
+	Key      string `gorm:"column:blob_key;primaryKey;size:200"`
+	UserID   string `gorm:"size:36;not null"`
+	State    string `gorm:"size:16;not null;index:idx_dav_blobs_state,priority:1"`
+	UploadID string `gorm:"size:1024"`
+	Size     int64  `gorm:"not null;default:0"`
+	// TouchedNs is the last sign of life of an upload (every part), or
+	// when the blob went live or was last shared; the sweep leaves alone
+	// what was touched within its grace period.
+	TouchedNs int64 `gorm:"not null;default:0;index:idx_dav_blobs_state,priority:2"`
 }

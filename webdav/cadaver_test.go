@@ -11,8 +11,6 @@ import (
 	"time"
 
 	"gorm.io/gorm"
-
-	"github.com/ontoflow/ontoflow/internal/testdb"
 )
 
 // TestCadaver is a smoke test with the cadaver command-line client:
@@ -22,9 +20,9 @@ func TestCadaver(t *testing.T) {
 	if err != nil {
 		t.Fatalf("cadaver is required (apt-get install cadaver): %v", err)
 	}
-	testdb.Each(t, func(t *testing.T, db *gorm.DB) {
+	eachMode(t, func(t *testing.T, db *gorm.DB, opts Options) {
 		addUser(t, db, "cad", 0)
-		e := newEnv(t, db, t.TempDir(), Options{})
+		e := newEnv(t, db, t.TempDir(), opts)
 		home := t.TempDir()
 		u, _ := url.Parse(e.base)
 		// cadaver reads credentials from ~/.netrc.

@@ -125,11 +125,11 @@ func (rq *request) checkCopyMoveTarget(dst string, sfi fs.FileInfo, overwrite bo
 		// Overwriting an ancestor would delete the source with it.
 		return nil, false, refusal(http.StatusForbidden, "destination contains the source")
 	}
-	pfi, err := rq.root.Stat(rel(pathParent(dst)))
+	pfi, err := rq.stat(pathParent(dst))
 	if err != nil || !pfi.IsDir() {
 		return nil, false, refusal(http.StatusConflict, "destination parent does not exist")
 	}
-	dfi, err = rq.root.Lstat(rel(dst))
+	dfi, err = rq.lstat(dst)
 	dexists = err == nil
 	if dexists && !overwrite {
 		return nil, false, refusal(http.StatusPreconditionFailed, "destination exists")
@@ -217,6 +217,8 @@ func (rq *request) admitCopy(dst string, sfi, dfi fs.FileInfo, dexists, infinite
 		switch {
 		case !fi.IsDir():
 			return fi.Size(), nil
+		case deep && rq.h.nodes != nil:
+			return subtreeSize(rq.r.Context(), rq.h.db, nodeOf(fi).ID)
 		case deep:
 			return treeSize(rq.root, rel(p))
 		}

@@ -15,7 +15,6 @@ import (
 
 	"gorm.io/gorm"
 
-	"github.com/ontoflow/ontoflow/internal/testdb"
 	"github.com/ontoflow/ontoflow/models"
 )
 
@@ -31,10 +30,10 @@ import (
 // is skipped locally and fails in CI (CI=true), where .ci/run installs it.
 func TestDavfs2(t *testing.T) {
 	needFUSE(t, "davfs2 round trip", "mount.davfs", "davfs2")
-	testdb.Each(t, func(t *testing.T, db *gorm.DB) {
+	eachMode(t, func(t *testing.T, db *gorm.DB, opts Options) {
 		u := addUser(t, db, "dav2", 0)
 		serverDir := t.TempDir()
-		e := newEnv(t, db, serverDir, Options{})
+		e := newEnv(t, db, serverDir, opts)
 		e.want(201, "dav2", "MKCOL", "/mnt", "")
 
 		src := t.TempDir()
@@ -88,7 +87,7 @@ func TestDavfs2(t *testing.T) {
 		m.unmount(t)
 
 		// The server's disk holds exactly the expected files.
-		compareTree(t, "server disk", filepath.Join(serverDir, u.ID, "mnt"), want)
+		compareGot(t, "server", e.serverTree(u.ID, "/mnt"), want)
 		// A fresh mount (empty cache) reads them back byte for byte.
 		m2 := mountDavfs(t, e.base+"/mnt/", "dav2")
 		got := readTree(t, m2.dir)
@@ -229,7 +228,12 @@ func readTree(t *testing.T, dir string) map[string][]byte {
 
 func compareTree(t *testing.T, what, dir string, want map[string][]byte) {
 	t.Helper()
-	got := readTree(t, dir)
+	compareGot(t, what, readTree(t, dir), want)
+}
+
+// compareGot fails unless got holds exactly want's files and bytes.
+func compareGot(t *testing.T, what string, got, want map[string][]byte) {
+	t.Helper()
 	for p, w := range want {
 		g, ok := got[p]
 		switch {

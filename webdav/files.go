@@ -21,6 +21,9 @@ const xmlHeader = `<?xml version="1.0" encoding="utf-8"?>` + "\n"
 // etagOf is a strong entity tag: inode, modification time (ns) and size.
 // Every PUT writes a new inode, so two versions never share a tag.
 func etagOf(fi fs.FileInfo) string {
+	if n, ok := fi.(nodeInfo); ok {
+		return nodeETag(n.n)
+	}
 	ino := fileID(fi)
 	b := make([]byte, 0, 48)
 	b = append(b, '"')

@@ -66,6 +66,10 @@ type Options struct {
 	// data directory's filesystem supports user extended attributes (the
 	// default there is to keep them on the files; see sums.go).
 	ChecksumsInDB bool
+	// Contents, when set, selects the tree + contents mode (store.go):
+	// the tree in the database, file contents in this store (S3). Nil
+	// keeps each user's tree as a directory under Root.
+	Contents Contents
 }
 
 // Handler is the WebDAV http.Handler. It is safe for concurrent use, and
@@ -101,6 +105,8 @@ type Handler struct {
 	// maxUnhashable, then cleared).
 	unhashableSet sync.Map
 	unhashableN   atomic.Int64
+	// nodes is the tree + contents store; nil in POSIX mode.
+	nodes *nodeStore
 }
 
 // Defaults of Options, and of the flags that set them (config uses these
@@ -160,10 +166,22 @@ func New(db *gorm.DB, authn *auth.Service, opts Options) (*Handler, error) {
 		// Correct without them, only slower: every write reads the locks.
 		h.log.Warn("webdav: change counters unavailable; locks are read from the database on every write", "err", err)
 	}
+	if opts.Contents != nil {
+		// Checksums live in the tree's rows; properties in the database.
+		opts.ChecksumsInDB = true
+		h.opts.ChecksumsInDB = true
+	}
 	if h.meta, err = chooseMetaStore(db, &h.gen, opts, h.log); err != nil {
 		return nil, err
 	}
 	h.quota = &quotas{defaultQuota: opts.DefaultQuota, dataDir: root, props: h.meta}
+	if opts.Contents != nil {
+		t := newTree(db)
+		h.nodes = &nodeStore{tree: t, blobs: &blobs{db: db, contents: opts.Contents, log: h.log}}
+		h.quota.treeBytes = func(userID string) (int64, error) { return t.usage(context.Background(), userID) }
+		h.log.Info("webdav store", "tree", "database", "contents", opts.Contents.Kind())
+		return h, nil
+	}
 	h.log.Info("webdav checksum store", "store", h.meta.kind(), "root", root)
 	return h, nil
 }
@@ -250,6 +268,10 @@ func (rq *request) serve(p string) (int, error) {
 	}
 	if isReserved(ip) {
 		return refuse(http.StatusForbidden, "reserved name")
+	}
+	if rq.h.nodes != nil {
+		rq.path = ip
+		return rq.nodeHandler()()
 	}
 	root, err := rq.h.openRoot(rq.user.ID)
 	if err != nil {

@@ -3,6 +3,7 @@ package webdav
 import (
 	"html"
 	"io"
+	"io/fs"
 	"net/http"
 	"os"
 	"path"
@@ -29,6 +30,31 @@ const listingHead = `<!doctype html><meta charset=utf-8>` +
 // a folder of 100,000 files costs no more memory than one of ten.
 func (rq *request) serveListing(dir *os.File) {
 	w := rq.w
+	rq.listingStart()
+	if rq.r.Method == http.MethodHead {
+		return
+	}
+	for {
+		ents, err := dir.ReadDir(256)
+		var b strings.Builder
+		for _, e := range ents {
+			if strings.HasPrefix(e.Name(), tmpPrefix) {
+				continue
+			}
+			rq.writeListingRow(&b, e)
+		}
+		_, _ = io.WriteString(w, b.String())
+		if err != nil || len(ents) == 0 {
+			break
+		}
+	}
+	_, _ = io.WriteString(w, "</tbody></table></div>\n")
+}
+
+// listingStart writes the listing's headers and, unless HEAD, the page's
+// start down to the table's first row.
+func (rq *request) listingStart() {
+	w := rq.w
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")
 	w.Header().Set("X-Content-Type-Options", "nosniff")
 	w.Header().Set("Content-Security-Policy", "sandbox; default-src 'none'; style-src 'unsafe-inline'")
@@ -46,35 +72,25 @@ func (rq *request) serveListing(dir *os.File) {
 		b.WriteString(`<tr><td class=n><a href="` + html.EscapeString(href) + `">../</a> (parent folder)<td class=s><td>` + "\n")
 	}
 	_, _ = io.WriteString(w, b.String())
-	for {
-		ents, err := dir.ReadDir(256)
-		b.Reset()
-		for _, e := range ents {
-			if strings.HasPrefix(e.Name(), tmpPrefix) {
-				continue
-			}
-			rq.writeListingRow(&b, e)
-		}
-		_, _ = io.WriteString(w, b.String())
-		if err != nil || len(ents) == 0 {
-			break
-		}
-	}
-	_, _ = io.WriteString(w, "</tbody></table></div>\n")
 }
 
 // writeListingRow writes one entry; an entry that vanished between the
 // directory read and its stat is still listed, without size or time.
 func (rq *request) writeListingRow(b *strings.Builder, e os.DirEntry) {
-	isDir := e.IsDir()
-	name := e.Name()
+	fi, err := e.Info()
+	rq.writeListingEntry(b, e.Name(), e.IsDir(), fi, err)
+}
+
+// writeListingEntry writes one entry named base; fi is nil with err when
+// its details are unknown.
+func (rq *request) writeListingEntry(b *strings.Builder, base string, isDir bool, fi fs.FileInfo, err error) {
+	name := base
 	if isDir {
 		name += "/"
 	}
 	b.WriteString(`<tr><td class=n><a href="`)
-	b.WriteString(html.EscapeString(rq.h.href(pathJoin(rq.path, e.Name()), isDir)))
+	b.WriteString(html.EscapeString(rq.h.href(pathJoin(rq.path, base), isDir)))
 	b.WriteString(`">` + html.EscapeString(name) + `</a><td class=s>`)
-	fi, err := e.Info()
 	if err == nil && !isDir {
 		b.WriteString(`<span title="` + strconv.FormatInt(fi.Size(), 10) + ` bytes">` + humanSize(fi.Size()) + `</span>`)
 	}

@@ -9,7 +9,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ontoflow/ontoflow/internal/testdb"
 	"gorm.io/gorm"
 )
 
@@ -27,9 +26,9 @@ func TestLitmus(t *testing.T) {
 	if err != nil {
 		t.Fatalf("litmus is required (apt-get install litmus): %v", err)
 	}
-	testdb.Each(t, func(t *testing.T, db *gorm.DB) {
+	eachMode(t, func(t *testing.T, db *gorm.DB, opts Options) {
 		addUser(t, db, "litmus", 0)
-		e := newEnv(t, db, t.TempDir(), Options{})
+		e := newEnv(t, db, t.TempDir(), opts)
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 		defer cancel()
 		cmd := exec.CommandContext(ctx, bin, "-k", e.base+"/", "litmus", testPass)

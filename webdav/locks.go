@@ -259,7 +259,7 @@ func (rq *request) evalIf(pc *preconds) bool {
 			return e
 		}
 		e := ""
-		if fi, err := rq.root.Stat(rel(p)); err == nil {
+		if fi, err := rq.stat(p); err == nil {
 			e = etagOf(fi)
 		}
 		etags[p] = e
@@ -453,7 +453,7 @@ func parseLockInfo(doc *xmlNode) (shared bool, owner string, err error) {
 // (RFC 4918 §7.3: an unmapped URL becomes an empty file, which needs the
 // parent collection and its lock tokens), and evaluates the If header.
 func (rq *request) lockable() (exists bool, err error) {
-	_, err = rq.root.Stat(rel(rq.path))
+	_, err = rq.stat(rq.path)
 	if err == nil {
 		if len(rq.r.Header.Values("If")) > 0 {
 			// Evaluate a given If header like any other request.
@@ -464,7 +464,7 @@ func (rq *request) lockable() (exists bool, err error) {
 	if !errors.Is(err, os.ErrNotExist) {
 		return false, statError(err)
 	}
-	if pfi, err := rq.root.Stat(rel(pathParent(rq.path))); err != nil || !pfi.IsDir() {
+	if pfi, err := rq.stat(pathParent(rq.path)); err != nil || !pfi.IsDir() {
 		return false, refusal(http.StatusConflict, "parent collection does not exist")
 	}
 	// Creating the file changes the parent's membership.
@@ -530,8 +530,15 @@ func (rq *request) insertLock(lock *models.DavLock) error {
 func (rq *request) createLocked(lock *models.DavLock) (bool, error) {
 	h, ctx := rq.h, rq.r.Context()
 	created := false
-	f, err := rq.root.OpenFile(rel(rq.path), os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o644)
+	var f *os.File
+	var err error
+	if h.nodes != nil {
+		created, err = rq.createEmptyNode()
+	} else {
+		f, err = rq.root.OpenFile(rel(rq.path), os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o644)
+	}
 	switch {
+	case h.nodes != nil:
 	case err == nil:
 		f.Close()
 		created = true

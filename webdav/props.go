@@ -101,7 +101,7 @@ func (rq *request) servePropfind() (int, error) {
 	if err != nil {
 		return 0, err
 	}
-	fi, err := rq.root.Stat(rel(rq.path))
+	fi, err := rq.stat(rq.path)
 	if err != nil {
 		return statFailure(err)
 	}
@@ -115,7 +115,9 @@ func (rq *request) servePropfind() (int, error) {
 	_, _ = pw.bw.WriteString(xmlHeader + `<D:multistatus xmlns:D="DAV:">`)
 	batch := []entry{{path: rq.path, fi: fi}}
 	ctx := rq.r.Context()
-	if depth == "1" && fi.IsDir() {
+	if depth == "1" && fi.IsDir() && rq.h.nodes != nil {
+		err = rq.nodeListDir(ctx, batch, pw)
+	} else if depth == "1" && fi.IsDir() {
 		err = rq.listDir(ctx, batch, pw)
 	} else {
 		err = pw.writeBatch(ctx, nil, batch)
@@ -292,7 +294,9 @@ func (pw *propWriter) writeBatch(ctx context.Context, dir *os.File, batch []entr
 			return err
 		}
 	}
-	if pw.withSums {
+	if pw.withSums && rq.h.nodes != nil {
+		sums = nodeSums(rq.user.ID, batch)
+	} else if pw.withSums {
 		if sums, err = rq.h.meta.sumsFor(ctx, rq.root, rq.user.ID, dir, batch); err != nil {
 			return err
 		}
@@ -472,6 +476,9 @@ func (pw *propWriter) writeSum(e entry, sum models.DavChecksum, hasSum bool) boo
 	if fi.IsDir() || !fi.Mode().IsRegular() {
 		return false
 	}
+	if !hasSum && pw.rq.h.nodes != nil {
+		return false // every stored file was hashed on its way in
+	}
 	if !hasSum || !sumValid(sum, fi) {
 		// Not hashed yet (large upload still queued, or lost across a
 		// restart): queue it, publish none this time.
@@ -488,6 +495,9 @@ func (pw *propWriter) writeSum(e entry, sum models.DavChecksum, hasSum bool) boo
 // (stat_*.go) when it is older than the modification time, else the
 // modification time (a copy keeps an older mtime than its new inode).
 func creationTime(fi fs.FileInfo) time.Time {
+	if n, ok := fi.(nodeInfo); ok {
+		return time.Unix(0, n.n.CreatedNs)
+	}
 	if c, ok := birthTime(fi); ok && c.Before(fi.ModTime()) {
 		return c
 	}
@@ -536,7 +546,7 @@ func (rq *request) serveProppatch() (int, error) {
 	if len(ops) == 0 {
 		return refuse(http.StatusBadRequest, "propertyupdate without properties")
 	}
-	fi, err := rq.root.Stat(rel(rq.path))
+	fi, err := rq.stat(rq.path)
 	if err != nil {
 		return statFailure(err)
 	}
@@ -647,6 +657,9 @@ func (rq *request) applyProppatch(ops []propOp, fi fs.FileInfo, mtime time.Time)
 		if mtime.IsZero() {
 			return nil
 		}
+		if rq.h.nodes != nil {
+			return setNodeMtimeTx(tx, nodeOf(fi).ID, mtime)
+		}
 		if err := meta.chtimes(tx, rq.root, rq.user.ID, rq.path, fi, mtime); err != nil {
 			return fmt.Errorf("set modification time: %w", err)
 		}
@@ -724,7 +737,7 @@ func parsePropTime(s string) (time.Time, bool) {
 func (rq *request) writePropstat(ops []propOp, status []int) {
 	var b strings.Builder
 	b.WriteString(xmlHeader + `<D:multistatus xmlns:D="DAV:"><D:response><D:href>`)
-	fi, err := rq.root.Stat(rel(rq.path))
+	fi, err := rq.stat(rq.path)
 	escapeText(&b, rq.h.href(rq.path, err == nil && fi.IsDir()))
 	b.WriteString(`</D:href>`)
 	done := map[int]bool{}

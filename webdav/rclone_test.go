@@ -15,8 +15,6 @@ import (
 	"time"
 
 	"gorm.io/gorm"
-
-	"github.com/ontoflow/ontoflow/internal/testdb"
 )
 
 // awkwardNames are file name stems a sync client must carry unchanged.
@@ -34,10 +32,10 @@ func TestRclone(t *testing.T) {
 	if err != nil {
 		t.Fatalf("rclone is required (apt-get install rclone): %v", err)
 	}
-	testdb.Each(t, func(t *testing.T, db *gorm.DB) {
+	eachMode(t, func(t *testing.T, db *gorm.DB, opts Options) {
 		const quota = 1 << 30
 		addUser(t, db, "sync", quota)
-		e := newEnv(t, db, t.TempDir(), Options{})
+		e := newEnv(t, db, t.TempDir(), opts)
 		work := t.TempDir()
 		src, back := filepath.Join(work, "src"), filepath.Join(work, "back")
 		rng := rand.New(rand.NewPCG(1, 2))
@@ -154,9 +152,9 @@ func TestRcloneBisync(t *testing.T) {
 	if err != nil {
 		t.Fatalf("rclone is required (apt-get install rclone): %v", err)
 	}
-	testdb.Each(t, func(t *testing.T, db *gorm.DB) {
+	eachMode(t, func(t *testing.T, db *gorm.DB, opts Options) {
 		u := addUser(t, db, "bisync", 0)
-		e := newEnv(t, db, t.TempDir(), Options{})
+		e := newEnv(t, db, t.TempDir(), opts)
 		e.want(http.StatusCreated, "bisync", "MKCOL", "/bi", "")
 		work := t.TempDir()
 		local, workdir := filepath.Join(work, "local"), filepath.Join(work, "state")
@@ -215,7 +213,7 @@ func TestRcloneBisync(t *testing.T) {
 			"d e#%.txt": []byte("first d e#%.txt"), "l.txt": []byte("new local"), "r.txt": []byte("new remote"),
 		}
 		compareTree(t, "local", local, want)
-		compareTree(t, "server disk", filepath.Join(e.dir, u.ID, "bi"), want)
+		compareGot(t, "server", e.serverTree(u.ID, "/bi"), want)
 		for _, n := range []string{"b.txt", "r.txt"} {
 			if fi, err := os.Stat(filepath.Join(local, n)); err != nil || !fi.ModTime().Equal(mt) {
 				t.Fatalf("%s synced down without its modification time: %v %v", n, fi.ModTime(), err)
@@ -245,9 +243,9 @@ func TestRcloneMount(t *testing.T) {
 		t.Fatalf("rclone is required (apt-get install rclone): %v", err)
 	}
 	needFUSE(t, "rclone mount", "fusermount", "fuse3", "fusermount3")
-	testdb.Each(t, func(t *testing.T, db *gorm.DB) {
+	eachMode(t, func(t *testing.T, db *gorm.DB, opts Options) {
 		u := addUser(t, db, "rmount", 0)
-		e := newEnv(t, db, t.TempDir(), Options{})
+		e := newEnv(t, db, t.TempDir(), opts)
 		e.want(http.StatusCreated, "rmount", "MKCOL", "/m", "")
 		work := t.TempDir()
 		conf := filepath.Join(work, "rclone.conf")
@@ -327,9 +325,8 @@ func TestRcloneMount(t *testing.T) {
 		want["tree/a.txt"] = want["tree/b.txt"]
 		delete(want, "tree/b.txt")
 
-		disk := filepath.Join(e.dir, u.ID, "m")
 		for deadline := time.Now().Add(2 * time.Minute); ; time.Sleep(100 * time.Millisecond) {
-			got := readTree(t, disk)
+			got := e.serverTree(u.ID, "/m")
 			same := len(got) == len(want)
 			for p, w := range want {
 				same = same && bytes.Equal(got[p], w)
@@ -338,7 +335,7 @@ func TestRcloneMount(t *testing.T) {
 				break
 			}
 			if time.Now().After(deadline) {
-				compareTree(t, "server disk", disk, want)
+				compareGot(t, "server", got, want)
 				t.FailNow()
 			}
 		}

@@ -103,7 +103,12 @@ func (rq *request) respond(status int, err error) {
 		return
 	}
 	var de *davError
-	if !errors.As(err, &de) {
+	if !errors.As(err, &de) && errors.Is(err, ErrStoreUnavailable) {
+		rq.h.log.Error("webdav", "method", rq.r.Method, "path", rq.path, "err", err)
+		w.Header().Set("Retry-After", "5")
+		de = &davError{status: http.StatusServiceUnavailable, msg: "storage unavailable, retry later"}
+	}
+	if de == nil && !errors.As(err, &de) {
 		user := ""
 		if rq.user != nil {
 			user = rq.user.Username

@@ -45,6 +45,8 @@ type runConfig struct {
 	store     string
 	s3Port    int
 	versitygw string
+	bigPutN   int
+	bigPutMiB int
 }
 
 func run(ctx context.Context, args []string) error {
@@ -69,6 +71,8 @@ func run(ctx context.Context, args []string) error {
 	fs.IntVar(&cfg.smallCount, "small", 1000, "4 KiB files PUT by 8 clients per round")
 	fs.StringVar(&cfg.store, "store", "", "also run Ontoflow in S3 mode: versitygw (start it over WORKDIR/s3) or an s3://bucket/prefix?endpoint=... URL")
 	fs.IntVar(&cfg.s3Port, "s3-ontoflow-port", 8093, "the S3-mode Ontoflow's loopback port")
+	fs.IntVar(&cfg.bigPutN, "bigput-n", 8, "concurrent PUTs of the bigput benchmark (not in the default -only: it writes n x bigput-mib to each Ontoflow server)")
+	fs.IntVar(&cfg.bigPutMiB, "bigput-mib", 1024, "size of each bigput PUT in MiB")
 	fs.StringVar(&cfg.versitygw, "versitygw", "", "versitygw binary for -store versitygw (default: as internal/s3test finds it)")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -181,6 +185,7 @@ func run(ctx context.Context, args []string) error {
 		{"get", b.get},
 		{"put", b.put},
 		{"small", b.smallPut},
+		{"bigput", b.bigPut},
 	}
 	for _, st := range steps {
 		if !cfg.only[st.name] {

@@ -19,6 +19,7 @@ func TestHelpCreatesNoState(t *testing.T) {
 		{"users", "update", "-h"}, {"users", "passwd", "-h"},
 		{"secrets", "-h"}, {"secrets", "--help"}, {"secrets", "help"},
 		{"secrets", "gen-key", "-h"}, {"secrets", "rotate-key", "-h"},
+		{"webdav", "-h"}, {"webdav", "migrate-store", "-h"}, {"webdav", "migrate-store", "--help"},
 		// --help as well as -h, for every command.
 		{"--help"}, {"dev", "--help"}, {"serve", "--help"}, {"worker", "--help"},
 		{"migrate", "--help"}, {"probe", "--help"}, {"users", "add", "--help"},
@@ -54,7 +55,7 @@ func TestHelpCreatesNoState(t *testing.T) {
 		})
 	}
 	// An unknown subcommand is refused before the database too.
-	for _, c := range []string{"users", "secrets"} {
+	for _, c := range []string{"users", "secrets", "webdav"} {
 		dir := t.TempDir()
 		cmd := exec.Command(os.Args[0], c, "frobnicate")
 		cmd.Dir = dir

@@ -6,6 +6,7 @@
 //	ontoflow migrate  bring the database schema up to date
 //	ontoflow users    add, list and update service users
 //	ontoflow secrets  generate and rotate the key secrets are encrypted with
+//	ontoflow webdav   migrate-store: move WebDAV trees between POSIX and S3
 package main
 
 import (
@@ -41,6 +42,7 @@ Commands:
             --temporal-address also registers Ontoflow's search attributes
   users     manage service users: add, list, show, update, passwd
   secrets   secret keys: gen-key, rotate-key
+  webdav    migrate-store: copy WebDAV trees between the POSIX layout and S3
   probe     GET a URL and exit 0 on 200 (container health checks; the
             image has no curl)
 
@@ -68,6 +70,8 @@ func main() {
 		err = usersCmd(args, os.Stdout)
 	case "secrets":
 		err = secretsCmd(args, os.Stdout)
+	case "webdav":
+		err = webdavCmd(args, os.Stdout)
 	case "probe":
 		err = probe(args)
 	case "-h", "--help", "help":

@@ -1,0 +1,152 @@
+package webdav
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"gorm.io/gorm"
+
+	"github.com/ontoflow/ontoflow/models"
+)
+
+// Blobs: every object the tree may reference has a dav_blobs row, made
+// before its first byte is sent:
+//
+//	uploading --(node commit, same transaction)--> live
+//	live, referenced by no node --reclaim--> deleting --(object deleted)--> row gone
+//	uploading, untouched for the grace period --sweep--> deleting --> gone
+//
+// Several nodes may share one live blob (COPY). A blob goes from live to
+// deleting only in reclaim, which first takes the row (UPDATE), then
+// counts the nodes referencing it in a later statement; a COPY takes the
+// same rows (UPDATE ... WHERE state = 'live') before inserting nodes. So on
+// Postgres (read committed) as on SQLite, a COPY sharing a blob and a
+// reclaim of it are ordered by the row lock: either the COPY's nodes are
+// seen and the blob stays, or the COPY finds it no longer live and starts
+// over from the source's current node.
+
+const (
+	blobUploading = "uploading"
+	blobLive      = "live"
+	blobDeleting  = "deleting"
+)
+
+// newBlobKey names a fresh object: the user's id, then 128 random bits.
+func newBlobKey(userID string) string {
+	var b [16]byte
+	_, _ = rand.Read(b[:])
+	return userID + "/" + hex.EncodeToString(b[:])
+}
+
+// blobs is the lifecycle of objects in a Contents.
+type blobs struct {
+	db       *gorm.DB
+	contents Contents
+	log      *slog.Logger
+}
+
+// begin records an upload about to start.
+func (b *blobs) begin(ctx context.Context, userID, key string) error {
+	err := b.db.WithContext(ctx).Create(&models.DavBlob{Key: key, UserID: userID, State: blobUploading, TouchedNs: time.Now().UnixNano()}).Error
+	if err != nil {
+		return fmt.Errorf("record upload: %w", err)
+	}
+	return nil
+}
+
+// hooks keep the upload's row alive and its multipart id known.
+func (b *blobs) hooks(key string) PutHooks {
+	return PutHooks{
+		Started: func(ctx context.Context, id string) error {
+			return b.db.WithContext(context.WithoutCancel(ctx)).Exec("UPDATE dav_blobs SET upload_id = ?, touched_ns = ? WHERE blob_key = ?", id, time.Now().UnixNano(), key).Error
+		},
+		Touch: func(ctx context.Context) error {
+			return b.db.WithContext(context.WithoutCancel(ctx)).Exec("UPDATE dav_blobs SET touched_ns = ? WHERE blob_key = ?", time.Now().UnixNano(), key).Error
+		},
+	}
+}
+
+// goLiveTx makes an uploaded blob live, in the node commit's transaction.
+func goLiveTx(tx *gorm.DB, key string, size int64) error {
+	res := tx.Exec("UPDATE dav_blobs SET state = ?, size = ?, upload_id = '', touched_ns = ? WHERE blob_key = ? AND state = ?",
+		blobLive, size, time.Now().UnixNano(), key, blobUploading)
+	if res.Error != nil {
+		return res.Error
+	}
+	if res.RowsAffected != 1 {
+		return errors.New("the upload's record was swept before its commit")
+	}
+	return nil
+}
+
+// shareTx takes the rows of blobs a COPY is about to reference; false when
+// one of them is no longer live (reclaimed meanwhile: retry from the
+// source's current nodes).
+func shareTx(tx *gorm.DB, keys []string) (bool, error) {
+	if len(keys) == 0 {
+		return true, nil
+	}
+	res := tx.Exec("UPDATE dav_blobs SET touched_ns = ? WHERE blob_key IN ? AND state = ?", time.Now().UnixNano(), keys, blobLive)
+	if res.Error != nil {
+		return false, res.Error
+	}
+	return res.RowsAffected == int64(len(keys)), nil
+}
+
+// abandon drops a blob whose upload failed or lost its commit.
+func (b *blobs) abandon(ctx context.Context, key string) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+	defer cancel()
+	if err := b.contents.Delete(ctx, key); err != nil {
+		// The row stays "uploading": the sweep deletes it later.
+		b.log.Warn("webdav: delete abandoned upload (the sweep will retry)", "key", key, "err", err)
+		return
+	}
+	b.db.WithContext(ctx).Exec("DELETE FROM dav_blobs WHERE blob_key = ? AND state = ?", key, blobUploading)
+}
+
+// reclaim deletes a live blob no node references any more; it reports
+// whether it did. Safe with concurrent COPYs and other reclaimers.
+func (b *blobs) reclaim(ctx context.Context, key string) (bool, error) {
+	if key == "" {
+		return false, nil
+	}
+	claimed := false
+	err := b.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+		res := tx.Exec("UPDATE dav_blobs SET state = ?, touched_ns = ? WHERE blob_key = ? AND state = ?", blobDeleting, time.Now().UnixNano(), key, blobLive)
+		if res.Error != nil || res.RowsAffected == 0 {
+			return res.Error
+		}
+		var refs int64
+		if err := tx.Raw("SELECT COUNT(*) FROM dav_nodes WHERE blob_key = ?", key).Scan(&refs).Error; err != nil {
+			return err
+		}
+		if refs > 0 {
+			return errStillReferenced
+		}
+		claimed = true
+		return nil
+	})
+	if errors.Is(err, errStillReferenced) {
+		return false, nil
+	}
+	if err != nil || !claimed {
+		return false, err
+	}
+	return true, b.finish(ctx, key)
+}
+
+var errStillReferenced = errors.New("blob still referenced")
+
+// finish deletes a claimed blob's object, then its row.
+func (b *blobs) finish(ctx context.Context, key string) error {
+	if err := b.contents.Delete(ctx, key); err != nil {
+		return fmt.Errorf("delete object: %w", err)
+	}
+	return b.db.WithContext(ctx).Exec("DELETE FROM dav_blobs WHERE blob_key = ? AND state = ?", key, blobDeleting).Error
+}

@@ -1,0 +1,279 @@
+package webdav
+
+import (
+	"crypto/md5"
+	"crypto/sha1"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"hash"
+	"io"
+	"io/fs"
+	"net/http"
+	"time"
+
+	"gorm.io/gorm"
+
+	"github.com/ontoflow/ontoflow/models"
+)
+
+// PUT in tree mode: the body streams into a new object under a fresh key
+// (hashed on its way), then one transaction points the node at it, guarded
+// by the version the node had when the request began, so of two writers
+// racing on one file the second is refused (409) rather than silently
+// overwriting. The object the node referenced before is reclaimed after
+// the commit. A failed or aborted body leaves the node as it was and its
+// object (or multipart upload) is deleted.
+
+func (rq *request) nodePut() (int, error) {
+	if rq.path == "/" {
+		return refuse(http.StatusMethodNotAllowed, "cannot PUT to the root collection")
+	}
+	if rq.r.Header.Get("Content-Range") != "" {
+		return refuse(http.StatusBadRequest, "partial PUT is not supported")
+	}
+	if max := rq.h.opts.MaxUploadBytes; max > 0 && announced(rq.r) > max {
+		rq.unread()
+		return refuse(http.StatusRequestEntityTooLarge, "upload too large")
+	}
+	pfi, err := rq.stat(pathParent(rq.path))
+	if err != nil || !pfi.IsDir() {
+		return refuse(http.StatusConflict, "parent collection does not exist")
+	}
+	old, err := rq.stat(rq.path)
+	exists := err == nil
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return statFailure(err)
+	}
+	if exists && old.IsDir() {
+		return refuse(http.StatusMethodNotAllowed, "a collection exists at this path")
+	}
+	if err := checkHTTPPreconditions(rq.r, old, exists); err != nil {
+		return http.StatusPreconditionFailed, err
+	}
+	if _, err := rq.precheck(target{path: rq.path, membership: !exists}); err != nil {
+		return 0, err
+	}
+	u := &upload{rq: rq, exists: exists, quota: rq.h.quota.of(rq.user)}
+	nu := &nodeUpload{upload: u, parent: nodeOf(pfi)}
+	if exists {
+		nu.old = nodeOf(old)
+		u.oldSize = old.Size()
+	}
+	defer u.cleanup()
+	defer nu.cleanup()
+	if err := nu.run(); err != nil {
+		return 0, err
+	}
+	return nu.answer(), nil
+}
+
+// nodeUpload is one tree-mode PUT (the upload fields it shares with POSIX
+// mode: limits, size, quota admission).
+type nodeUpload struct {
+	*upload
+	parent *models.DavNode
+	old    *models.DavNode // nil: a new file
+	key    string          // the new object ("" for an empty body)
+	sha256 string
+	node   *models.DavNode // as committed
+}
+
+func (u *nodeUpload) run() error {
+	if err := u.bound(); err != nil {
+		return err
+	}
+	if err := u.receive(); err != nil {
+		return err
+	}
+	if _, err := u.rq.precheck(target{path: u.rq.path, membership: !u.exists}); err != nil {
+		return err
+	}
+	if err := u.admit(); err != nil {
+		return err
+	}
+	return u.commit()
+}
+
+// cleanup deletes the object of an upload that was not committed.
+func (u *nodeUpload) cleanup() {
+	if u.key != "" && !u.done {
+		u.rq.h.nodes.blobs.abandon(u.rq.r.Context(), u.key)
+	}
+}
+
+// receive streams the body into a new object, hashing it.
+func (u *nodeUpload) receive() error {
+	rq := u.rq
+	b := rq.h.nodes.blobs
+	hr := newHashReader(&limitedReader{r: rq.r.Body, left: u.limit, err: u.limitErr})
+	var err error
+	if rq.r.ContentLength == 0 {
+		u.n, err = io.Copy(io.Discard, hr)
+	} else {
+		u.key = newBlobKey(rq.user.ID)
+		if err = b.begin(rq.r.Context(), rq.user.ID, u.key); err != nil {
+			u.key = ""
+			return err
+		}
+		u.n, err = b.contents.Put(rq.r.Context(), u.key, hr, rq.r.ContentLength, b.hooks(u.key))
+	}
+	var mbe *http.MaxBytesError
+	switch {
+	case err == nil:
+	case errors.Is(err, errTooLarge), errors.As(err, &mbe):
+		return refusal(http.StatusRequestEntityTooLarge, "upload too large")
+	case errors.Is(err, errQuota):
+		return refusal(http.StatusInsufficientStorage, "quota exceeded")
+	case errors.Is(err, ErrStoreUnavailable):
+		return err
+	case hr.readErr != nil:
+		rq.h.log.Info("webdav upload aborted", "user", rq.user.Username, "path", rq.path, "err", err)
+		return refusal(http.StatusBadRequest, "upload incomplete")
+	default:
+		return fmt.Errorf("store upload: %w", err)
+	}
+	if rq.r.ContentLength >= 0 && u.n != rq.r.ContentLength {
+		return refusal(http.StatusBadRequest, "upload incomplete")
+	}
+	u.md5sum, u.sha1sum, u.sha256 = hr.sums()
+	if v := rq.r.Header.Get("OC-Checksum"); v != "" && !checksumMatches(v, u.md5sum, u.sha1sum) {
+		return refusal(http.StatusBadRequest, "checksum mismatch")
+	}
+	return nil
+}
+
+// errChanged: the node changed between the start of the upload and its
+// commit (another writer won).
+var errChanged = errors.New("the file was changed by another request during the upload")
+
+// commit points the node at the new object in one transaction.
+func (u *nodeUpload) commit() error {
+	rq, h := u.rq, u.rq.h
+	now := time.Now()
+	mtime := now
+	if v := rq.r.Header.Get("X-OC-Mtime"); v != "" {
+		if t, ok := parseMtime(v); ok {
+			mtime, u.mtimeOK = t, true
+		}
+	}
+	n := &models.DavNode{UserID: rq.user.ID, ParentID: u.parent.ID, Name: pathBase(rq.path), Size: u.n,
+		MtimeNs: mtime.UnixNano(), CreatedNs: now.UnixNano(), MD5: u.md5sum, SHA1: u.sha1sum, SHA256: u.sha256, Blob: u.key, Version: 1}
+	err := h.db.WithContext(rq.r.Context()).Transaction(func(tx *gorm.DB) error {
+		// The parent must still be where the request found it: a
+		// collection moved meanwhile was never covered by its checks.
+		p, err := h.nodes.tree.lookup(rq.r.Context(), tx, rq.user.ID, pathParent(rq.path))
+		if err != nil || p.ID != u.parent.ID {
+			return errParentMoved
+		}
+		if u.key != "" {
+			if err := goLiveTx(tx, u.key, u.n); err != nil {
+				return err
+			}
+		}
+		if u.old != nil {
+			n.ID, n.CreatedNs, n.Version = u.old.ID, u.old.CreatedNs, u.old.Version+1
+			res := tx.Model(&models.DavNode{}).Where("id = ? AND version = ?", u.old.ID, u.old.Version).Updates(map[string]any{
+				"size": n.Size, "mtime_ns": n.MtimeNs, "md5": n.MD5, "sha1": n.SHA1, "sha256": n.SHA256, "blob_key": n.Blob, "version": n.Version,
+			})
+			if res.Error != nil {
+				return res.Error
+			}
+			if res.RowsAffected != 1 {
+				return errChanged
+			}
+			return nil
+		}
+		if err := tx.Create(n).Error; err != nil {
+			// The unique name: another PUT or MKCOL created it first.
+			return errChanged
+		}
+		if err := touchDir(tx, u.parent.ID); err != nil {
+			return err
+		}
+		return tx.Exec("DELETE FROM dav_props WHERE user_id = ? AND path = ?", rq.user.ID, rq.path).Error
+	})
+	switch {
+	case errors.Is(err, errParentMoved), errors.Is(err, errChanged):
+		return refusal(http.StatusConflict, err.Error())
+	case err != nil:
+		return fmt.Errorf("commit upload: %w", err)
+	}
+	u.done, u.node = true, n
+	if !u.admitted {
+		h.quota.add(rq.user.ID, u.n-u.oldSize)
+	}
+	if u.old != nil && u.old.Blob != "" && u.old.Blob != u.key {
+		rq.reclaimLater(u.old.Blob)
+	}
+	return nil
+}
+
+// answer sets the new ETag and returns 201 or 204.
+func (u *nodeUpload) answer() int {
+	rq := u.rq
+	hd := rq.w.Header()
+	etag := nodeETag(u.node)
+	hd.Set("ETag", etag)
+	hd.Set("OC-ETag", etag)
+	if u.mtimeOK {
+		hd.Set("X-OC-Mtime", "accepted")
+	}
+	if u.exists {
+		return http.StatusNoContent
+	}
+	hd.Set("Location", rq.h.href(rq.path, false))
+	return http.StatusCreated
+}
+
+// limitedReader fails with err once more than left bytes are read
+// (left < 0: no limit).
+type limitedReader struct {
+	r    io.Reader
+	left int64
+	err  error
+}
+
+func (l *limitedReader) Read(p []byte) (int, error) {
+	if l.left < 0 {
+		return l.r.Read(p)
+	}
+	if int64(len(p)) > l.left+1 {
+		p = p[:l.left+1]
+	}
+	n, err := l.r.Read(p)
+	l.left -= int64(n)
+	if l.left < 0 {
+		return n, l.err
+	}
+	return n, err
+}
+
+// hashReader computes MD5, SHA-1 and SHA-256 of what is read through it,
+// and remembers the first error of the underlying reader (the client's
+// body), to tell an aborted upload from a failing store.
+type hashReader struct {
+	r       io.Reader
+	hs      [3]hash.Hash
+	readErr error
+}
+
+func newHashReader(r io.Reader) *hashReader {
+	return &hashReader{r: r, hs: [3]hash.Hash{md5.New(), sha1.New(), sha256.New()}}
+}
+
+func (h *hashReader) Read(p []byte) (int, error) {
+	n, err := h.r.Read(p)
+	for _, x := range h.hs {
+		x.Write(p[:n])
+	}
+	if err != nil && err != io.EOF && h.readErr == nil {
+		h.readErr = err
+	}
+	return n, err
+}
+
+func (h *hashReader) sums() (md5sum, sha1sum, sha256sum string) {
+	return hex.EncodeToString(h.hs[0].Sum(nil)), hex.EncodeToString(h.hs[1].Sum(nil)), hex.EncodeToString(h.hs[2].Sum(nil))
+}

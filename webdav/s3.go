@@ -1,0 +1,374 @@
+package webdav
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
+	awsconfig "github.com/aws/aws-sdk-go-v2/config"
+	"github.com/aws/aws-sdk-go-v2/credentials"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+	"github.com/aws/aws-sdk-go-v2/service/s3/types"
+	"github.com/aws/smithy-go"
+)
+
+// S3 contents: each upload is one object under a fresh key, written with a
+// single PutObject when it fits one part and otherwise as a multipart
+// upload streamed part by part. The multipart loop is our own rather than
+// the SDK's transfer manager because the upload must (1) hash the bytes on
+// their way (three digests over the one pass), (2) record the multipart
+// upload id in the database before the first part so a crash leaves
+// something the sweep can abort, and touch it as parts go, and (3) bound
+// its memory to a known figure whatever the size; the transfer manager
+// (pre-1.0, feature/s3/transfermanager) does none of the first two.
+
+const (
+	// s3PartSize is the part size of uploads up to s3GrowAfter parts.
+	s3PartSize = 8 << 20
+	// s3InFlight parts upload at once while the next is read: memory per
+	// upload is (s3InFlight+1) parts, 40 MiB.
+	s3InFlight  = 4
+	s3GrowAfter = 2000
+	// s3BigPart is the part size beyond s3GrowAfter parts (S3 allows
+	// 10,000): one in flight, 64 MiB per upload; 272 GB in all.
+	s3BigPart = 32 << 20
+)
+
+// S3Contents keeps contents in an S3 bucket under a prefix.
+type S3Contents struct {
+	client *s3.Client
+	bucket string
+	prefix string // "" or "p/"
+}
+
+// Credentials are a static access key pair (Ontoflow's secrets store).
+type Credentials struct{ AccessKey, SecretKey string }
+
+// OpenS3 connects to the bucket st names. Credentials come from creds
+// when given, else from the standard AWS chain (AWS_ACCESS_KEY_ID /
+// AWS_SECRET_ACCESS_KEY, shared files, instance roles).
+func OpenS3(ctx context.Context, st StoreURL, creds *Credentials) (*S3Contents, error) {
+	if st.Kind != "s3" {
+		return nil, fmt.Errorf("webdav store: %q is not s3", st.Kind)
+	}
+	hc := awshttp.NewBuildableClient().WithTransportOptions(func(t *http.Transport) {
+		// Many uploads and reads at once go to one endpoint.
+		t.MaxIdleConnsPerHost = 128
+	})
+	loads := []func(*awsconfig.LoadOptions) error{awsconfig.WithRegion(st.Region), awsconfig.WithHTTPClient(hc)}
+	if creds != nil {
+		loads = append(loads, awsconfig.WithCredentialsProvider(credentials.NewStaticCredentialsProvider(creds.AccessKey, creds.SecretKey, "")))
+	}
+	cfg, err := awsconfig.LoadDefaultConfig(ctx, loads...)
+	if err != nil {
+		return nil, fmt.Errorf("webdav store: load AWS configuration: %w", err)
+	}
+	client := s3.NewFromConfig(cfg, func(o *s3.Options) {
+		if st.Endpoint != "" {
+			o.BaseEndpoint = aws.String(st.Endpoint)
+		}
+		o.UsePathStyle = st.PathStyle
+		// Checksums only where S3 requires them: Ceph, SeaweedFS and
+		// older gateways refuse the newer trailing checksums; the
+		// contents' own SHA-256 is kept in the tree.
+		o.RequestChecksumCalculation = aws.RequestChecksumCalculationWhenRequired
+		o.ResponseChecksumValidation = aws.ResponseChecksumValidationWhenRequired
+	})
+	c := &S3Contents{client: client, bucket: st.Bucket}
+	if st.Prefix != "" {
+		c.prefix = st.Prefix + "/"
+	}
+	return c, nil
+}
+
+// Kind implements Contents.
+func (c *S3Contents) Kind() string { return "s3" }
+
+func (c *S3Contents) full(key string) string { return c.prefix + key }
+
+// Ping checks that the bucket answers.
+func (c *S3Contents) Ping(ctx context.Context) error {
+	_, err := c.client.HeadBucket(ctx, &s3.HeadBucketInput{Bucket: &c.bucket})
+	return s3Err("reach bucket", err)
+}
+
+var partPool = sync.Pool{New: func() any { b := make([]byte, s3PartSize); return &b }}
+
+// Put implements Contents.
+func (c *S3Contents) Put(ctx context.Context, key string, r io.Reader, sizeHint int64, hooks PutHooks) (int64, error) {
+	bp := partPool.Get().(*[]byte)
+	n, rerr := fill(r, *bp)
+	if rerr != nil && rerr != io.EOF {
+		partPool.Put(bp)
+		return 0, rerr
+	}
+	if rerr == io.EOF {
+		defer partPool.Put(bp)
+		_, err := c.client.PutObject(ctx, &s3.PutObjectInput{
+			Bucket: &c.bucket, Key: aws.String(c.full(key)),
+			Body: bytes.NewReader((*bp)[:n]), ContentLength: aws.Int64(int64(n)),
+		})
+		return int64(n), s3Err("put object", err)
+	}
+	return c.putMultipart(ctx, key, r, bp, hooks)
+}
+
+// multipart is one multipart upload under way.
+type multipart struct {
+	c     *S3Contents
+	key   string
+	id    string
+	hooks PutHooks
+	mu    sync.Mutex
+	err   error
+	parts []types.CompletedPart
+	wg    sync.WaitGroup
+}
+
+func (c *S3Contents) putMultipart(ctx context.Context, key string, r io.Reader, first *[]byte, hooks PutHooks) (total int64, err error) {
+	out, err := c.client.CreateMultipartUpload(ctx, &s3.CreateMultipartUploadInput{Bucket: &c.bucket, Key: aws.String(c.full(key))})
+	if err != nil {
+		partPool.Put(first)
+		return 0, s3Err("start multipart upload", err)
+	}
+	m := &multipart{c: c, key: c.full(key), id: aws.ToString(out.UploadId), hooks: hooks}
+	defer func() {
+		if err != nil {
+			// Whatever happened (client gone, S3 down), the parts
+			// must not linger; the sweep retries if this fails.
+			actx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+			defer cancel()
+			_ = c.AbortUpload(actx, key, m.id)
+		}
+	}()
+	if hooks.Started != nil {
+		if err := hooks.Started(ctx, m.id); err != nil {
+			partPool.Put(first)
+			return 0, err
+		}
+	}
+	total, err = m.send(ctx, r, first)
+	if err != nil {
+		return total, err
+	}
+	_, err = c.client.CompleteMultipartUpload(ctx, &s3.CompleteMultipartUploadInput{
+		Bucket: &c.bucket, Key: &m.key, UploadId: &m.id,
+		MultipartUpload: &types.CompletedMultipartUpload{Parts: m.parts},
+	})
+	return total, s3Err("complete multipart upload", err)
+}
+
+// send reads parts from r (first already holds the first) and uploads up
+// to s3InFlight of them while reading the next.
+func (m *multipart) send(ctx context.Context, r io.Reader, first *[]byte) (int64, error) {
+	sem := make(chan struct{}, s3InFlight)
+	buf, k := first, len(*first)
+	var total int64
+	var rerr error
+	for num := int32(1); ; num++ {
+		total += int64(k)
+		size := k
+		if num > s3GrowAfter {
+			// Big parts: one at a time keeps memory at two parts.
+			for len(sem) < s3InFlight-1 {
+				sem <- struct{}{}
+			}
+		}
+		sem <- struct{}{}
+		if m.failed() != nil {
+			<-sem
+			break
+		}
+		m.wg.Add(1)
+		go m.upload(ctx, num, buf, size, sem)
+		if rerr == io.EOF {
+			break
+		}
+		buf = m.nextBuf(num + 1)
+		k, rerr = fill(r, *buf)
+		if rerr != nil && rerr != io.EOF {
+			m.fail(rerr)
+			m.release(buf)
+			break
+		}
+		if k == 0 {
+			m.release(buf)
+			break
+		}
+	}
+	m.wg.Wait()
+	for len(sem) > 0 {
+		<-sem
+	}
+	return total, m.failed()
+}
+
+func (m *multipart) nextBuf(num int32) *[]byte {
+	if num > s3GrowAfter {
+		b := make([]byte, s3BigPart)
+		return &b
+	}
+	return partPool.Get().(*[]byte)
+}
+
+func (m *multipart) release(b *[]byte) {
+	if len(*b) == s3PartSize {
+		partPool.Put(b)
+	}
+}
+
+func (m *multipart) upload(ctx context.Context, num int32, buf *[]byte, size int, sem chan struct{}) {
+	defer m.wg.Done()
+	defer func() { <-sem }()
+	defer m.release(buf)
+	out, err := m.c.client.UploadPart(ctx, &s3.UploadPartInput{
+		Bucket: &m.c.bucket, Key: &m.key, UploadId: &m.id, PartNumber: aws.Int32(num),
+		Body: bytes.NewReader((*buf)[:size]), ContentLength: aws.Int64(int64(size)),
+	})
+	if err != nil {
+		m.fail(s3Err("upload part", err))
+		return
+	}
+	m.mu.Lock()
+	// Parts finish out of order; Complete wants them sorted.
+	i := len(m.parts)
+	m.parts = append(m.parts, types.CompletedPart{})
+	for i > 0 && aws.ToInt32(m.parts[i-1].PartNumber) > num {
+		m.parts[i] = m.parts[i-1]
+		i--
+	}
+	m.parts[i] = types.CompletedPart{ETag: out.ETag, PartNumber: aws.Int32(num)}
+	m.mu.Unlock()
+	if m.hooks.Touch != nil {
+		if err := m.hooks.Touch(ctx); err != nil {
+			m.fail(err)
+		}
+	}
+}
+
+func (m *multipart) fail(err error) {
+	m.mu.Lock()
+	if m.err == nil {
+		m.err = err
+	}
+	m.mu.Unlock()
+}
+
+func (m *multipart) failed() error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.err
+}
+
+// Get implements Contents.
+func (c *S3Contents) Get(ctx context.Context, key string, off, n int64) (io.ReadCloser, error) {
+	in := &s3.GetObjectInput{Bucket: &c.bucket, Key: aws.String(c.full(key))}
+	switch {
+	case n >= 0:
+		if n == 0 {
+			return io.NopCloser(strings.NewReader("")), nil
+		}
+		in.Range = aws.String(fmt.Sprintf("bytes=%d-%d", off, off+n-1))
+	case off > 0:
+		in.Range = aws.String(fmt.Sprintf("bytes=%d-", off))
+	}
+	out, err := c.client.GetObject(ctx, in)
+	if err != nil {
+		return nil, s3Err("get object", err)
+	}
+	return out.Body, nil
+}
+
+// Delete implements Contents.
+func (c *S3Contents) Delete(ctx context.Context, key string) error {
+	_, err := c.client.DeleteObject(ctx, &s3.DeleteObjectInput{Bucket: &c.bucket, Key: aws.String(c.full(key))})
+	if err = s3Err("delete object", err); errors.Is(err, ErrNoObject) {
+		return nil
+	}
+	return err
+}
+
+// AbortUpload implements Contents.
+func (c *S3Contents) AbortUpload(ctx context.Context, key, uploadID string) error {
+	_, err := c.client.AbortMultipartUpload(ctx, &s3.AbortMultipartUploadInput{
+		Bucket: &c.bucket, Key: aws.String(c.full(key)), UploadId: &uploadID,
+	})
+	if err = s3Err("abort multipart upload", err); errors.Is(err, ErrNoObject) {
+		return nil
+	}
+	return err
+}
+
+// Scan implements Contents: objects first ("o:" cursors), then multipart
+// uploads ("u:" cursors).
+func (c *S3Contents) Scan(ctx context.Context, cursor string, limit int) ([]StoredObject, string, error) {
+	now := time.Now()
+	if !strings.HasPrefix(cursor, "u:") {
+		in := &s3.ListObjectsV2Input{Bucket: &c.bucket, Prefix: aws.String(c.prefix), MaxKeys: aws.Int32(int32(limit))}
+		if after := strings.TrimPrefix(cursor, "o:"); after != "" {
+			in.StartAfter = aws.String(c.full(after))
+		}
+		out, err := c.client.ListObjectsV2(ctx, in)
+		if err != nil {
+			return nil, cursor, s3Err("list objects", err)
+		}
+		objs := make([]StoredObject, 0, len(out.Contents))
+		for _, o := range out.Contents {
+			objs = append(objs, StoredObject{Key: strings.TrimPrefix(aws.ToString(o.Key), c.prefix), AgeNs: int64(now.Sub(aws.ToTime(o.LastModified)))})
+		}
+		next := "u:"
+		if aws.ToBool(out.IsTruncated) && len(objs) > 0 {
+			next = "o:" + objs[len(objs)-1].Key
+		}
+		return objs, next, nil
+	}
+	in := &s3.ListMultipartUploadsInput{Bucket: &c.bucket, Prefix: aws.String(c.prefix), MaxUploads: aws.Int32(int32(limit))}
+	if km, um, ok := strings.Cut(strings.TrimPrefix(cursor, "u:"), "\x00"); ok {
+		in.KeyMarker, in.UploadIdMarker = aws.String(c.full(km)), aws.String(um)
+	}
+	out, err := c.client.ListMultipartUploads(ctx, in)
+	if err != nil {
+		return nil, cursor, s3Err("list multipart uploads", err)
+	}
+	objs := make([]StoredObject, 0, len(out.Uploads))
+	for _, u := range out.Uploads {
+		objs = append(objs, StoredObject{Key: strings.TrimPrefix(aws.ToString(u.Key), c.prefix), UploadID: aws.ToString(u.UploadId), AgeNs: int64(now.Sub(aws.ToTime(u.Initiated)))})
+	}
+	next := ""
+	if aws.ToBool(out.IsTruncated) {
+		next = "u:" + strings.TrimPrefix(aws.ToString(out.NextKeyMarker), c.prefix) + "\x00" + aws.ToString(out.NextUploadIdMarker)
+	}
+	return objs, next, nil
+}
+
+// s3Err wraps err with what was being done: ErrNoObject for a missing key
+// or upload, ErrStoreUnavailable when S3 could not be reached or failed
+// on its side (5xx), as is otherwise.
+func s3Err(what string, err error) error {
+	if err == nil {
+		return nil
+	}
+	var ae smithy.APIError
+	if errors.As(err, &ae) {
+		switch ae.ErrorCode() {
+		case "NoSuchKey", "NotFound", "NoSuchUpload":
+			return fmt.Errorf("%s: %w", what, ErrNoObject)
+		}
+	}
+	var re *awshttp.ResponseError
+	if errors.As(err, &re) && re.HTTPStatusCode() < 500 {
+		return fmt.Errorf("%s: %w", what, err)
+	}
+	if errors.Is(err, context.Canceled) {
+		return fmt.Errorf("%s: %w", what, err)
+	}
+	return fmt.Errorf("%s: %w: %w", what, ErrStoreUnavailable, err)
+}

@@ -1,0 +1,168 @@
+package webdav
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"strconv"
+	"strings"
+	"time"
+
+	"gorm.io/gorm"
+	"gorm.io/gorm/clause"
+
+	"github.com/ontoflow/ontoflow/models"
+)
+
+// The database tree of the tree + contents mode (store.go): one dav_nodes
+// row per file or collection, children pointing at their parent's id, so
+// renaming or moving a collection rewrites one row.
+
+// tree reads and writes dav_nodes.
+type tree struct {
+	db    *gorm.DB
+	roots cappedMap // user id -> int64: the root row's id, which never changes
+}
+
+func newTree(db *gorm.DB) *tree {
+	t := &tree{db: db}
+	t.roots.max = maxCachedUsers
+	return t
+}
+
+// nodeInfo presents a node as an fs.FileInfo, so the handler's shared
+// code (preconditions, PROPFIND rendering) takes either mode's entries.
+type nodeInfo struct{ n *models.DavNode }
+
+func (i nodeInfo) Name() string { return i.n.Name }
+func (i nodeInfo) Size() int64 {
+	if i.n.Dir {
+		return 0
+	}
+	return i.n.Size
+}
+func (i nodeInfo) Mode() fs.FileMode {
+	if i.n.Dir {
+		return fs.ModeDir | 0o755
+	}
+	return 0o644
+}
+func (i nodeInfo) ModTime() time.Time { return time.Unix(0, i.n.MtimeNs) }
+func (i nodeInfo) IsDir() bool        { return i.n.Dir }
+func (i nodeInfo) Sys() any           { return i.n }
+
+// nodeETag is a node's strong entity tag: its id and version, which every
+// change of the node (contents, time, name) raises.
+func nodeETag(n *models.DavNode) string {
+	b := make([]byte, 0, 40)
+	b = append(b, '"', 'n')
+	b = strconv.AppendInt(b, n.ID, 16)
+	b = append(b, '-')
+	b = strconv.AppendInt(b, n.Version, 16)
+	b = append(b, '"')
+	return string(b)
+}
+
+// rootID returns the id of the user's root collection, creating it on
+// first use.
+func (t *tree) rootID(ctx context.Context, userID string) (int64, error) {
+	if v, ok := t.roots.Load(userID); ok {
+		return v.(int64), nil
+	}
+	db := t.db.WithContext(ctx)
+	var n models.DavNode
+	err := db.Where("user_id = ? AND parent_id = 0 AND name = ''", userID).Take(&n).Error
+	if errors.Is(err, gorm.ErrRecordNotFound) {
+		now := time.Now().UnixNano()
+		n = models.DavNode{UserID: userID, Dir: true, MtimeNs: now, CreatedNs: now, Version: 1}
+		if err = db.Clauses(clause.OnConflict{DoNothing: true}).Create(&n).Error; err == nil {
+			err = db.Where("user_id = ? AND parent_id = 0 AND name = ''", userID).Take(&n).Error
+		}
+	}
+	if err != nil {
+		return 0, fmt.Errorf("open the user's root collection: %w", err)
+	}
+	t.roots.Store(userID, n.ID)
+	return n.ID, nil
+}
+
+// lookup resolves p ("/" or "/a/b") in db (a transaction or the pool);
+// fs.ErrNotExist when a segment is missing or a file is crossed.
+func (t *tree) lookup(ctx context.Context, db *gorm.DB, userID, p string) (*models.DavNode, error) {
+	id, err := t.rootID(ctx, userID)
+	if err != nil {
+		return nil, err
+	}
+	db = db.WithContext(ctx)
+	var n models.DavNode
+	if p == "/" {
+		if err := db.Where("id = ?", id).Take(&n).Error; err != nil {
+			return nil, notFound(err)
+		}
+		return &n, nil
+	}
+	segs := strings.Split(p[1:], "/")
+	for i, seg := range segs {
+		n = models.DavNode{}
+		if err := db.Where("user_id = ? AND parent_id = ? AND name = ?", userID, id, seg).Take(&n).Error; err != nil {
+			return nil, notFound(err)
+		}
+		if !n.Dir && i < len(segs)-1 {
+			return nil, fs.ErrNotExist
+		}
+		id = n.ID
+	}
+	return &n, nil
+}
+
+func notFound(err error) error {
+	if errors.Is(err, gorm.ErrRecordNotFound) {
+		return fs.ErrNotExist
+	}
+	return fmt.Errorf("read the tree: %w", err)
+}
+
+// list returns up to limit children of dir named after after, by name.
+func (t *tree) list(ctx context.Context, userID string, dirID int64, after string, limit int) ([]models.DavNode, error) {
+	var ns []models.DavNode
+	err := t.db.WithContext(ctx).Where("user_id = ? AND parent_id = ? AND name > ?", userID, dirID, after).
+		Order("name").Limit(limit).Find(&ns).Error
+	if err != nil {
+		return nil, fmt.Errorf("list collection: %w", err)
+	}
+	return ns, nil
+}
+
+// usage sums the sizes of the user's files.
+func (t *tree) usage(ctx context.Context, userID string) (int64, error) {
+	var n int64
+	err := t.db.WithContext(ctx).Raw("SELECT COALESCE(SUM(size), 0) FROM dav_nodes WHERE user_id = ? AND dir = ?", userID, false).Scan(&n).Error
+	if err != nil {
+		return 0, fmt.Errorf("sum the tree's sizes: %w", err)
+	}
+	return n, nil
+}
+
+// subtreeCTE selects the ids of node ? and everything below it.
+const subtreeCTE = `WITH RECURSIVE sub(id) AS (SELECT id FROM dav_nodes WHERE id = ? ` +
+	`UNION ALL SELECT n.id FROM dav_nodes n JOIN sub ON n.parent_id = sub.id) `
+
+// subtreeSize sums the file sizes of node id and below.
+func subtreeSize(ctx context.Context, db *gorm.DB, id int64) (int64, error) {
+	var n int64
+	err := db.WithContext(ctx).Raw(subtreeCTE+"SELECT COALESCE(SUM(size), 0) FROM dav_nodes WHERE dir = ? AND id IN (SELECT id FROM sub)", id, false).Scan(&n).Error
+	return n, err
+}
+
+// deleteSubtree removes node id and everything below it; their blobs are
+// left to the sweep (or reclaimed by the caller).
+func deleteSubtree(tx *gorm.DB, id int64) error {
+	return tx.Exec(subtreeCTE+"DELETE FROM dav_nodes WHERE id IN (SELECT id FROM sub)", id).Error
+}
+
+// touchDir marks a collection's membership changed: a new mtime and
+// version, hence a new ETag, as a directory's mtime moves in POSIX mode.
+func touchDir(tx *gorm.DB, id int64) error {
+	return tx.Exec("UPDATE dav_nodes SET mtime_ns = ?, version = version + 1 WHERE id = ?", time.Now().UnixNano(), id).Error
+}

@@ -56,6 +56,7 @@ func tracesFollow(t *testing.T, c devClient, sr *tracetest.SpanRecorder) {
 		ID         string `json:"id"`
 		Status     string `json:"status"`
 		WorkflowID string `json:"workflow_id"`
+		TraceID    string `json:"trace_id"`
 	}
 	c.must(http.StatusOK, "POST", "/api/v1/ontology/actions/"+hook.ID+"/execute", map[string]any{"target_object_id": obj.ID}, &ex)
 	items := []map[string]any{{"target_object_id": obj.ID, "parameters": map[string]any{"notes": "a"}},
@@ -70,11 +71,19 @@ func tracesFollow(t *testing.T, c devClient, sr *tracetest.SpanRecorder) {
 	if len(got) != 1 || !strings.Contains(got[0].Header.Get("traceparent"), hookTrace.String()) {
 		t.Errorf("the webhook's traceparent %q, want trace %s", got[0].Header.Get("traceparent"), hookTrace)
 	}
+	// The record names its trace, so one id leads to the others.
+	if ex.TraceID != hookTrace.String() {
+		t.Errorf("the execution records trace %q, its trace is %s", ex.TraceID, hookTrace)
+	}
 	var batchWF struct {
 		WorkflowID string `json:"workflow_id"`
+		TraceID    string `json:"trace_id"`
 	}
 	c.must(http.StatusOK, "GET", "/api/v1/ontology/executions/"+batch.ID, nil, &batchWF)
-	traceOf(t, sr, batchWF.WorkflowID, "RunWorkflow:", "StartChildWorkflow:", "RunActivity:")
+	batchTrace := traceOf(t, sr, batchWF.WorkflowID, "RunWorkflow:", "StartChildWorkflow:", "RunActivity:")
+	if batchWF.TraceID != batchTrace.String() {
+		t.Errorf("the batch records trace %q, its trace is %s", batchWF.TraceID, batchTrace)
+	}
 	if hookTrace == traceOfWorkflow(sr.Ended(), batchWF.WorkflowID) {
 		t.Errorf("the execute and the batch share trace %s", hookTrace)
 	}

@@ -239,6 +239,9 @@ func (a *App) openDatabase(ctx context.Context) error {
 	}
 	a.Registry.MustRegister(collectors.NewDBStatsCollector(sqlDB, "ontoflow"))
 	telemetry.RegisterStoreGauges(a.Registry, a.DB, a.Log)
+	if err := a.tracing.TraceDB(a.DB); err != nil {
+		return err
+	}
 	a.Auth = auth.NewService(a.DB, auth.Options{UserCacheTTL: a.Cfg.UserCacheTTL})
 	if err := a.setUpOutbound(); err != nil {
 		return err

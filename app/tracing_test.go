@@ -66,7 +66,8 @@ func tracesFollow(t *testing.T, c devClient, sr *tracetest.SpanRecorder) {
 		t.Fatalf("execute %+v, batch %+v", ex, batch)
 	}
 
-	hookTrace := traceOf(t, sr, ex.WorkflowID, "RunWorkflow:", "RunActivity:", "HTTP POST outbound")
+	hookTrace := traceOf(t, sr, ex.WorkflowID, "RunWorkflow:", "RunActivity:", "HTTP POST outbound",
+		"INSERT executions", "UPDATE executions", "SELECT action_types")
 	got := rx.seenAt("/sync")
 	if len(got) != 1 || !strings.Contains(got[0].Header.Get("traceparent"), hookTrace.String()) {
 		t.Errorf("the webhook's traceparent %q, want trace %s", got[0].Header.Get("traceparent"), hookTrace)

@@ -241,6 +241,10 @@ func (a *App) openDatabase(ctx context.Context) error {
 		return fmt.Errorf("database pool: %w", err)
 	}
 	a.Registry.MustRegister(collectors.NewDBStatsCollector(sqlDB, "ontoflow"))
+	telemetry.RegisterStoreGauges(a.Registry, a.DB, a.Log)
+	if err := a.tracing.TraceDB(a.DB); err != nil {
+		return err
+	}
 	a.Auth = auth.NewService(a.DB, auth.Options{UserCacheTTL: a.Cfg.UserCacheTTL})
 	if err := a.setUpOutbound(); err != nil {
 		return err

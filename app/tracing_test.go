@@ -56,6 +56,7 @@ func tracesFollow(t *testing.T, c devClient, sr *tracetest.SpanRecorder) {
 		ID         string `json:"id"`
 		Status     string `json:"status"`
 		WorkflowID string `json:"workflow_id"`
+		TraceID    string `json:"trace_id"`
 	}
 	c.must(http.StatusOK, "POST", "/api/v1/ontology/actions/"+hook.ID+"/execute", map[string]any{"target_object_id": obj.ID}, &ex)
 	items := []map[string]any{{"target_object_id": obj.ID, "parameters": map[string]any{"notes": "a"}},
@@ -65,16 +66,25 @@ func tracesFollow(t *testing.T, c devClient, sr *tracetest.SpanRecorder) {
 		t.Fatalf("execute %+v, batch %+v", ex, batch)
 	}
 
-	hookTrace := traceOf(t, sr, ex.WorkflowID, "RunWorkflow:", "RunActivity:", "HTTP POST outbound")
+	hookTrace := traceOf(t, sr, ex.WorkflowID, "RunWorkflow:", "RunActivity:", "HTTP POST outbound",
+		"INSERT executions", "UPDATE executions", "SELECT action_types")
 	got := rx.seenAt("/sync")
 	if len(got) != 1 || !strings.Contains(got[0].Header.Get("traceparent"), hookTrace.String()) {
 		t.Errorf("the webhook's traceparent %q, want trace %s", got[0].Header.Get("traceparent"), hookTrace)
 	}
+	// The record names its trace, so one id leads to the others.
+	if ex.TraceID != hookTrace.String() {
+		t.Errorf("the execution records trace %q, its trace is %s", ex.TraceID, hookTrace)
+	}
 	var batchWF struct {
 		WorkflowID string `json:"workflow_id"`
+		TraceID    string `json:"trace_id"`
 	}
 	c.must(http.StatusOK, "GET", "/api/v1/ontology/executions/"+batch.ID, nil, &batchWF)
-	traceOf(t, sr, batchWF.WorkflowID, "RunWorkflow:", "StartChildWorkflow:", "RunActivity:")
+	batchTrace := traceOf(t, sr, batchWF.WorkflowID, "RunWorkflow:", "StartChildWorkflow:", "RunActivity:")
+	if batchWF.TraceID != batchTrace.String() {
+		t.Errorf("the batch records trace %q, its trace is %s", batchWF.TraceID, batchTrace)
+	}
 	if hookTrace == traceOfWorkflow(sr.Ended(), batchWF.WorkflowID) {
 		t.Errorf("the execute and the batch share trace %s", hookTrace)
 	}

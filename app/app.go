@@ -37,11 +37,13 @@ import (
 	"github.com/ontoflow/ontoflow/engine/kinds"
 	"github.com/ontoflow/ontoflow/executions"
 	"github.com/ontoflow/ontoflow/functions"
+	"github.com/ontoflow/ontoflow/media"
 	"github.com/ontoflow/ontoflow/models"
 	"github.com/ontoflow/ontoflow/ontology"
 	"github.com/ontoflow/ontoflow/outbound"
 	"github.com/ontoflow/ontoflow/secrets"
 	"github.com/ontoflow/ontoflow/telemetry"
+	"github.com/ontoflow/ontoflow/telemetry/storegauges"
 	"github.com/ontoflow/ontoflow/users"
 	"github.com/ontoflow/ontoflow/webdav"
 	"github.com/ontoflow/ontoflow/worker"
@@ -241,7 +243,7 @@ func (a *App) openDatabase(ctx context.Context) error {
 		return fmt.Errorf("database pool: %w", err)
 	}
 	a.Registry.MustRegister(collectors.NewDBStatsCollector(sqlDB, "ontoflow"))
-	telemetry.RegisterStoreGauges(a.Registry, a.DB, a.Log)
+	storegauges.Register(a.Registry, a.DB, a.Log)
 	if err := a.tracing.TraceDB(a.DB); err != nil {
 		return err
 	}
@@ -642,7 +644,7 @@ func undoFunc(execs *executions.Service) console.UndoFunc {
 
 // mediaStore is m as the engine's store, nil when there is none (a nil
 // *webdav.Media in the interface would not read as absent).
-func mediaStore(m *webdav.Media) webdav.MediaStore {
+func mediaStore(m *webdav.Media) media.Store {
 	if m == nil {
 		return nil
 	}

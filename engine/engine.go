@@ -17,8 +17,8 @@ import (
 	"github.com/ontoflow/ontoflow/auth"
 	"github.com/ontoflow/ontoflow/domain"
 	"github.com/ontoflow/ontoflow/execstore"
+	"github.com/ontoflow/ontoflow/media"
 	"github.com/ontoflow/ontoflow/models"
-	"github.com/ontoflow/ontoflow/webdav"
 )
 
 // Ontology is what the engine needs of the ontology store. Reads and writes
@@ -92,7 +92,7 @@ type Deps struct {
 	// reference to a WebDAV file names nothing); PublicURL is the
 	// server's public base URL, which absolute references and the pins'
 	// links use (media.go).
-	Media     webdav.MediaStore
+	Media     media.Store
 	PublicURL string
 }
 

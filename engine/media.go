@@ -12,7 +12,7 @@ import (
 
 	"github.com/ontoflow/ontoflow/apperr"
 	"github.com/ontoflow/ontoflow/domain"
-	"github.com/ontoflow/ontoflow/webdav"
+	"github.com/ontoflow/ontoflow/media"
 )
 
 // Media references to the actor's WebDAV files (docs/actions.md, "Media
@@ -40,7 +40,7 @@ const (
 // mediaFiles is the engine's access to the users' trees (nil: no media
 // references to WebDAV files in this process).
 type mediaFiles struct {
-	store webdav.MediaStore
+	store media.Store
 	// base is the server's public URL (nil: only webdav: and relative
 	// references are recognized, and pins carry relative URLs).
 	base *url.URL
@@ -48,7 +48,7 @@ type mediaFiles struct {
 
 // newMediaFiles parses the public URL; an unparsable one is treated as
 // none (config validates it).
-func newMediaFiles(store webdav.MediaStore, publicURL string) mediaFiles {
+func newMediaFiles(store media.Store, publicURL string) mediaFiles {
 	m := mediaFiles{store: store}
 	if u, err := url.Parse(strings.TrimRight(publicURL, "/")); err == nil && u.Scheme != "" && u.Host != "" {
 		m.base = u
@@ -121,7 +121,7 @@ func (m mediaFiles) url(p string) string {
 }
 
 // pin is the pinned value of a reference raw to file f.
-func (m mediaFiles) pin(raw string, f webdav.MediaFile) map[string]any {
+func (m mediaFiles) pin(raw string, f media.File) map[string]any {
 	name := path.Base(f.Path)
 	ct := mime.TypeByExtension(path.Ext(name))
 	if ct == "" {
@@ -163,7 +163,7 @@ func (e *Engine) resolveMedia(ctx context.Context, in *input, params map[string]
 		f, err := e.statMedia(ctx, in, p)
 		if err != nil {
 			msg := mediaRefused(field.Name)
-			if !errors.Is(err, webdav.ErrNoMedia) {
+			if !errors.Is(err, media.ErrNoFile) {
 				e.log.ErrorContext(ctx, "media reference", "parameter", field.Name, "err", err)
 				msg = fmt.Sprintf("parameter %q: the file could not be read now", field.Name)
 			}
@@ -180,11 +180,11 @@ func (e *Engine) resolveMedia(ctx context.Context, in *input, params map[string]
 
 // statMedia describes the file at p of the actor's tree. A guest has no
 // tree (WebDAV refuses bearer sessions), so nothing is readable for one.
-func (e *Engine) statMedia(ctx context.Context, in *input, p string) (webdav.MediaFile, error) {
+func (e *Engine) statMedia(ctx context.Context, in *input, p string) (media.File, error) {
 	if e.media.store == nil || in.Guest || in.Actor == nil {
-		return webdav.MediaFile{}, webdav.ErrNoMedia
+		return media.File{}, media.ErrNoFile
 	}
-	return e.media.store.StatMedia(ctx, in.Actor.ID, p)
+	return e.media.store.Stat(ctx, in.Actor.ID, p)
 }
 
 // hasPins reports whether params hold a pinned WebDAV reference.
@@ -209,7 +209,7 @@ func (e *Engine) checkPins(ctx context.Context, in *input) error {
 		}
 		p, _ := m[pinPath].(string)
 		f, err := e.statMedia(ctx, in, p)
-		if err != nil && !errors.Is(err, webdav.ErrNoMedia) {
+		if err != nil && !errors.Is(err, media.ErrNoFile) {
 			return fmt.Errorf("check the file of parameter %s: %w", field.Name, err)
 		}
 		if err != nil || !samePin(m, f) {
@@ -221,7 +221,7 @@ func (e *Engine) checkPins(ctx context.Context, in *input) error {
 }
 
 // samePin reports whether f is the version pin describes.
-func samePin(pin map[string]any, f webdav.MediaFile) bool {
+func samePin(pin map[string]any, f media.File) bool {
 	size, ok := domain.AsFloat(pin[pinSize])
 	return pin[pinSHA256] == f.SHA256 && pin[pinETag] == f.ETag && ok && int64(size) == f.Size
 }

@@ -10,7 +10,7 @@ import (
 	"github.com/ontoflow/ontoflow/apperr"
 	"github.com/ontoflow/ontoflow/domain"
 	"github.com/ontoflow/ontoflow/functions/runtime"
-	"github.com/ontoflow/ontoflow/webdav"
+	"github.com/ontoflow/ontoflow/media"
 )
 
 // ctx.media in functions (docs/functions.md, "Files"): the actor's files,
@@ -49,7 +49,7 @@ func clipRef(s string) string {
 }
 
 // mediaSaw records a file read, and a pinned one found changed.
-func (h *functionHost) mediaSaw(param string, pin map[string]any, f webdav.MediaFile) error {
+func (h *functionHost) mediaSaw(param string, pin map[string]any, f media.File) error {
 	if h.media == nil {
 		h.media = map[string]string{}
 	}
@@ -76,9 +76,9 @@ func (h *functionHost) mediaConflict() error {
 }
 
 // mediaStore is the store of the actor's files (ErrNoMedia: none).
-func (h *functionHost) mediaStore() (webdav.MediaStore, error) {
+func (h *functionHost) mediaStore() (media.Store, error) {
 	if h.op.media.store == nil || h.op.Actor == nil {
-		return nil, webdav.ErrNoMedia
+		return nil, media.ErrNoFile
 	}
 	return h.op.media.store, nil
 }
@@ -91,15 +91,15 @@ func (h *functionHost) MediaStat(ctx context.Context, ref any) (any, error) {
 	}
 	store, err := h.mediaStore()
 	if err == nil {
-		var f webdav.MediaFile
-		if f, err = store.StatMedia(ctx, h.op.Actor.ID, p); err == nil {
+		var f media.File
+		if f, err = store.Stat(ctx, h.op.Actor.ID, p); err == nil {
 			if err := h.mediaSaw(param, pin, f); err != nil {
 				return nil, err
 			}
 			return h.op.media.pin(raw(ref), f), nil
 		}
 	}
-	if errors.Is(err, webdav.ErrNoMedia) {
+	if errors.Is(err, media.ErrNoFile) {
 		if pin != nil {
 			h.staleMedia = param
 			return nil, fmt.Errorf("ctx.media: the file of parameter %q is gone since the action was validated", param)
@@ -119,8 +119,8 @@ func (h *functionHost) MediaRead(ctx context.Context, ref any, maxBytes int64, a
 	if err != nil {
 		return nil, errors.New("ctx.media.read: no such file")
 	}
-	rc, f, err := store.OpenMedia(ctx, h.op.Actor.ID, p)
-	if errors.Is(err, webdav.ErrNoMedia) {
+	rc, f, err := store.Open(ctx, h.op.Actor.ID, p)
+	if errors.Is(err, media.ErrNoFile) {
 		if pin != nil {
 			h.staleMedia = param
 		}

@@ -11,7 +11,8 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"time"
+
+	"github.com/ontoflow/ontoflow/media"
 )
 
 // Media references (docs/actions.md, "Media references") name a file in
@@ -19,35 +20,7 @@ import (
 // file (to pin it) and its bytes. The seam is kept that narrow so another
 // store (S3) can answer it without the rest of the WebDAV machinery.
 
-// MediaFile is one version of a file in a user's tree, as a reference to
-// it is pinned.
-type MediaFile struct {
-	// Path is the file's path inside the user's tree ("/a/b.pdf").
-	Path    string
-	Size    int64
-	ModTime time.Time
-	// ETag is the ETag WebDAV serves for this version.
-	ETag string
-	// SHA256 is the hex SHA-256 of the content.
-	SHA256 string
-}
-
-// ErrNoMedia is the answer for every path that does not name a regular
-// file the user may read: missing, a folder, "..", a reserved name, a
-// symlink leaving the tree, a user with no tree. Callers must not tell
-// these apart (a reference must not probe someone else's files).
-var ErrNoMedia = errors.New("webdav: no readable file at this path")
-
-// MediaStore reads users' files for media references.
-type MediaStore interface {
-	// StatMedia describes the file at p in userID's tree, or ErrNoMedia.
-	StatMedia(ctx context.Context, userID, p string) (MediaFile, error)
-	// OpenMedia opens the file at p for reading and describes the version
-	// the reader reads, or ErrNoMedia. The caller closes the reader.
-	OpenMedia(ctx context.Context, userID, p string) (io.ReadCloser, MediaFile, error)
-}
-
-// Media is the POSIX MediaStore: each user's tree is Root/<user-id>,
+// Media is the POSIX media.Store: each user's tree is Root/<user-id>,
 // opened with os.Root as the WebDAV handler opens it, so no path, encoded
 // traversal or symlink reaches outside it.
 type Media struct {
@@ -75,23 +48,23 @@ func NewMedia(root string) (*Media, error) {
 	return m, nil
 }
 
-// StatMedia implements MediaStore.
-func (m *Media) StatMedia(ctx context.Context, userID, p string) (MediaFile, error) {
+// StatMedia implements media.Store.
+func (m *Media) Stat(ctx context.Context, userID, p string) (media.File, error) {
 	f, mf, err := m.open(ctx, userID, p)
 	if err != nil {
-		return MediaFile{}, err
+		return media.File{}, err
 	}
 	f.Close()
 	return mf, nil
 }
 
-// OpenMedia implements MediaStore. The reader is the open file the
+// OpenMedia implements media.Store. The reader is the open file the
 // description was taken from: a WebDAV PUT or MOVE replacing the file
 // meanwhile (a rename) does not change what it reads.
-func (m *Media) OpenMedia(ctx context.Context, userID, p string) (io.ReadCloser, MediaFile, error) {
+func (m *Media) Open(ctx context.Context, userID, p string) (io.ReadCloser, media.File, error) {
 	f, mf, err := m.open(ctx, userID, p)
 	if err != nil {
-		return nil, MediaFile{}, err
+		return nil, media.File{}, err
 	}
 	return f, mf, nil
 }
@@ -99,26 +72,26 @@ func (m *Media) OpenMedia(ctx context.Context, userID, p string) (io.ReadCloser,
 // open opens p in userID's tree, refusing anything but a regular file, and
 // describes it (hashing it unless this version's sum is remembered); the
 // file is positioned at its start.
-func (m *Media) open(ctx context.Context, userID, p string) (*os.File, MediaFile, error) {
+func (m *Media) open(ctx context.Context, userID, p string) (*os.File, media.File, error) {
 	ip, ok := treePath(p)
 	if !ok || ip == "/" || isReserved(ip) || !validUserID(userID) {
-		return nil, MediaFile{}, ErrNoMedia
+		return nil, media.File{}, media.ErrNoFile
 	}
 	root, err := os.OpenRoot(filepath.Join(m.root, userID))
 	if err != nil {
-		return nil, MediaFile{}, noMedia(err, "open the user's tree")
+		return nil, media.File{}, noMedia(err, "open the user's tree")
 	}
 	defer root.Close() // files opened through it stay open
 	f, err := root.Open(rel(ip))
 	if err != nil {
-		return nil, MediaFile{}, noMedia(err, "open "+ip)
+		return nil, media.File{}, noMedia(err, "open "+ip)
 	}
 	fi, err := f.Stat()
 	if err != nil || !fi.Mode().IsRegular() {
 		f.Close()
-		return nil, MediaFile{}, noMedia(err, "stat "+ip)
+		return nil, media.File{}, noMedia(err, "stat "+ip)
 	}
-	mf := MediaFile{Path: ip, Size: fi.Size(), ModTime: fi.ModTime().UTC(), ETag: etagOf(fi)}
+	mf := media.File{Path: ip, Size: fi.Size(), ModTime: fi.ModTime().UTC(), ETag: etagOf(fi)}
 	key := userID + "\x00" + ip
 	if v, ok := m.sums.Load(key); ok && v.(mediaSum).etag == mf.ETag {
 		mf.SHA256 = v.(mediaSum).sha256
@@ -126,7 +99,7 @@ func (m *Media) open(ctx context.Context, userID, p string) (*os.File, MediaFile
 	}
 	if mf.SHA256, err = hashFrom(ctx, f); err != nil {
 		f.Close()
-		return nil, MediaFile{}, fmt.Errorf("webdav media: hash %s: %w", ip, err)
+		return nil, media.File{}, fmt.Errorf("webdav media: hash %s: %w", ip, err)
 	}
 	m.sums.Store(key, mediaSum{etag: mf.ETag, sha256: mf.SHA256})
 	return f, mf, nil
@@ -159,12 +132,12 @@ func (c ctxReader) Read(b []byte) (int, error) {
 	return c.r.Read(b)
 }
 
-// noMedia is ErrNoMedia for the errors of a path (missing, not a folder,
+// noMedia is media.ErrNoFile for the errors of a path (missing, not a folder,
 // a symlink loop or escape, permission), and what happened otherwise.
 func noMedia(err error, doing string) error {
 	var pe *fs.PathError
 	if err == nil || errors.As(err, &pe) || errors.Is(err, fs.ErrNotExist) || errors.Is(err, fs.ErrPermission) {
-		return ErrNoMedia
+		return media.ErrNoFile
 	}
 	return fmt.Errorf("webdav media: %s: %w", doing, err)
 }

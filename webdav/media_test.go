@@ -9,10 +9,12 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+
+	"github.com/ontoflow/ontoflow/media"
 )
 
 // TestMediaStore: the POSIX media store describes and opens regular files
-// of a user's tree only; everything else is ErrNoMedia, one error.
+// of a user's tree only; everything else is media.ErrNoFile, one error.
 func TestMediaStore(t *testing.T) {
 	dir := t.TempDir()
 	for _, p := range []string{"alice/reports", "bob"} {
@@ -41,11 +43,11 @@ func TestMediaStore(t *testing.T) {
 	}
 	ctx := context.Background()
 	sum := sha256.Sum256(content)
-	f, err := m.StatMedia(ctx, "alice", "/reports/q3.txt")
+	f, err := m.Stat(ctx, "alice", "/reports/q3.txt")
 	if err != nil || f.Path != "/reports/q3.txt" || f.Size != int64(len(content)) || f.SHA256 != hex.EncodeToString(sum[:]) || f.ETag == "" {
 		t.Fatalf("stat = %+v, %v", f, err)
 	}
-	rc, f2, err := m.OpenMedia(ctx, "alice", "reports//q3.txt")
+	rc, f2, err := m.Open(ctx, "alice", "reports//q3.txt")
 	if err != nil || f2 != f {
 		t.Fatalf("open = %+v, %v", f2, err)
 	}
@@ -54,11 +56,11 @@ func TestMediaStore(t *testing.T) {
 	if string(b) != string(content) {
 		t.Fatalf("read %q", b)
 	}
-	if f, err := m.StatMedia(ctx, "alice", "/in.txt"); err != nil || f.SHA256 != hex.EncodeToString(sum[:]) {
+	if f, err := m.Stat(ctx, "alice", "/in.txt"); err != nil || f.SHA256 != hex.EncodeToString(sum[:]) {
 		t.Fatalf("a symlink inside the tree: %+v %v", f, err)
 	}
 	write("alice/reports/q3.txt", []byte("restated"))
-	if f3, err := m.StatMedia(ctx, "alice", "/reports/q3.txt"); err != nil || f3.SHA256 == f.SHA256 || f3.ETag == f.ETag {
+	if f3, err := m.Stat(ctx, "alice", "/reports/q3.txt"); err != nil || f3.SHA256 == f.SHA256 || f3.ETag == f.ETag {
 		t.Fatalf("after a change: %+v %v", f3, err)
 	}
 	for _, c := range []struct{ user, p string }{
@@ -66,11 +68,11 @@ func TestMediaStore(t *testing.T) {
 		{"alice", "/../bob/secret.txt"}, {"alice", "/reports/../../bob/secret.txt"}, {"alice", "/out.txt"},
 		{"alice", "/" + tmpPrefix + "upload"}, {"alice", "/a\x00b"}, {"..", "/bob/secret.txt"}, {"", "/x"}, {"carol", "/x"},
 	} {
-		if _, err := m.StatMedia(ctx, c.user, c.p); !errors.Is(err, ErrNoMedia) {
-			t.Errorf("stat %s %q: %v, want ErrNoMedia", c.user, c.p, err)
+		if _, err := m.Stat(ctx, c.user, c.p); !errors.Is(err, media.ErrNoFile) {
+			t.Errorf("stat %s %q: %v, want media.ErrNoFile", c.user, c.p, err)
 		}
-		if _, _, err := m.OpenMedia(ctx, c.user, c.p); !errors.Is(err, ErrNoMedia) {
-			t.Errorf("open %s %q: %v, want ErrNoMedia", c.user, c.p, err)
+		if _, _, err := m.Open(ctx, c.user, c.p); !errors.Is(err, media.ErrNoFile) {
+			t.Errorf("open %s %q: %v, want media.ErrNoFile", c.user, c.p, err)
 		}
 	}
 }

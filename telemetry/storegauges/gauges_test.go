@@ -1,4 +1,4 @@
-package telemetry_test
+package storegauges_test
 
 import (
 	"log/slog"
@@ -10,7 +10,7 @@ import (
 
 	"github.com/ontoflow/ontoflow/internal/testdb"
 	"github.com/ontoflow/ontoflow/models"
-	"github.com/ontoflow/ontoflow/telemetry"
+	"github.com/ontoflow/ontoflow/telemetry/storegauges"
 )
 
 // The gauges count what is open now: an expired branch and a lapsed lock
@@ -31,7 +31,7 @@ func TestStoreGaugesCountOpenBranchesAndLocks(t *testing.T) {
 			}
 		}
 		reg := prometheus.NewRegistry()
-		telemetry.RegisterStoreGauges(reg, db, slog.Default())
+		storegauges.Register(reg, db, slog.Default())
 		mfs, err := reg.Gather()
 		if err != nil {
 			t.Fatal(err)

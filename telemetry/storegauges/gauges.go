@@ -1,4 +1,7 @@
-package telemetry
+// Package storegauges reports gauges of what the database holds (open
+// branches, WebDAV locks). It sits with the stores, above telemetry, as
+// it reads their rows.
+package storegauges
 
 import (
 	"context"
@@ -21,10 +24,10 @@ type storeGauges struct {
 	branches, locks *prometheus.Desc
 }
 
-// RegisterStoreGauges registers ontoflow_branches_open (what-if branches
+// Register registers ontoflow_branches_open (what-if branches
 // not yet expired) and ontoflow_webdav_locks (WebDAV locks not yet
 // lapsed) on reg, read from db.
-func RegisterStoreGauges(reg prometheus.Registerer, db *gorm.DB, log *slog.Logger) {
+func Register(reg prometheus.Registerer, db *gorm.DB, log *slog.Logger) {
 	reg.MustRegister(&storeGauges{db: db, log: log,
 		branches: prometheus.NewDesc("ontoflow_branches_open", "What-if branches open (not expired).", nil, nil),
 		locks:    prometheus.NewDesc("ontoflow_webdav_locks", "WebDAV locks held (not lapsed).", nil, nil),

@@ -134,8 +134,16 @@ func main() {
 	flag.BoolVar(&withWebhook, "webhook", true, "measure an invoke_webhook action against a loopback receiver too")
 	flag.BoolVar(&functionsOnly, "functions", false, "only compare a function-backed update (invoke_function) with update_object: p50, throughput and a batch of the first -batch size")
 	flag.StringVar(&profileDir, "profile", "", "write CPU profiles of Ontoflow's throughput and batch phases into this directory")
+	tracingRounds := flag.Int("tracing-overhead", 0, "only compare sequential executes with tracing off and on (OTLP to a receiver on loopback) in this many alternating rounds of -seq runs")
 	flag.Parse()
 	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelError}))
+	if *tracingRounds > 0 {
+		if err := tracingOverhead(log, *seq, *tracingRounds); err != nil {
+			fmt.Fprintln(os.Stderr, "actionbench:", err)
+			os.Exit(1)
+		}
+		return
+	}
 	if err := run(log, *seq, *conc, *concTotal, *children, *batches); err != nil {
 		fmt.Fprintln(os.Stderr, "actionbench:", err)
 		os.Exit(1)

@@ -31,8 +31,8 @@ type propertyRow struct {
 	ExecutionID        string
 	CSRF               string
 	// Link is the WebDAV file a media_reference value names (media.go).
-	Link string
-	Options            []string
+	Link    string
+	Options []string
 }
 
 // objectPage shows an object the caller may read, its properties

@@ -37,7 +37,6 @@ import (
 	"github.com/ontoflow/ontoflow/engine/kinds"
 	"github.com/ontoflow/ontoflow/executions"
 	"github.com/ontoflow/ontoflow/functions"
-	"github.com/ontoflow/ontoflow/media"
 	"github.com/ontoflow/ontoflow/models"
 	"github.com/ontoflow/ontoflow/ontology"
 	"github.com/ontoflow/ontoflow/outbound"
@@ -309,6 +308,8 @@ func (a *App) assemble(o options) {
 	media, err := webdav.NewMedia(filepath.Join(cfg.DataDir, "files"))
 	if err != nil {
 		a.Log.Error("media references to WebDAV files are off", "err", err)
+	} else {
+		a.Store.UseMedia(mediaCheck(media, cfg.PublicURL))
 	}
 	a.Engine = engine.New(engine.Deps{DB: a.DB, Ontology: a.Store, Kinds: kinds, Levels: cfg.Markings, Log: a.Log,
 		Registerer: a.Registry, Channels: a.channels(), MaxRecipients: cfg.MaxRecipients,
@@ -640,13 +641,4 @@ func undoFunc(execs *executions.Service) console.UndoFunc {
 		}
 		return execs.Wait(ctx, h)
 	}
-}
-
-// mediaStore is m as the engine's store, nil when there is none (a nil
-// *webdav.Media in the interface would not read as absent).
-func mediaStore(m *webdav.Media) media.Store {
-	if m == nil {
-		return nil
-	}
-	return m
 }

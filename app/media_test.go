@@ -199,6 +199,29 @@ func mediaSuite(t *testing.T, c devClient, filesDir string) {
 		}
 	})
 
+	t.Run("an object property naming a WebDAV file is checked when written", func(t *testing.T) {
+		c.must(http.StatusCreated, "POST", "/api/v1/ontology/types/Ticket/objects",
+			map[string]any{"properties": map[string]any{"title": "with file", "report": "webdav:/reports/q3.txt"}}, nil)
+		c.must(http.StatusCreated, "POST", "/api/v1/ontology/types/Ticket/objects",
+			map[string]any{"properties": map[string]any{"title": "elsewhere", "report": "https://elsewhere.example/x.pdf"}}, nil)
+		var first string
+		for i, ref := range []string{"webdav:/secret.txt", "webdav:/reports", "webdav:/%2e%2e/" + bob.ID + "/secret.txt", "webdav:/escape.txt"} {
+			st, body := c.do("POST", "/api/v1/ontology/types/Ticket/objects",
+				map[string]any{"properties": map[string]any{"title": "bad", "report": ref}})
+			if st != http.StatusBadRequest || !strings.Contains(string(body), `"properties.report"`) {
+				t.Fatalf("%s: %d %s", ref, st, body)
+			}
+			if i == 0 {
+				first = string(body)
+			} else if string(body) != first {
+				t.Fatalf("%s answers %s, not %s", ref, body, first)
+			}
+		}
+		path := "/api/v1/ontology/types/Ticket/objects/" + obj.ID
+		c.must(http.StatusOK, "PATCH", path, map[string]any{"properties": map[string]any{"report": "/webdav/reports/q3.txt"}}, nil)
+		c.must(http.StatusBadRequest, "PATCH", path, map[string]any{"properties": map[string]any{"report": "webdav:/secret.txt"}}, nil)
+	})
+
 	t.Run("a function reads the file, pinned, and the read is recorded", func(t *testing.T) {
 		fn := action("summarize", "invoke_function", inline("javascript", `export default function (ctx) {
   const s = ctx.media.stat(ctx.parameters.report);

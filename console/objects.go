@@ -30,7 +30,9 @@ type propertyRow struct {
 	Message, Error     string
 	ExecutionID        string
 	CSRF               string
-	Options            []string
+	// Link is the WebDAV file a media_reference value names (media.go).
+	Link    string
+	Options []string
 }
 
 // objectPage shows an object the caller may read, its properties
@@ -61,7 +63,7 @@ func (c *Console) objectPage(g *gin.Context) {
 func (c *Console) propertyRow(g *gin.Context, ot *ontology.ObjectTypeView, o *models.Object, pr models.Property) propertyRow {
 	row := propertyRow{TypeName: ot.Name, ObjectID: o.ID, Name: pr.Name, Label: displayName(pr.DisplayName, pr.Name),
 		Kind: kindOf(pr.Type.V), Value: formText(pr.Type.V, o.Properties.V[pr.Name]), Editable: pr.InlineEdit.V != nil,
-		CSRF: g.GetString(csrfKey)}
+		CSRF: g.GetString(csrfKey), Link: mediaLink(pr.Type.V, o.Properties.V[pr.Name])}
 	if row.Kind == "select" {
 		row.Options = c.d.Levels
 	}

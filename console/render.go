@@ -32,6 +32,7 @@ type pageData struct {
 var funcs = template.FuncMap{
 	"json":     jsonText,
 	"value":    valueText,
+	"pinned":   pinnedFile,
 	"time":     func(t time.Time) string { return t.UTC().Format("2006-01-02 15:04:05Z") },
 	"timep":    timePtr,
 	"keys":     sortedKeys,

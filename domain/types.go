@@ -247,6 +247,11 @@ type CheckEnv struct {
 	// It is called only for references whose type names an object type;
 	// nil checks UUID syntax only. An error from it is returned as is.
 	ResolveReference func(objectTypeID, id string) (bool, error)
+	// CheckMedia, when set, checks a media reference's URI: isFile says
+	// it names a file of the writer's WebDAV tree, readable whether that
+	// file exists and the writer may read it (one answer for every reason
+	// it does not). nil checks the URI's shape only.
+	CheckMedia func(uri string) (isFile, readable bool, err error)
 }
 
 func (e CheckEnv) markings() []string {
@@ -386,11 +391,13 @@ func (t PropertyType) check(field string, v any, env CheckEnv, depth int) error 
 			return valErr(field+".lon", "range", "expected longitude from -180 to 180, got %s", describe(m["lon"]))
 		}
 	case TypeMediaReference:
+		var uri string
 		switch x := v.(type) {
 		case string:
 			if !validURI(x) {
 				return valErr(field, "format", "expected a media reference: a non-empty URI/URL, got %q", clip(x))
 			}
+			uri = x
 		case map[string]any:
 			u, hasURI := x["uri"]
 			if !hasURI {
@@ -400,8 +407,18 @@ func (t PropertyType) check(field string, v any, env CheckEnv, depth int) error 
 			if !ok || !validURI(s) {
 				return valErr(field, "format", "expected a media reference object with a non-empty string \"uri\" or \"url\" member")
 			}
+			uri = s
 		default:
 			return valErr(field, "type", "expected a media reference (a URI string or an object with \"uri\"/\"url\"), got %s", describe(v))
+		}
+		if env.CheckMedia != nil {
+			isFile, readable, err := env.CheckMedia(uri)
+			if err != nil {
+				return err
+			}
+			if isFile && !readable {
+				return valErr(field, "media", "expected a file of your WebDAV tree that exists and that you may read")
+			}
 		}
 	case TypeMarking:
 		s, ok := v.(string)

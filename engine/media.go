@@ -24,9 +24,8 @@ import (
 // execution; the effect and run steps check the file is still that
 // version (409 Conflict otherwise). Any other URL is left as it was.
 
-// davPrefix is the URL path the WebDAV tree is served at (app mounts it
-// there).
-const davPrefix = "/webdav"
+// davPrefix is the URL path the WebDAV tree is served at.
+const davPrefix = media.ReferencePrefix
 
 // Members of a pinned media reference.
 const (
@@ -73,36 +72,9 @@ func mediaURI(v any) (string, bool) {
 }
 
 // treePath reports whether raw names a file of the WebDAV tree, and its
-// decoded path inside the tree ("" when it is a WebDAV reference that
-// cannot name a file: a host, a query, an opaque part).
+// path inside the tree (media.ReferencePath).
 func (m mediaFiles) treePath(raw string) (string, bool) {
-	u, err := url.Parse(raw)
-	if err != nil {
-		return "", false
-	}
-	var p string
-	switch {
-	case strings.EqualFold(u.Scheme, "webdav"):
-		if u.Host != "" || u.User != nil || u.Opaque != "" {
-			return "", true
-		}
-		p = u.Path
-	case u.Scheme == "" && u.Host == "" && isUnderPath(u.Path, davPrefix):
-		p = strings.TrimPrefix(u.Path, davPrefix)
-	case m.base != nil && strings.EqualFold(u.Scheme, m.base.Scheme) && strings.EqualFold(u.Host, m.base.Host) &&
-		isUnderPath(u.Path, strings.TrimRight(m.base.Path, "/")+davPrefix):
-		p = strings.TrimPrefix(u.Path, strings.TrimRight(m.base.Path, "/")+davPrefix)
-	default:
-		return "", false
-	}
-	if u.RawQuery != "" || u.Fragment != "" || u.ForceQuery || !strings.HasPrefix(p, "/") {
-		return "", true
-	}
-	return p, true
-}
-
-func isUnderPath(p, dir string) bool {
-	return strings.HasPrefix(p, dir+"/")
+	return media.ReferencePath(raw, m.base)
 }
 
 // url is the link to a file of the tree: absolute under the public URL

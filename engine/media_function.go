@@ -75,7 +75,7 @@ func (h *functionHost) mediaConflict() error {
 		WithDetails(apperr.Detail{Field: "parameters." + h.staleMedia, Reason: "stale_media", Message: "the file changed since it was validated"})
 }
 
-// mediaStore is the store of the actor's files (ErrNoMedia: none).
+// mediaStore is the store of the actor's files (media.ErrNoFile: none).
 func (h *functionHost) mediaStore() (media.Store, error) {
 	if h.op.media.store == nil || h.op.Actor == nil {
 		return nil, media.ErrNoFile

@@ -9,6 +9,8 @@ import (
 	"context"
 	"errors"
 	"io"
+	"net/url"
+	"strings"
 	"time"
 )
 
@@ -38,4 +40,40 @@ type Store interface {
 	// Open opens the file at p for reading and describes the version the
 	// reader reads, or ErrNoFile. The caller closes the reader.
 	Open(ctx context.Context, userID, p string) (io.ReadCloser, File, error)
+}
+
+// ReferencePrefix is the URL path app serves the WebDAV tree at, which
+// references to its files name.
+const ReferencePrefix = "/webdav"
+
+// ReferencePath reports whether raw, a media reference's URI, names a
+// file of a WebDAV tree, and the decoded path inside the tree: webdav:/a/b,
+// /webdav/a/b, or <base>/webdav/a/b when base (the server's public URL)
+// is set. The path is "" for a reference of those forms that cannot name
+// a file (a host in webdav:, a query, a fragment); "..", encoded or not,
+// is left for the store to refuse (treePath).
+func ReferencePath(raw string, base *url.URL) (string, bool) {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return "", false
+	}
+	var p string
+	switch {
+	case strings.EqualFold(u.Scheme, "webdav"):
+		if u.Host != "" || u.User != nil || u.Opaque != "" {
+			return "", true
+		}
+		p = u.Path
+	case u.Scheme == "" && u.Host == "" && strings.HasPrefix(u.Path, ReferencePrefix+"/"):
+		p = strings.TrimPrefix(u.Path, ReferencePrefix)
+	case base != nil && strings.EqualFold(u.Scheme, base.Scheme) && strings.EqualFold(u.Host, base.Host) &&
+		strings.HasPrefix(u.Path, strings.TrimRight(base.Path, "/")+ReferencePrefix+"/"):
+		p = strings.TrimPrefix(u.Path, strings.TrimRight(base.Path, "/")+ReferencePrefix)
+	default:
+		return "", false
+	}
+	if u.RawQuery != "" || u.Fragment != "" || u.ForceQuery || !strings.HasPrefix(p, "/") {
+		return "", true
+	}
+	return p, true
 }

@@ -109,7 +109,7 @@ func (s *Store) prepareProps(ctx context.Context, tx *gorm.DB, ts *typeState, ba
 			// Not written, kept (a replace resending it): a reference
 			// someone else set stays even if this writer may not read
 			// its object.
-			penv.ResolveReference = nil
+			penv.ResolveReference, penv.CheckMedia = nil, nil
 		}
 		if err := p.Type.V.Check(f, v, penv); err != nil {
 			if _, ok := apperr.As(err); !ok {

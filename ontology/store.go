@@ -53,6 +53,9 @@ type Store struct {
 	// secrets, when set (UseSecretPolicy), judges an action type's
 	// references to secrets by their use policy.
 	secrets SecretPolicy
+	// media, when set (UseMedia), checks media references to WebDAV
+	// files written for a reader.
+	media MediaCheck
 	// trigram: whether substring search has its trigram index (read once).
 	trigram *lazyBool
 }
@@ -162,6 +165,7 @@ func (s *Store) checkEnv(ctx context.Context, tx *gorm.DB) domain.CheckEnv {
 			}
 			return (objectTypeID == "" || o.ObjectTypeID == objectTypeID) && s.CanRead(s.reader, o.Marking, o.Organization), nil
 		},
+		CheckMedia: s.mediaCheck(ctx),
 	}
 }
 

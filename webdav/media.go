@@ -48,7 +48,7 @@ func NewMedia(root string) (*Media, error) {
 	return m, nil
 }
 
-// StatMedia implements media.Store.
+// Stat implements media.Store.
 func (m *Media) Stat(ctx context.Context, userID, p string) (media.File, error) {
 	f, mf, err := m.open(ctx, userID, p)
 	if err != nil {
@@ -58,7 +58,7 @@ func (m *Media) Stat(ctx context.Context, userID, p string) (media.File, error) 
 	return mf, nil
 }
 
-// OpenMedia implements media.Store. The reader is the open file the
+// Open implements media.Store. The reader is the open file the
 // description was taken from: a WebDAV PUT or MOVE replacing the file
 // meanwhile (a rename) does not change what it reads.
 func (m *Media) Open(ctx context.Context, userID, p string) (io.ReadCloser, media.File, error) {

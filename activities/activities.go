@@ -32,7 +32,7 @@ func New(eng *engine.Engine) *Activities { return &Activities{eng: eng} }
 
 // Validate materializes and type-checks the execution's parameters.
 func (a *Activities) Validate(ctx context.Context, executionID string) (*engine.Prepared, error) {
-	p, err := a.eng.Prepare(run(ctx), executionID)
+	p, err := a.eng.Validate(run(ctx), executionID)
 	return p, typed(err)
 }
 

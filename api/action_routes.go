@@ -17,6 +17,7 @@ import (
 	"github.com/ontoflow/ontoflow/engine"
 	"github.com/ontoflow/ontoflow/executions"
 	"github.com/ontoflow/ontoflow/models"
+	"github.com/ontoflow/ontoflow/notifications"
 	"github.com/ontoflow/ontoflow/ontology"
 )
 
@@ -372,12 +373,8 @@ func (h *actionRoutes) listNotifications(c *gin.Context) {
 		fail(c, err)
 		return
 	}
-	q := h.DB.WithContext(c.Request.Context()).Where("user_id = ?", principal(c).User.ID)
-	if c.Query("unread") == "true" {
-		q = q.Where("read_at IS NULL")
-	}
-	var rows []models.Notification
-	if err := q.Order("created_at DESC, id").Offset(pr.Offset).Limit(pr.Limit + 1).Find(&rows).Error; err != nil {
+	rows, err := notifications.NewInbox(h.DB).List(c.Request.Context(), principal(c).User.ID, c.Query("unread") == "true", pr.Offset, pr.Limit+1)
+	if err != nil {
 		fail(c, err)
 		return
 	}
@@ -385,15 +382,8 @@ func (h *actionRoutes) listNotifications(c *gin.Context) {
 }
 
 func (h *actionRoutes) markRead(c *gin.Context) {
-	now := time.Now().UTC()
-	res := h.DB.WithContext(c.Request.Context()).Model(&models.Notification{}).
-		Where("id = ? AND user_id = ?", c.Param("id"), principal(c).User.ID).Update("read_at", &now)
-	if res.Error != nil {
-		fail(c, res.Error)
-		return
-	}
-	if res.RowsAffected == 0 {
-		fail(c, apperr.New(apperr.NotificationNotFound, "notification %q not found", c.Param("id")))
+	if err := notifications.NewInbox(h.DB).MarkRead(c.Request.Context(), principal(c).User.ID, c.Param("id")); err != nil {
+		fail(c, err)
 		return
 	}
 	c.Status(http.StatusNoContent)

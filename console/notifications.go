@@ -2,11 +2,11 @@ package console
 
 import (
 	"net/http"
-	"time"
 
 	"github.com/gin-gonic/gin"
 
 	"github.com/ontoflow/ontoflow/models"
+	"github.com/ontoflow/ontoflow/notifications"
 )
 
 type notificationsView struct {
@@ -19,11 +19,8 @@ type notificationsView struct {
 func (c *Console) notificationsPage(g *gin.Context) {
 	p := principal(g)
 	v := notificationsView{UnreadOnly: g.Query("unread") == "true", CSRF: g.GetString(csrfKey)}
-	q := c.d.DB.WithContext(g.Request.Context()).Where("user_id = ?", p.User.ID)
-	if v.UnreadOnly {
-		q = q.Where("read_at IS NULL")
-	}
-	if err := q.Order("created_at DESC, id").Limit(100).Find(&v.Rows).Error; err != nil {
+	var err error
+	if v.Rows, err = notifications.NewInbox(c.d.DB).List(g.Request.Context(), p.User.ID, v.UnreadOnly, 0, 100); err != nil {
 		c.fail(g, err)
 		return
 	}
@@ -31,13 +28,11 @@ func (c *Console) notificationsPage(g *gin.Context) {
 }
 
 // markRead marks one of the caller's notifications read (as POST
-// /notifications/{id}/read) and returns to the inbox.
+// /notifications/{id}/read, through the same inbox: another user's is
+// not found) and returns to the inbox.
 func (c *Console) markRead(g *gin.Context) {
-	now := time.Now().UTC()
-	res := c.d.DB.WithContext(g.Request.Context()).Model(&models.Notification{}).
-		Where("id = ? AND user_id = ? AND read_at IS NULL", g.Param("id"), principal(g).User.ID).Update("read_at", &now)
-	if res.Error != nil {
-		c.fail(g, res.Error)
+	if err := notifications.NewInbox(c.d.DB).MarkRead(g.Request.Context(), principal(g).User.ID, g.Param("id")); err != nil {
+		c.fail(g, err)
 		return
 	}
 	g.Redirect(http.StatusSeeOther, Prefix+"/notifications")

@@ -10,6 +10,7 @@ import (
 
 	"github.com/ontoflow/ontoflow/apperr"
 	"github.com/ontoflow/ontoflow/engine"
+	"github.com/ontoflow/ontoflow/executions"
 	"github.com/ontoflow/ontoflow/models"
 )
 
@@ -30,16 +31,14 @@ type resultView struct {
 // run submits the form through the executions service, as POST
 // /execute does, and waits for the execution.
 func (c *Console) run(g *gin.Context) {
-	ctx, p := g.Request.Context(), principal(g)
-	in := postedInput(g, true)
-	at, err := c.d.Store.ActionType(ctx, in.ActionID)
-	if err != nil {
-		c.fail(g, err)
+	ctx := g.Request.Context()
+	ps, ok := c.readPosted(g)
+	if !ok {
 		return
 	}
-	params, bad := parseParams(at.Inputs, in.Raw)
+	in := ps.in
 	rv := resultView{CSRF: g.GetString(csrfKey)}
-	if len(bad) > 0 {
+	if len(ps.bad) > 0 {
 		rv.Message = "Some fields could not be read; see the messages beside them."
 		c.renderResult(g, rv, in)
 		return
@@ -59,7 +58,7 @@ func (c *Console) run(g *gin.Context) {
 		c.fragment(g, "result", rv)
 		return
 	}
-	hd, err := c.d.Executions.Submit(ctx, c.request(at, p.User, p.Guest, in.TargetID, params, in.Justification), true)
+	hd, err := c.d.Executions.Submit(ctx, c.postedRequest(g, ps), true)
 	if err != nil {
 		c.submitFailed(g, rv, in, err)
 		return
@@ -70,8 +69,9 @@ func (c *Console) run(g *gin.Context) {
 		return
 	}
 	rv.Execution, rv.WorkflowURL = ex, c.d.Executions.WorkflowURL(ex)
+	at := ps.at
 	rv.Names = c.rowNames(g, map[string]string{at.ID: displayName(at.DisplayName, at.Name)}, []models.Execution{*ex})
-	rv.CanUndo = c.canUndo(ctx, p.User, ex)
+	rv.CanUndo = c.canUndo(ctx, principal(g).User, ex)
 	rv.Failure = failureOf(ex)
 	if rv.Failure != nil && rv.Failure.Code == string(apperr.PermissionDenied) {
 		rv.Refusal = &refusalView{Message: rv.Failure.Message, Reason: firstReason(rv.Failure.Details)}
@@ -157,15 +157,11 @@ func (c *Console) preview(g *gin.Context) {
 		c.errorPage(g, http.StatusNotFound, "Preview is not available in this build.")
 		return
 	}
-	ctx, p := g.Request.Context(), principal(g)
-	in := postedInput(g, true)
-	at, err := c.d.Store.ActionType(ctx, in.ActionID)
-	if err != nil {
-		c.fail(g, err)
+	ps, ok := c.readPosted(g)
+	if !ok {
 		return
 	}
-	params, _ := parseParams(at.Inputs, in.Raw)
-	res, err := c.d.Preview(ctx, c.request(at, p.User, p.Guest, in.TargetID, params, in.Justification))
+	res, err := c.d.Preview(g.Request.Context(), c.postedRequest(g, ps))
 	var pv previewView
 	if ae, ok := apperr.As(err); ok {
 		pv.Failure = &engine.Failure{Code: string(ae.Code), Message: ae.Message, Details: ae.Details}
@@ -230,4 +226,34 @@ func (c *Console) undo(g *gin.Context) {
 		rv.Names = c.rowNames(g, nil, []models.Execution{*ex})
 	}
 	c.fragment(g, "undo-result", rv)
+}
+
+// posted is a submitted action form as run and preview read it: the
+// form's input, the action type it names and the parameters parsed by the
+// type's inputs (bad: the fields that could not be read).
+type posted struct {
+	in     formInput
+	at     *engine.ActionType
+	params map[string]any
+	bad    map[string]string
+}
+
+// readPosted reads the submitted form; an action type that cannot be read
+// is rendered as the failure, and ok is false.
+func (c *Console) readPosted(g *gin.Context) (_ posted, ok bool) {
+	in := postedInput(g, true)
+	at, err := c.d.Store.ActionType(g.Request.Context(), in.ActionID)
+	if err != nil {
+		c.fail(g, err)
+		return posted{}, false
+	}
+	params, bad := parseParams(at.Inputs, in.Raw)
+	return posted{in: in, at: at, params: params, bad: bad}, true
+}
+
+// postedRequest is the executions request of the posted form, by the
+// signed-in user.
+func (c *Console) postedRequest(g *gin.Context, ps posted) executions.Request {
+	p := principal(g)
+	return c.request(ps.at, p.User, p.Guest, ps.in.TargetID, ps.params, ps.in.Justification)
 }

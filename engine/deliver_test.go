@@ -93,7 +93,7 @@ func TestDeliveryStepsPerChannel(t *testing.T) {
 	testdb.Each(t, func(t *testing.T, db *gorm.DB) {
 		ctx := context.Background()
 		f := newFixture(t, db)
-		p, err := f.eng.Prepare(ctx, f.exID)
+		p, err := f.eng.Validate(ctx, f.exID)
 		if err != nil {
 			t.Fatal(err)
 		}

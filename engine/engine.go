@@ -111,7 +111,7 @@ type Engine struct {
 	metrics  *metrics
 	now      func() time.Time
 	memo     memo
-	settled  settled
+	waiters  settleWaiters
 	channels map[string]Channel
 	// maxRecipients bounds a side effect's recipients.
 	maxRecipients int

@@ -127,7 +127,7 @@ func fnEngineEnv(t *testing.T, db *gorm.DB) *env {
 // runWithEffect takes an execution through the steps, the effect step
 // included.
 func (e *env) runWithEffect(ctx context.Context, id string) error {
-	p, err := e.eng.Prepare(ctx, id)
+	p, err := e.eng.Validate(ctx, id)
 	if err == nil {
 		err = e.eng.Authorize(ctx, p)
 	}

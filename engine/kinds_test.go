@@ -147,7 +147,7 @@ func (e *env) execution(t *testing.T, at *domain.ActionType, kind, target string
 
 // run takes an execution through the steps in the action workflow's order.
 func (e *env) run(ctx context.Context, id string) error {
-	p, err := e.eng.Prepare(ctx, id)
+	p, err := e.eng.Validate(ctx, id)
 	if err == nil {
 		err = e.eng.Authorize(ctx, p)
 	}

@@ -34,9 +34,9 @@ func TestStepsOnAFinishedExecutionAnswerFromTheRecord(t *testing.T) {
 			}
 		}
 
-		p, err := e.Prepare(ctx, "done")
+		p, err := e.Validate(ctx, "done")
 		if err != nil {
-			t.Fatalf("Prepare of a succeeded execution: %v", err)
+			t.Fatalf("Validate of a succeeded execution: %v", err)
 		}
 		if p.HasNotifications || p.TargetID != "gone-object" {
 			t.Fatalf("Prepare = %+v", p)
@@ -52,8 +52,8 @@ func TestStepsOnAFinishedExecutionAnswerFromTheRecord(t *testing.T) {
 			t.Fatalf("Run = %+v, want the recorded outcome", out)
 		}
 
-		if _, err := e.Prepare(ctx, "failed"); !apperr.Is(err, apperr.PermissionDenied) {
-			t.Fatalf("Prepare of a failed execution: %v, want its recorded refusal", err)
+		if _, err := e.Validate(ctx, "failed"); !apperr.Is(err, apperr.PermissionDenied) {
+			t.Fatalf("Validate of a failed execution: %v, want its recorded refusal", err)
 		}
 		var after models.Execution
 		if err := db.Take(&after, "id = ?", "done").Error; err != nil || after.Status != models.StatusSucceeded {

@@ -2,11 +2,11 @@ package engine
 
 import "sync"
 
-// settled lets an API in the worker's process learn that an execution
+// settleWaiters lets an API in the worker's process learn that an execution
 // reached its final state without asking Temporal: a synchronous execute
 // otherwise long-polls the workflow's history for its close event, a read
 // on the server's persistence for every execution.
-type settled struct {
+type settleWaiters struct {
 	mu      sync.Mutex
 	waiters map[string][]chan struct{}
 }
@@ -16,7 +16,7 @@ type settled struct {
 // when no longer waiting. Register before starting the workflow: a
 // settlement nobody waits for is not remembered.
 func (e *Engine) Settled(id string) (<-chan struct{}, func()) {
-	s := &e.settled
+	s := &e.waiters
 	ch := make(chan struct{})
 	s.mu.Lock()
 	if s.waiters == nil {
@@ -44,7 +44,7 @@ func (e *Engine) Settled(id string) (<-chan struct{}, func()) {
 
 // settle wakes the waiters of id.
 func (e *Engine) settle(id string) {
-	s := &e.settled
+	s := &e.waiters
 	s.mu.Lock()
 	ws := s.waiters[id]
 	delete(s.waiters, id)

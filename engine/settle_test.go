@@ -41,8 +41,8 @@ func TestSettled(t *testing.T) {
 		t.Fatal("a waiter that stopped was woken")
 	}
 	e.settle("nobody")
-	if len(e.settled.waiters) != 1 { // only y
-		t.Fatalf("waiters left: %v", e.settled.waiters)
+	if len(e.waiters.waiters) != 1 { // only y
+		t.Fatalf("waiters left: %v", e.waiters.waiters)
 	}
 }
 

@@ -133,9 +133,9 @@ func finished(ex *models.Execution) bool {
 	return ex.Status == models.StatusSucceeded || ex.Status == models.StatusFailed
 }
 
-// recorded is what a step replayed on a finished execution answers: nothing
+// replayOutcome is what a step replayed on a finished execution answers: nothing
 // for a success, and the recorded refusal for a failure.
-func recorded(ex *models.Execution) error {
+func replayOutcome(ex *models.Execution) error {
 	if ex.Status == models.StatusFailed {
 		return apperr.New(apperr.Code(ex.ErrorCode), "%s", ex.ErrorMessage)
 	}
@@ -167,10 +167,10 @@ func (e *Engine) step(ctx context.Context, id string) (*models.Execution, *input
 	return ex, in, nil
 }
 
-// Prepare is the validate step: it loads the execution, its action type and
+// Validate is the validate step (the Validate activity): it loads the execution, its action type and
 // target, and materializes the parameters. Invalid parameters are
 // ActionValidationFailed with the per-parameter result as data.
-func (e *Engine) Prepare(ctx context.Context, executionID string) (*Prepared, error) {
+func (e *Engine) Validate(ctx context.Context, executionID string) (*Prepared, error) {
 	defer e.observe("validate", time.Now())
 	e.memo.drop(executionID) // validation always reads afresh
 	if err := e.MarkRunning(ctx, executionID); err != nil {
@@ -243,7 +243,7 @@ func (e *Engine) Effect(ctx context.Context, executionID string, last bool) (jso
 		return nil, err
 	}
 	if in == nil {
-		return nil, recorded(ex)
+		return nil, replayOutcome(ex)
 	}
 	if ex.Kind == models.KindWhatIf {
 		return nil, nil // previewed by the run step, never performed
@@ -288,10 +288,10 @@ func (e *Engine) applyEarly(ctx context.Context, id string, effect json.RawMessa
 	}
 }
 
-// prepared is Prepare's answer for a finished execution: the parameters it
+// prepared is Validate's answer for a finished execution: the parameters it
 // ran with, and notifications still owed if it succeeded before notifying.
 func (e *Engine) prepared(ctx context.Context, ex *models.Execution) (*Prepared, error) {
-	if err := recorded(ex); err != nil {
+	if err := replayOutcome(ex); err != nil {
 		return nil, err
 	}
 	p := &Prepared{ExecutionID: ex.ID, ActionTypeID: ex.ActionTypeID, ActorID: ex.ActorID, TargetID: ex.TargetObjectID}
@@ -317,7 +317,7 @@ func (e *Engine) Authorize(ctx context.Context, p *Prepared) error {
 		return err
 	}
 	if in == nil {
-		return recorded(ex)
+		return replayOutcome(ex)
 	}
 	return e.authorize(in, true)
 }
@@ -339,7 +339,7 @@ func (e *Engine) Run(ctx context.Context, p *Prepared, last bool) (_ *Outcome, e
 		// Replayed after the commit: the recorded outcome (succeeded rows
 		// never change again).
 		e.memo.drop(p.ExecutionID)
-		if err := recorded(ex0); err != nil {
+		if err := replayOutcome(ex0); err != nil {
 			return nil, err
 		}
 		return &Outcome{Edits: ex0.Edits.V, Result: ex0.Result.V}, nil

@@ -564,7 +564,7 @@ func (e *Engine) recordWhatIf(ctx context.Context, ex0 *models.Execution, in *in
 		}
 		if finished(ex) {
 			out = &Outcome{Edits: ex.Edits.V, Result: ex.Result.V}
-			return recorded(ex)
+			return replayOutcome(ex)
 		}
 		b, err := lockBranch(tx, *ex.BranchID)
 		if err != nil {

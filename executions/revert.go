@@ -46,18 +46,18 @@ func (s *Service) Revert(ctx context.Context, r RevertRequest, listen bool) (*Ha
 	rv := newExecution(at, r.Actor, r.Guest, models.KindRevert, orig.TargetObjectID, nil, r.Justification)
 	rv.RevertOf = &orig.ID
 	if r.IdempotencyKey != "" {
-		prev, err := s.keyed(ctx, rv, r.IdempotencyKey, Identity(orig.ID, models.KindRevert, r.Justification))
+		prev, err := s.setKeyOrResume(ctx, rv, r.IdempotencyKey, Identity(orig.ID, models.KindRevert, r.Justification))
 		if prev != nil || err != nil {
 			return prev, err
 		}
 	}
 	if err := s.execs.Create(ctx, rv); err != nil {
-		if prev, rerr, ok := s.raced(ctx, rv, err); ok {
+		if prev, rerr, ok := s.resumeAfterDuplicate(ctx, rv, err); ok {
 			return prev, rerr
 		}
 		return nil, fmt.Errorf("record revert of %s: %w", orig.ID, err)
 	}
-	return s.start(ctx, rv, listen, s.starter.StartRevert)
+	return s.start(ctx, rv, listen)
 }
 
 // revertable reads the execution to revert and its action type, and

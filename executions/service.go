@@ -28,7 +28,6 @@ import (
 	"time"
 
 	"github.com/google/uuid"
-	"go.temporal.io/sdk/client"
 	"gorm.io/gorm"
 
 	"github.com/ontoflow/ontoflow/apperr"
@@ -151,31 +150,31 @@ func (s *Service) Submit(ctx context.Context, r Request, listen bool) (*Handle, 
 		if r.Identity == "" {
 			r.Identity = Identity(r.Action.ID, r.Kind, requestShape{r.TargetID, r.Parameters, r.Justification})
 		}
-		prev, err := s.keyed(ctx, ex, r.IdempotencyKey, r.Identity)
+		prev, err := s.setKeyOrResume(ctx, ex, r.IdempotencyKey, r.Identity)
 		if prev != nil || err != nil {
 			return prev, err
 		}
 	}
 	if err := s.execs.Create(ctx, ex); err != nil {
-		if prev, rerr, ok := s.raced(ctx, ex, err); ok {
+		if prev, rerr, ok := s.resumeAfterDuplicate(ctx, ex, err); ok {
 			return prev, rerr
 		}
 		return nil, err
 	}
-	return s.start(ctx, ex, listen, s.starter.StartAction)
+	return s.start(ctx, ex, listen)
 }
 
-// start starts ex's workflow with startFn and returns a Handle; a
-// workflow that cannot start is answered by notStarted. listen: a wait
-// may use the local worker's settlement.
-func (s *Service) start(ctx context.Context, ex *models.Execution, listen bool,
-	startFn func(context.Context, *models.Execution) (client.WorkflowRun, error)) (*Handle, error) {
+// start starts ex's workflow (workflows.Starter.Start picks it by the
+// row's kind) and returns a Handle; a workflow that cannot start is
+// answered by notStarted. listen: a wait may use the local worker's
+// settlement.
+func (s *Service) start(ctx context.Context, ex *models.Execution, listen bool) (*Handle, error) {
 	h := &Handle{Execution: ex}
 	var settled <-chan struct{}
 	if listen && s.opts.LocalWorker {
 		settled, h.release = s.eng.Settled(ex.ID)
 	}
-	run, err := startFn(ctx, ex)
+	run, err := s.starter.Start(ctx, ex)
 	if err != nil {
 		h.Release()
 		return nil, s.notStarted(ctx, err, ex.IdempotencyKey != nil, ex.ID)
@@ -244,13 +243,13 @@ func (s *Service) SubmitBatch(ctx context.Context, r BatchRequest) (*Handle, err
 		items[i] = *ex
 	}
 	if r.IdempotencyKey != "" {
-		prev, err := s.keyed(ctx, batch, r.IdempotencyKey, Identity(r.Action.ID, models.KindBatch, r.Items, r.Parameters, r.Justification))
+		prev, err := s.setKeyOrResume(ctx, batch, r.IdempotencyKey, Identity(r.Action.ID, models.KindBatch, r.Items, r.Parameters, r.Justification))
 		if prev != nil || err != nil {
 			return prev, err
 		}
 	}
 	if err := s.execs.CreateBatch(ctx, batch, items); err != nil {
-		if prev, rerr, ok := s.raced(ctx, batch, err); ok {
+		if prev, rerr, ok := s.resumeAfterDuplicate(ctx, batch, err); ok {
 			return prev, rerr
 		}
 		return nil, err
@@ -262,9 +261,9 @@ func (s *Service) SubmitBatch(ctx context.Context, r BatchRequest) (*Handle, err
 	return &Handle{Execution: batch, wait: func(ctx context.Context) { _ = run.Get(ctx, nil) }}, nil
 }
 
-// keyed sets the idempotency key on ex and returns the execution the key
+// setKeyOrResume sets the idempotency key on ex and returns the execution the key
 // already recorded, if any.
-func (s *Service) keyed(ctx context.Context, ex *models.Execution, key, identity string) (*Handle, error) {
+func (s *Service) setKeyOrResume(ctx context.Context, ex *models.Execution, key, identity string) (*Handle, error) {
 	if len(key) > 255 || !printable.String(key) {
 		return nil, apperr.New(apperr.InvalidArgument, "Idempotency-Key must be at most 255 characters of UTF-8 text")
 	}
@@ -280,9 +279,9 @@ func (s *Service) keyed(ctx context.Context, ex *models.Execution, key, identity
 	return s.resume(ctx, &prev, identity)
 }
 
-// raced answers an insert that lost to a concurrent request with the same
+// resumeAfterDuplicate answers an insert that lost to a concurrent request with the same
 // key (ok false: err was something else, and stands).
-func (s *Service) raced(ctx context.Context, ex *models.Execution, err error) (_ *Handle, _ error, ok bool) {
+func (s *Service) resumeAfterDuplicate(ctx context.Context, ex *models.Execution, err error) (_ *Handle, _ error, ok bool) {
 	if !errors.Is(err, gorm.ErrDuplicatedKey) || ex.IdempotencyKey == nil {
 		return nil, nil, false
 	}

@@ -2,7 +2,6 @@ package ontology
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -60,25 +59,9 @@ func (s *Store) usesLinkType(d domain.ActionDefinition, id string) bool {
 	return false
 }
 
+// findActionType loads an action type by id or name.
 func findActionType(ctx context.Context, db *gorm.DB, ref string) (*models.ActionType, error) {
-	if ref == "" {
-		return nil, apperr.New(apperr.ActionTypeNotFound, "action type \"\" does not exist")
-	}
-	var at models.ActionType
-	q := db.WithContext(ctx)
-	if domain.IsUUID(ref) {
-		q = q.Where("id = ?", strings.ToLower(ref))
-	} else {
-		q = q.Where("name = ?", ref)
-	}
-	err := q.Take(&at).Error
-	if errors.Is(err, gorm.ErrRecordNotFound) {
-		return nil, apperr.New(apperr.ActionTypeNotFound, "action type %q does not exist", ref)
-	}
-	if err != nil {
-		return nil, fmt.Errorf("load action type %s: %w", ref, err)
-	}
-	return &at, nil
+	return findByRef[models.ActionType](ctx, db, ref, apperr.ActionTypeNotFound, "action type")
 }
 
 func allActionTypes(ctx context.Context, db *gorm.DB) ([]models.ActionType, error) {

@@ -36,22 +36,9 @@ func specOfLinkType(lt models.LinkType) LinkTypeSpec {
 		SourceObjectTypeID: lt.SourceObjectTypeID, TargetObjectTypeID: lt.TargetObjectTypeID, Cardinality: lt.Cardinality}
 }
 
+// findLinkType loads a link type by id or name.
 func findLinkType(ctx context.Context, db *gorm.DB, ref string) (*models.LinkType, error) {
-	var lt models.LinkType
-	q := db.WithContext(ctx)
-	if domain.IsUUID(ref) {
-		q = q.Where("id = ?", strings.ToLower(ref))
-	} else {
-		q = q.Where("name = ?", ref)
-	}
-	err := q.Take(&lt).Error
-	if errors.Is(err, gorm.ErrRecordNotFound) {
-		return nil, apperr.New(apperr.LinkTypeNotFound, "link type %q does not exist", ref)
-	}
-	if err != nil {
-		return nil, fmt.Errorf("load link type %s: %w", ref, err)
-	}
-	return &lt, nil
+	return findByRef[models.LinkType](ctx, db, ref, apperr.LinkTypeNotFound, "link type")
 }
 
 // LinkType returns a link type by id or name.

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 
 	"gorm.io/gorm"
 
@@ -56,21 +55,7 @@ func specOfObjectType(ot models.ObjectType) ObjectTypeSpec {
 
 // findObjectType loads an object type by id or name.
 func findObjectType(ctx context.Context, db *gorm.DB, ref string) (*models.ObjectType, error) {
-	var ot models.ObjectType
-	q := db.WithContext(ctx)
-	if domain.IsUUID(ref) {
-		q = q.Where("id = ?", strings.ToLower(ref))
-	} else {
-		q = q.Where("name = ?", ref)
-	}
-	err := q.Take(&ot).Error
-	if errors.Is(err, gorm.ErrRecordNotFound) {
-		return nil, apperr.New(apperr.ObjectTypeNotFound, "object type %q does not exist", ref)
-	}
-	if err != nil {
-		return nil, fmt.Errorf("load object type %s: %w", ref, err)
-	}
-	return &ot, nil
+	return findByRef[models.ObjectType](ctx, db, ref, apperr.ObjectTypeNotFound, "object type")
 }
 
 // ObjectType returns an object type (by id or name) with its properties.

@@ -263,3 +263,27 @@ func checkNotUUID(code apperr.Code, name string) error {
 	return apperr.New(code, "name: %q looks like an id; names must not be UUIDs", name).
 		WithDetails(apperr.Detail{Field: "name", Reason: "format", Message: "a name must not be a UUID"})
 }
+
+// findByRef loads the definition record T (an object, link or action type)
+// by ref, its id (any case) or its name; a missing one is the apperr code
+// notFound, naming what was looked for.
+func findByRef[T any](ctx context.Context, db *gorm.DB, ref string, notFound apperr.Code, what string) (*T, error) {
+	if ref == "" {
+		return nil, apperr.New(notFound, "%s \"\" does not exist", what)
+	}
+	var rec T
+	q := db.WithContext(ctx)
+	if domain.IsUUID(ref) {
+		q = q.Where("id = ?", strings.ToLower(ref))
+	} else {
+		q = q.Where("name = ?", ref)
+	}
+	err := q.Take(&rec).Error
+	if errors.Is(err, gorm.ErrRecordNotFound) {
+		return nil, apperr.New(notFound, "%s %q does not exist", what, ref)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("load %s %s: %w", what, ref, err)
+	}
+	return &rec, nil
+}

@@ -110,49 +110,67 @@ const (
 	stepsVersion = 1
 )
 
-// runItem is the one path every execution takes.
+// runItem is the one path every execution takes: validate, authorize,
+// then the steps of the version the history recorded.
 func (w *Workflows) runItem(ctx workflow.Context, executionID string) ItemResult {
 	var prep engine.Prepared
 	err := workflow.ExecuteLocalActivity(ctx, w.steps.Validate, executionID).Get(ctx, &prep)
 	if err == nil {
 		err = workflow.ExecuteLocalActivity(ctx, w.steps.Authorize, &prep).Get(ctx, nil)
 	}
-	v := workflow.DefaultVersion
-	if err == nil {
-		v = workflow.GetVersion(ctx, changeSteps, workflow.DefaultVersion, stepsVersion)
+	if err != nil {
+		return w.recordFailure(ctx, executionID, err)
 	}
-	if err == nil && v != workflow.DefaultVersion && prep.Effect != nil {
-		err = w.effect(ctx, executionID, prep.Effect, len(prep.Deliveries) == 0).Get(ctx, &prep.EffectResult)
+	if workflow.GetVersion(ctx, changeSteps, workflow.DefaultVersion, stepsVersion) == workflow.DefaultVersion {
+		return w.runThenNotify(ctx, executionID, &prep)
+	}
+	return w.runThenDeliverPerChannel(ctx, executionID, &prep)
+}
+
+// runThenNotify is the first version's steps, kept so that histories
+// recorded before steps-per-channel replay: the run step, then one notify
+// step for every channel.
+func (w *Workflows) runThenNotify(ctx workflow.Context, executionID string, prep *engine.Prepared) ItemResult {
+	var out engine.Outcome
+	if err := workflow.ExecuteLocalActivity(ctx, w.steps.RunOperation, prep).Get(ctx, &out); err != nil {
+		return w.recordFailure(ctx, executionID, err)
+	}
+	if prep.HasNotifications {
+		_ = workflow.ExecuteLocalActivity(ctx, w.steps.Notify, prep, &out).Get(ctx, nil)
+	}
+	return ItemResult{ExecutionID: executionID, Status: models.StatusSucceeded}
+}
+
+// runThenDeliverPerChannel is the current version's steps: the effect
+// step of a kind that has one, the apply step (told whether it is last),
+// then one delivery step per channel.
+func (w *Workflows) runThenDeliverPerChannel(ctx workflow.Context, executionID string, prep *engine.Prepared) ItemResult {
+	last := len(prep.Deliveries) == 0
+	if prep.Effect != nil {
+		if err := w.effect(ctx, executionID, prep.Effect, last).Get(ctx, &prep.EffectResult); err != nil {
+			return w.recordFailure(ctx, executionID, err)
+		}
 	}
 	var out engine.Outcome
-	if err == nil {
-		if v == workflow.DefaultVersion {
-			err = workflow.ExecuteLocalActivity(ctx, w.steps.RunOperation, &prep).Get(ctx, &out)
-		} else {
-			err = workflow.ExecuteLocalActivity(ctx, w.steps.Apply, &prep, len(prep.Deliveries) == 0).Get(ctx, &out)
-		}
-	}
-	if err != nil {
-		f := activities.FailureOf(err)
-		// Recording the failure retries like any step; if even that gives
-		// up, the execution row stays queued and the workflow's own
-		// failure is the record.
-		_ = workflow.ExecuteLocalActivity(ctx, w.steps.RecordFailure, executionID, f).Get(ctx, nil)
-		return ItemResult{ExecutionID: executionID, Status: models.StatusFailed, ErrorCode: f.Code, ErrorMessage: f.Message}
-	}
-	if v == workflow.DefaultVersion {
-		if prep.HasNotifications {
-			_ = workflow.ExecuteLocalActivity(ctx, w.steps.Notify, &prep, &out).Get(ctx, nil)
-		}
-		return ItemResult{ExecutionID: executionID, Status: models.StatusSucceeded}
+	if err := workflow.ExecuteLocalActivity(ctx, w.steps.Apply, prep, last).Get(ctx, &out); err != nil {
+		return w.recordFailure(ctx, executionID, err)
 	}
 	// Best effort, one step per channel: each records its own outcome and
 	// never fails the action, which has already committed.
 	for i, d := range prep.Deliveries {
-		last := i == len(prep.Deliveries)-1
-		_ = w.deliver(ctx, executionID, d, last).Get(ctx, nil)
+		_ = w.deliver(ctx, executionID, d, i == len(prep.Deliveries)-1).Get(ctx, nil)
 	}
 	return ItemResult{ExecutionID: executionID, Status: models.StatusSucceeded}
+}
+
+// recordFailure records a step's refusal or error on the execution and
+// answers the failed item. Recording the failure retries like any step;
+// if even that gives up, the execution row stays queued and the
+// workflow's own failure is the record.
+func (w *Workflows) recordFailure(ctx workflow.Context, executionID string, err error) ItemResult {
+	f := activities.FailureOf(err)
+	_ = workflow.ExecuteLocalActivity(ctx, w.steps.RecordFailure, executionID, f).Get(ctx, nil)
+	return ItemResult{ExecutionID: executionID, Status: models.StatusFailed, ErrorCode: f.Code, ErrorMessage: f.Message}
 }
 
 // deliverTimeout bounds one attempt of a remote delivery step.

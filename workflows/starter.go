@@ -69,6 +69,16 @@ func (s *Starter) options(ex *models.Execution) client.StartWorkflowOptions {
 	}
 }
 
+// Start starts the workflow of a single execution row the caller wrote:
+// RevertWorkflow for a revert, ActionWorkflow for any other kind (batches
+// start with StartBatch).
+func (s *Starter) Start(ctx context.Context, ex *models.Execution) (client.WorkflowRun, error) {
+	if ex.Kind == models.KindRevert {
+		return s.StartRevert(ctx, ex)
+	}
+	return s.StartAction(ctx, ex)
+}
+
 // StartAction starts ActionWorkflow for an execution row the caller wrote.
 func (s *Starter) StartAction(ctx context.Context, ex *models.Execution) (client.WorkflowRun, error) {
 	run, err := s.c.ExecuteWorkflow(ctx, s.options(ex), ActionWorkflowName, ActionInput{ExecutionID: ex.ID})

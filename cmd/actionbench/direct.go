@@ -74,7 +74,7 @@ func directExecute(a *app.App, r *http.Request) (*models.Execution, int, error) 
 
 func directSteps(eng *engine.Engine, r *http.Request, id string) error {
 	ctx := r.Context()
-	p, err := eng.Prepare(ctx, id)
+	p, err := eng.Validate(ctx, id)
 	if err != nil {
 		return err
 	}

@@ -211,6 +211,7 @@ func (m *migration) upFile(ctx context.Context, root *os.Root, userID, p string,
 	}
 	defer f.Close()
 	hr := newHashReader(f)
+	defer hr.close()
 	n := &models.DavNode{UserID: userID, ParentID: parentID, Name: pathBase(p), Size: fi.Size(), MtimeNs: fi.ModTime().UnixNano(),
 		CreatedNs: creationTime(fi).UnixNano(), Version: 1}
 	if fi.Size() > 0 {

@@ -108,6 +108,7 @@ func (u *nodeUpload) receive() error {
 	rq := u.rq
 	b := rq.h.nodes.blobs
 	hr := newHashReader(&limitedReader{r: rq.r.Body, left: u.limit, err: u.limitErr})
+	defer hr.close()
 	var err error
 	if rq.r.ContentLength == 0 {
 		u.n, err = io.Copy(io.Discard, hr)
@@ -252,12 +253,19 @@ func (l *limitedReader) Read(p []byte) (int, error) {
 
 // hashReader computes MD5, SHA-1 and SHA-256 of what is read through it,
 // and remembers the first error of the underlying reader (the client's
-// body), to tell an aborted upload from a failing store.
+// body), to tell an aborted upload from a failing store. The three run
+// side by side on reads of parallelHash bytes or more (MD5 alone runs at
+// ~550 MiB/s on a core, the three in a row at half that), each done before
+// Read returns, since the caller may reuse the buffer at once.
 type hashReader struct {
 	r       io.Reader
 	hs      [3]hash.Hash
 	readErr error
+	work    [3]chan []byte
+	done    chan struct{}
 }
+
+const parallelHash = 32 << 10
 
 func newHashReader(r io.Reader) *hashReader {
 	return &hashReader{r: r, hs: [3]hash.Hash{md5.New(), sha1.New(), sha256.New()}}
@@ -265,13 +273,48 @@ func newHashReader(r io.Reader) *hashReader {
 
 func (h *hashReader) Read(p []byte) (int, error) {
 	n, err := h.r.Read(p)
-	for _, x := range h.hs {
-		x.Write(p[:n])
-	}
+	h.hash(p[:n])
 	if err != nil && err != io.EOF && h.readErr == nil {
 		h.readErr = err
 	}
 	return n, err
+}
+
+func (h *hashReader) hash(p []byte) {
+	if len(p) < parallelHash {
+		for _, x := range h.hs {
+			x.Write(p)
+		}
+		return
+	}
+	if h.done == nil {
+		h.done = make(chan struct{}, 3)
+		for i := range h.hs {
+			h.work[i] = make(chan []byte)
+			go func(x hash.Hash, in chan []byte, done chan struct{}) {
+				for b := range in {
+					x.Write(b)
+					done <- struct{}{}
+				}
+			}(h.hs[i], h.work[i], h.done)
+		}
+	}
+	for _, w := range h.work {
+		w <- p
+	}
+	for range h.work {
+		<-h.done
+	}
+}
+
+// close ends the hashing goroutines.
+func (h *hashReader) close() {
+	if h.done != nil {
+		for _, w := range h.work {
+			close(w)
+		}
+		h.done = nil
+	}
 }
 
 func (h *hashReader) sums() (md5sum, sha1sum, sha256sum string) {

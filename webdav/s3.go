@@ -364,7 +364,8 @@ func s3Err(what string, err error) error {
 		}
 	}
 	var re *awshttp.ResponseError
-	if errors.As(err, &re) && re.HTTPStatusCode() < 500 {
+	// Status 0: no answer at all (refused, reset): unavailable.
+	if errors.As(err, &re) && re.HTTPStatusCode() > 0 && re.HTTPStatusCode() < 500 {
 		return fmt.Errorf("%s: %w", what, err)
 	}
 	if errors.Is(err, context.Canceled) {

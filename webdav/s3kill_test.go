@@ -18,8 +18,8 @@ import (
 // contents stay the visible ones, and once S3 is back the service resumes
 // and one sweep leaves no trace of the interrupted upload.
 func TestS3ServerKilled(t *testing.T) {
-	s := startTestS3(t)
 	testdb.Each(t, func(t *testing.T, db *gorm.DB) {
+		s := startTestS3(t)
 		opts := Options{Contents: s.contents(t)}
 		addUser(t, db, "k", 0)
 		e := newEnv(t, db, t.TempDir(), opts)

@@ -180,3 +180,22 @@ func TestTreeModeQuota(t *testing.T) {
 		e.want(http.StatusCreated, "q", "PUT", "/b", strings.Repeat("b", 600))
 	})
 }
+
+// The hashes computed side by side on large reads equal the plain ones.
+func TestHashReaderParallel(t *testing.T) {
+	data := make([]byte, 3<<20+17)
+	rand.Read(data)
+	hr := newHashReader(bytes.NewReader(data))
+	defer hr.close()
+	buf := make([]byte, 100<<10)
+	for {
+		if _, err := hr.Read(buf); err != nil {
+			break
+		}
+	}
+	_, s1, _ := hr.sums()
+	want := sha1.Sum(data)
+	if s1 != hex.EncodeToString(want[:]) {
+		t.Fatalf("SHA-1 %s, want %x", s1, want)
+	}
+}

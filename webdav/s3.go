@@ -363,8 +363,9 @@ func s3Err(what string, err error) error {
 			return fmt.Errorf("%s: %w", what, ErrNoObject)
 		}
 	}
+	// A request that never reached S3 (connection refused, reset) carries
+	// status 0: that is an outage too, not the client's error.
 	var re *awshttp.ResponseError
-	// Status 0: no answer at all (refused, reset): unavailable.
 	if errors.As(err, &re) && re.HTTPStatusCode() > 0 && re.HTTPStatusCode() < 500 {
 		return fmt.Errorf("%s: %w", what, err)
 	}

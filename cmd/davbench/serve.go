@@ -39,6 +39,7 @@ func serve(ctx context.Context, args []string) error {
 	password := fs.String("password", "", "password of --user")
 	cpuprofile := fs.String("cpuprofile", "", "write a CPU profile of the whole serve run to FILE")
 	logPath := fs.String("log", "", "append access logs (JSON) to FILE; empty = stderr")
+	store := fs.String("store", "posix", "WebDAV store: posix (trees under --root) or s3://bucket/prefix?endpoint=... (credentials from AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -74,7 +75,12 @@ func serve(ctx context.Context, args []string) error {
 		slog.Info("user ready", "user", *user, "id", id)
 	}
 	authn := auth.NewService(db, auth.Options{})
+	contents, err := openStore(ctx, *store)
+	if err != nil {
+		return err
+	}
 	h, err := webdav.New(db, authn, webdav.Options{
+		Contents:       contents,
 		Root:           *root,
 		Prefix:         "/webdav",
 		MaxUploadBytes: 10 << 30, // the config default (--webdav-max-upload)
@@ -181,4 +187,17 @@ func ensureUser(ctx context.Context, db *gorm.DB, username, password string) (st
 		return "", fmt.Errorf("create user %s: %w", username, err)
 	}
 	return nu.ID, nil
+}
+
+// openStore opens the contents store --store names: nil for posix.
+func openStore(ctx context.Context, store string) (webdav.Contents, error) {
+	st, err := webdav.ParseStoreURL(store)
+	if err != nil || st.Kind == "posix" {
+		return nil, err
+	}
+	c, err := webdav.OpenS3(ctx, st, nil)
+	if err != nil {
+		return nil, fmt.Errorf("open store %s: %w", store, err)
+	}
+	return c, nil
 }

@@ -1,9 +1,3 @@
-//go:build s3store
-
-// Built only with -tags s3store until webdav's S3 store (branch
-// wip-s3store: ParseStoreURL, OpenS3, SweepOnce) is merged; then this
-// constraint goes.
-
 package main
 
 import (

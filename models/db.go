@@ -164,6 +164,9 @@ func Migrate(ctx context.Context, db *gorm.DB) error {
 		}
 		var err error
 		from, err = migrateVersioned(ctx, conn, func() error {
+			if err := prepareObjectValues(conn); err != nil {
+				return err
+			}
 			if err := conn.AutoMigrate(all()...); err != nil {
 				return fmt.Errorf("auto-migrate: %w", err)
 			}

@@ -39,6 +39,43 @@ type ObjectValue struct {
 	Full    []byte
 }
 
+// sqliteObjectValues is object_values as gorm would create it on
+// SQLite, WITHOUT ROWID: the table is its primary key's B-tree, instead of
+// a rowid table plus an index holding every column again (a third of the
+// index's size).
+const sqliteObjectValues = "CREATE TABLE `object_values` (`object_id` text,`prop` integer,`part` integer,`key` blob,`created` integer NOT NULL,`full` blob,PRIMARY KEY (`object_id`,`prop`,`part`,`key`)) WITHOUT ROWID"
+
+// prepareObjectValues creates object_values WITHOUT ROWID on SQLite
+// before the auto-migration would create it as a rowid table; a rowid
+// table (of an older version) is dropped and the index rebuilt.
+func prepareObjectValues(db *gorm.DB) error {
+	if IsPostgres(db) {
+		return nil
+	}
+	db = db.Session(&gorm.Session{NewDB: true})
+	var ddl string
+	if err := db.Raw("SELECT COALESCE(MAX(sql), '') FROM sqlite_master WHERE type = 'table' AND name = 'object_values'").Scan(&ddl).Error; err != nil {
+		return fmt.Errorf("read object_values: %w", err)
+	}
+	if strings.Contains(ddl, "WITHOUT ROWID") {
+		return nil
+	}
+	if ddl != "" {
+		if err := db.Exec("DROP TABLE object_values").Error; err != nil {
+			return fmt.Errorf("drop object_values to recreate it: %w", err)
+		}
+		if db.Migrator().HasTable(&ObjectValueBuild{}) {
+			if err := db.Session(&gorm.Session{AllowGlobalUpdate: true}).Delete(&ObjectValueBuild{}).Error; err != nil {
+				return fmt.Errorf("forget the index build: %w", err)
+			}
+		}
+	}
+	if err := db.Exec(sqliteObjectValues).Error; err != nil {
+		return fmt.Errorf("create object_values: %w", err)
+	}
+	return nil
+}
+
 // ObjectValueBuild records that the index was built for existing objects
 // with encoding Version (ObjectValueVersion); a new version rebuilds it.
 type ObjectValueBuild struct {

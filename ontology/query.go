@@ -301,6 +301,14 @@ func (s *Store) objectsSQL(u *models.User, ts *typeState, fs []valueFilter, ord 
 		sb.WriteString(" AND " + cond)
 		args = append(args, as...)
 	}
+	// Ordered, the order's index must drive and each filter be probed
+	// per object: Postgres would turn a probe into a semi-join and sort
+	// all its matches (2 s for a filter of 50% at 100,000 objects);
+	// OFFSET 0 keeps it a per-row subplan.
+	probeEnd := ")"
+	if ord.field != "" && models.IsPostgres(s.db) {
+		probeEnd = " OFFSET 0)"
+	}
 	for i, f := range fs {
 		if i == di || (f.none && f.negate) {
 			continue
@@ -310,7 +318,7 @@ func (s *Store) objectsSQL(u *models.User, ts *typeState, fs []valueFilter, ord 
 		if f.negate {
 			not = "NOT "
 		}
-		sb.WriteString(" AND " + not + "EXISTS (SELECT 1 FROM object_values e WHERE e.object_id = o.id AND " + p + ")")
+		sb.WriteString(" AND " + not + "EXISTS (SELECT 1 FROM object_values e WHERE e.object_id = o.id AND " + p + probeEnd)
 		args = append(args, as...)
 	}
 	if after != nil {

@@ -185,7 +185,7 @@ func checkPlan(postgres bool, plan, drive string, ordered bool) string {
 	if !strings.Contains(plan, "SEARCH o USING INDEX sqlite_autoindex_objects_1") && drive != "" && !strings.HasPrefix(drive, "objects:") {
 		return "does not find objects by primary key"
 	}
-	if strings.Contains(plan, "EXISTS") && !strings.Contains(plan, "sqlite_autoindex_object_values_1") {
+	if strings.Contains(plan, "EXISTS") && !strings.Contains(plan, "SEARCH e USING PRIMARY KEY") {
 		return "does not probe an object's values by primary key"
 	}
 	if ordered && strings.Contains(plan, "TEMP B-TREE FOR ORDER BY") {

@@ -3,6 +3,7 @@ package ontology_test
 import (
 	"context"
 	"fmt"
+	"strings"
 	"testing"
 
 	"gorm.io/gorm"
@@ -30,6 +31,15 @@ func TestUpgradeBuildsIndex(t *testing.T) {
 		if before[0] != 250 || before[1] != 99 || before[2] != 2500 {
 			t.Fatalf("before: %v", before)
 		}
+		if !models.IsPostgres(db) {
+			// An index of version 1 on SQLite: a rowid table.
+			for _, q := range []string{"DROP TABLE object_values", "CREATE TABLE `object_values` (`object_id` text,`prop` integer,`part` integer,`key` blob,`created` integer NOT NULL,`full` blob,PRIMARY KEY (`object_id`,`prop`,`part`,`key`))",
+				"CREATE INDEX `idx_object_value` ON `object_values`(`prop`,`part`,`key`,`created`,`object_id`)"} {
+				if err := db.Exec(q).Error; err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
 		for _, m := range []any{&models.ObjectValue{}, &models.ObjectValueBuild{}} {
 			if err := db.Session(&gorm.Session{AllowGlobalUpdate: true}).Delete(m).Error; err != nil {
 				t.Fatal(err)
@@ -45,6 +55,20 @@ func TestUpgradeBuildsIndex(t *testing.T) {
 			count(ontology.RawFilter{Key: "a.includes", Value: "7"})}
 		if fmt.Sprint(after) != fmt.Sprint(before) {
 			t.Fatalf("after the upgrade %v, before %v", after, before)
+		}
+		if !models.IsPostgres(db) {
+			// Recreated WITHOUT ROWID, and kept so by the next migration.
+			if err := models.Migrate(ctx, db); err != nil {
+				t.Fatal(err)
+			}
+			var ddl string
+			db.Raw("SELECT sql FROM sqlite_master WHERE name = 'object_values'").Scan(&ddl)
+			if !strings.Contains(ddl, "WITHOUT ROWID") {
+				t.Fatalf("object_values: %s", ddl)
+			}
+			if n := count(ontology.RawFilter{Key: "s", Value: "n3"}); n != 250 {
+				t.Fatalf("after a second migration %d objects found", n)
+			}
 		}
 	})
 }

@@ -368,7 +368,7 @@ func (b *bench) sizes(ctx context.Context) (string, error) {
 			"unique_values", "sqlite_autoindex_unique_values_1", "idx_unique_values_object_id"}).Scan(&objs).Error; err != nil {
 			return "", fmt.Errorf("dbstat: %w", err)
 		}
-		if err := b.db.Raw(q, []string{"object_values", "sqlite_autoindex_object_values_1", "idx_object_value", "object_texts",
+		if err := b.db.Raw(q, []string{"object_values", "idx_object_value", "object_texts",
 			"idx_object_texts_object_id", "object_texts_fts_data", "object_texts_fts_idx", "object_texts_fts_docsize",
 			"object_texts_fts_config"}).Scan(&idx).Error; err != nil {
 			return "", err

@@ -4,90 +4,26 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"net"
-	"os"
-	"os/exec"
 	"path/filepath"
 	"sync/atomic"
 	"testing"
-	"time"
 
 	"gorm.io/gorm"
 
+	"github.com/ontoflow/ontoflow/internal/s3test"
 	"github.com/ontoflow/ontoflow/internal/testdb"
 )
 
-// testS3 is an S3 server a test runs against.
-type testS3 struct {
-	Endpoint, AccessKey, SecretKey, Bucket string
-	cmd                                    *exec.Cmd
-	bin, dir, addr                         string
-}
+// testS3 is the S3 server a test runs against: internal/s3test's
+// versitygw on loopback (skipped without the binary, a failure under
+// CI=true).
+type testS3 struct{ *s3test.Server }
 
-// startTestS3 starts versitygw (ONTOFLOW_TEST_VERSITYGW names the binary)
-// on a loopback port with one bucket, stopped when the test ends. Without
-// the binary the test is skipped, or fails under CI=true. This is the one
-// place that starts S3 for the package's tests: it can be pointed at a
-// shared harness (internal/s3test) without touching the tests.
-func startTestS3(t *testing.T) *testS3 {
-	t.Helper()
-	bin := os.Getenv("ONTOFLOW_TEST_VERSITYGW")
-	if bin == "" {
-		if os.Getenv("CI") == "true" {
-			t.Fatal("S3 mode needs versitygw: set ONTOFLOW_TEST_VERSITYGW to its binary (.ci/run builds it)")
-		}
-		t.Skip("S3 mode skipped: ONTOFLOW_TEST_VERSITYGW is not set")
-	}
-	dir := t.TempDir()
-	s := &testS3{AccessKey: "ontoflow-test", SecretKey: "ontoflow-test-secret", Bucket: "dav"}
-	if err := os.Mkdir(filepath.Join(dir, s.Bucket), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	ln.Close()
-	s.Endpoint = "http://" + addr
-	s.bin, s.dir, s.addr = bin, dir, addr
-	s.start(t)
-	t.Cleanup(s.Stop)
-	return s
-}
+func startTestS3(t *testing.T) *testS3 { return &testS3{s3test.Start(t)} }
 
-func (s *testS3) start(t *testing.T) {
-	t.Helper()
-	s.cmd = exec.Command(s.bin, "--access", s.AccessKey, "--secret", s.SecretKey, "--port", s.addr, "posix", s.dir)
-	s.cmd.Stdout, s.cmd.Stderr = io.Discard, io.Discard
-	if err := s.cmd.Start(); err != nil {
-		t.Fatalf("start versitygw: %v", err)
-	}
-	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(50 * time.Millisecond) {
-		if c, err := net.Dial("tcp", s.addr); err == nil {
-			c.Close()
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("versitygw did not start listening")
-		}
-	}
-}
-
-// Stop kills the server (kill -9).
-func (s *testS3) Stop() {
-	if s.cmd != nil {
-		s.cmd.Process.Kill()
-		s.cmd.Wait()
-		s.cmd = nil
-	}
-}
-
-// Restart starts the server again on the same address and directory.
-func (s *testS3) Restart(t *testing.T) {
-	s.Stop()
-	s.start(t)
-}
+// Restart kills the server and starts it again on the same address and
+// directory.
+func (s *testS3) Restart(t *testing.T) { s.Server.Restart() }
 
 var s3Prefixes atomic.Int64
 

@@ -132,6 +132,9 @@ type App struct {
 	stopSweeps func()
 	// dav is the WebDAV handler (its sweeper runs with the other sweeps).
 	dav *webdav.Handler
+	// davContents is the contents store of --webdav-store (nil in POSIX
+	// mode), shared by the handler and the media references.
+	davContents webdav.Contents
 }
 
 // Start brings up the parts of mode and returns once they are serving.
@@ -167,7 +170,9 @@ func Start(ctx context.Context, mode Mode, cfg *config.Config, log *slog.Logger,
 	if err := a.dialTemporal(ctx, temporalAddr); err != nil {
 		return nil, err
 	}
-	a.assemble(o)
+	if err := a.assemble(ctx, o); err != nil {
+		return nil, err
+	}
 	if err := MigrateData(ctx, a.DB, a.Log, a.kinds); err != nil {
 		return nil, err
 	}
@@ -293,7 +298,7 @@ func (a *App) dialTemporal(ctx context.Context, addr string) error {
 // kinds action types may use: the store checks definitions and the engine
 // runs actions with the same registry. Kinds holding dependencies replace
 // their built-in zero values.
-func (a *App) assemble(o options) {
+func (a *App) assemble(ctx context.Context, o options) error {
 	cfg := a.Cfg
 	a.Functions = functions.New(a.DB, functions.Options{Log: a.Log, Registerer: a.Registry})
 	reads := &functions.Reads{}
@@ -304,8 +309,15 @@ func (a *App) assemble(o options) {
 	a.Store.UseSecretPolicy(a.Secrets)
 	a.kinds = kinds
 	reads.Store = a.Store
-	// The WebDAV data directory the handler serves (handler below).
-	media, err := webdav.NewMedia(filepath.Join(cfg.DataDir, "files"))
+	// The store the WebDAV handler serves (handler below), opened here
+	// because every process running the engine reads media references
+	// from it, the worker too.
+	contents, err := a.webdavContents(ctx)
+	if err != nil {
+		return err
+	}
+	a.davContents = contents
+	media, err := a.mediaFiles(contents)
 	if err != nil {
 		a.Log.Error("media references to WebDAV files are off", "err", err)
 	} else {
@@ -313,7 +325,8 @@ func (a *App) assemble(o options) {
 	}
 	a.Engine = engine.New(engine.Deps{DB: a.DB, Ontology: a.Store, Kinds: kinds, Levels: cfg.Markings, Log: a.Log,
 		Registerer: a.Registry, Channels: a.channels(), MaxRecipients: cfg.MaxRecipients,
-		Media: mediaStore(media), PublicURL: cfg.PublicURL})
+		Media: media, PublicURL: cfg.PublicURL})
+	return nil
 }
 
 // startWorker starts the worker that runs the workflows and activities.
@@ -335,12 +348,8 @@ func (a *App) startWorker() error {
 // routes over the executions service.
 func (a *App) handler(store *ontology.Store, eng *engine.Engine) (http.Handler, *executions.Service, error) {
 	cfg := a.Cfg
-	contents, err := a.webdavContents(context.Background())
-	if err != nil {
-		return nil, nil, err
-	}
 	dav, err := webdav.New(a.DB, a.Auth, webdav.Options{
-		Contents:        contents,
+		Contents:        a.davContents,
 		Root:            filepath.Join(cfg.DataDir, "files"),
 		Prefix:          "/webdav",
 		MaxUploadBytes:  cfg.WebDAVMaxUpload,

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"net/url"
+	"path/filepath"
 	"strings"
 
 	"github.com/ontoflow/ontoflow/media"
@@ -11,13 +12,24 @@ import (
 	"github.com/ontoflow/ontoflow/webdav"
 )
 
-// mediaStore is m as the engine's store, nil when there is none (a nil
-// *webdav.Media in the interface would not read as absent).
-func mediaStore(m *webdav.Media) media.Store {
-	if m == nil {
-		return nil
+// mediaFiles is the store media references read, the one the WebDAV
+// handler serves: the data directory's trees in POSIX mode (contents nil),
+// dav_nodes and the contents store in tree mode (--webdav-store s3://...).
+// The store is nil with the error (a nil pointer in the interface would
+// not read as absent).
+func (a *App) mediaFiles(contents webdav.Contents) (media.Store, error) {
+	if contents != nil {
+		m, err := webdav.NewTreeMedia(a.DB, contents)
+		if err != nil {
+			return nil, err
+		}
+		return m, nil
 	}
-	return m
+	m, err := webdav.NewMedia(filepath.Join(a.Cfg.DataDir, "files"))
+	if err != nil {
+		return nil, err
+	}
+	return m, nil
 }
 
 // mediaCheck is the ontology's check of media_reference property values

@@ -94,6 +94,26 @@ func (t *tree) lookup(ctx context.Context, db *gorm.DB, userID, p string) (*mode
 	if err != nil {
 		return nil, err
 	}
+	return walk(ctx, db, userID, id, p)
+}
+
+// existingRootID is the id of the user's root collection without making
+// one: fs.ErrNotExist for a user with no tree (readers from outside the
+// protocol must not create rows for whatever id they are given).
+func (t *tree) existingRootID(ctx context.Context, userID string) (int64, error) {
+	if v, ok := t.roots.Load(userID); ok {
+		return v.(int64), nil
+	}
+	var n models.DavNode
+	if err := t.db.WithContext(ctx).Where("user_id = ? AND parent_id = 0 AND name = ''", userID).Take(&n).Error; err != nil {
+		return 0, notFound(err)
+	}
+	t.roots.Store(userID, n.ID)
+	return n.ID, nil
+}
+
+// walk resolves p from the root collection id.
+func walk(ctx context.Context, db *gorm.DB, userID string, id int64, p string) (*models.DavNode, error) {
 	db = db.WithContext(ctx)
 	var n models.DavNode
 	if p == "/" {

@@ -142,9 +142,12 @@ func all() []any {
 	return out
 }
 
-// migrationLockKey is the Postgres advisory lock that serialises migrations
-// when several replicas start at once.
-const migrationLockKey = 0x6f6e746f666c6f77 // "ontoflow"
+// migrationLockClass is the first half of the Postgres advisory lock that
+// serialises migrations when several replicas start at once; the second
+// half is the hash of the schema being migrated, so replicas of one
+// deployment take turns while deployments (or test databases) in other
+// schemas of the same database do not wait for each other.
+const migrationLockClass = 0x6f6e746f // "onto"
 
 // Migrate brings the schema up to date and records SchemaVersion; it
 // refuses (*SchemaTooNewError) a database whose recorded version is newer,
@@ -157,10 +160,10 @@ func Migrate(ctx context.Context, db *gorm.DB) error {
 	var from int
 	err := db.WithContext(ctx).Connection(func(conn *gorm.DB) error {
 		if IsPostgres(conn) {
-			if err := conn.Exec("SELECT pg_advisory_lock(?)", int64(migrationLockKey)).Error; err != nil {
+			if err := conn.Exec("SELECT pg_advisory_lock(?, hashtext(current_schema()))", int32(migrationLockClass)).Error; err != nil {
 				return fmt.Errorf("take migration lock: %w", err)
 			}
-			defer conn.Exec("SELECT pg_advisory_unlock(?)", int64(migrationLockKey))
+			defer conn.Exec("SELECT pg_advisory_unlock(?, hashtext(current_schema()))", int32(migrationLockClass))
 		}
 		var err error
 		from, err = migrateVersioned(ctx, conn, func() error {

@@ -81,6 +81,7 @@ func DSN(t testing.TB, dialect string) string {
 		if err != nil {
 			t.Fatalf("open postgres: %v", err)
 		}
+		ensureSharedExtensions(t, admin)
 		if err := admin.Exec(fmt.Sprintf(`CREATE SCHEMA %q`, schema)).Error; err != nil {
 			t.Fatalf("create schema: %v", err)
 		}
@@ -94,6 +95,25 @@ func DSN(t testing.TB, dialect string) string {
 	default:
 		t.Fatalf("unknown dialect %q", dialect)
 		return ""
+	}
+}
+
+// ensureSharedExtensions installs pg_trgm in the public schema before any
+// test schema exists. Otherwise the first test's migration would install
+// it in that test's schema, and dropping the schema at the test's end
+// (CASCADE) would drop it under every other test using it ("operator
+// class concurrently dropped"). A missing postgresql-contrib is left to
+// the migration, which warns and goes on without the index.
+func ensureSharedExtensions(t testing.TB, admin *gorm.DB) {
+	t.Helper()
+	if err := admin.Exec("CREATE EXTENSION IF NOT EXISTS pg_trgm SCHEMA public").Error; err != nil {
+		// Two test processes creating it at once: one loses with a
+		// duplicate key; it exists either way.
+		var n int64
+		admin.Raw("SELECT COUNT(*) FROM pg_extension WHERE extname = 'pg_trgm'").Scan(&n)
+		if n == 0 {
+			t.Logf("pg_trgm not installed (substring search unindexed in this test): %v", err)
+		}
 	}
 }
 

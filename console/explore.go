@@ -1,6 +1,7 @@
 package console
 
 import (
+	"context"
 	"net/http"
 	"net/url"
 	"slices"
@@ -72,15 +73,20 @@ type exploreRow struct {
 }
 
 type exploreView struct {
-	Type    *ontology.ObjectTypeView
-	Title   string
-	All     []models.Property
-	Cols    []colFilter
-	Ops     []string
-	Query   string
-	Sort    string // the listing's order_by, "" for creation order
-	Rows    []exploreRow
+	Type  *ontology.ObjectTypeView
+	Title string
+	All   []models.Property
+	Cols  []colFilter
+	Ops   []string
+	Query string
+	Sort  string // the listing's order_by, "" for creation order
+	Rows  []exploreRow
+	// Page counts the pages walked (shown, and whether "First page" is
+	// offered); After is the keyset token of this page's start, Next the
+	// next page's: deep pages cost what the first does.
 	Page    int
+	After   string
+	Next    string
 	More    bool
 	Error   string
 	state   url.Values
@@ -103,8 +109,7 @@ func (c *Console) objectsTable(g *gin.Context) {
 	if v.Query != "" {
 		objs, err = c.findObjectsUpTo(ctx, u, ot, v.Query, explorePageSize)
 	} else {
-		objs, err = c.d.Store.ListObjects(ctx, u, ot.ID, ontology.ObjectQuery{Filters: v.filters(), OrderBy: v.Sort,
-			Offset: v.Page * explorePageSize, Limit: explorePageSize + 1})
+		objs, err = v.readPage(ctx, c.d.Store, u, ot.ID)
 	}
 	status := http.StatusOK
 	if err != nil {
@@ -113,9 +118,6 @@ func (c *Console) objectsTable(g *gin.Context) {
 			return
 		}
 		status, v.Error = http.StatusBadRequest, err.Error()
-	}
-	if v.Query == "" && len(objs) > explorePageSize {
-		objs, v.More = objs[:explorePageSize], true
 	}
 	for _, o := range objs {
 		v.Rows = append(v.Rows, v.row(o))
@@ -128,6 +130,7 @@ func newExploreView(ot *ontology.ObjectTypeView, q url.Values) *exploreView {
 		Query: strings.TrimSpace(q.Get("q")), Sort: q.Get("sort"), state: q, typeRef: ot.Name}
 	v.Page, _ = strconv.Atoi(q.Get("page"))
 	v.Page = max(v.Page, 0)
+	v.After = q.Get("after")
 	for _, name := range v.colNames() {
 		i := slices.IndexFunc(ot.Properties, func(p models.Property) bool { return p.Name == name })
 		if i < 0 {
@@ -201,14 +204,25 @@ func (v *exploreView) link(set ...string) string {
 	return s
 }
 
-// PageLink, ToggleLink and MoveLink are the table's links that keep its
-// other state.
-func (v *exploreView) PageLink(page int) string {
-	if page <= 0 {
-		return v.link("page", "")
+// readPage reads the table's page by its keyset token. A link from before
+// keyset pages (?page=N without after) is still served, by offset.
+func (v *exploreView) readPage(ctx context.Context, store *ontology.Store, u *models.User, typeID string) ([]models.Object, error) {
+	q := ontology.ObjectQuery{Filters: v.filters(), OrderBy: v.Sort, PageToken: v.After, Limit: explorePageSize}
+	if v.After == "" {
+		q.Offset = v.Page * explorePageSize
 	}
-	return v.link("page", strconv.Itoa(page))
+	p, err := store.ListObjectsPage(ctx, u, typeID, q)
+	v.Next, v.More = p.NextPageToken, p.NextPageToken != ""
+	return p.Items, err
 }
+
+// NextLink, FirstLink, ToggleLink and MoveLink are the table's links that
+// keep its other state.
+func (v *exploreView) NextLink() string {
+	return v.link("after", v.Next, "page", strconv.Itoa(v.Page+1))
+}
+
+func (v *exploreView) FirstLink() string { return v.link("after", "", "page", "") }
 
 func (v *exploreView) ToggleLink(name string) string {
 	cols := v.colNames()
@@ -217,7 +231,7 @@ func (v *exploreView) ToggleLink(name string) string {
 	} else {
 		cols = append(cols, name)
 	}
-	return v.link("cols", strings.Join(cols, ","), "page", "")
+	return v.link("cols", strings.Join(cols, ","), "page", "", "after", "")
 }
 
 func (v *exploreView) MoveLink(name string, by int) string {
@@ -254,7 +268,7 @@ func (v *exploreView) SortLink(p models.Property) string {
 	if v.Sort == p.Name {
 		next = "-" + p.Name
 	}
-	return v.link("sort", next, "page", "")
+	return v.link("sort", next, "page", "", "after", "")
 }
 
 // Shown says whether a property is one of the table's columns.

@@ -50,7 +50,9 @@ func TestConsoleExplorer(t *testing.T) {
 		settled(base+"/explore/Ticket"),
 		until(`document.querySelectorAll('#objects tbody tr').length === 50 && document.querySelector('#next-page') !== null`),
 		follow("#next-page"),
-		until(`document.querySelectorAll('#objects tbody tr').length === 13 && document.querySelector('#prev-page') !== null`),
+		until(`document.querySelectorAll('#objects tbody tr').length === 13 && document.querySelector('#first-page') !== null`),
+		// The next page is a keyset position, not an offset.
+		until(`new URL(location.href).searchParams.get('after') !== null`),
 		chromedp.SetValue("#f-title", "includes", chromedp.ByQuery),
 		chromedp.SetValue("#v-title", "filler-05", chromedp.ByQuery),
 		submitGet("#filters"),
@@ -96,6 +98,10 @@ func TestConsoleExplorer(t *testing.T) {
 		until(text("#objects tbody tr:first-child td:nth-child(2)")+` === 'filler-059'`),
 		until(`document.querySelector('#sort-title').closest('th').getAttribute('aria-sort') === 'descending'`),
 		// The next page of a sorted table continues the order.
+		settled(base+"/explore/Ticket?cols=title&sort=title"),
+		follow("#next-page"),
+		until(text("#objects tbody tr:first-child td:nth-child(2)")+` === 'filler-050' && `+sorted(false)),
+		// A link from before keyset pages (?page=N) still lands on its page.
 		settled(base+"/explore/Ticket?cols=title&sort=title&page=1"),
 		until(text("#objects tbody tr:first-child td:nth-child(2)")+` === 'filler-050' && `+sorted(false)),
 		// A bad sort is answered on the page, naming order_by.

@@ -155,10 +155,12 @@ func (c *S3Contents) Put(ctx context.Context, key string, r io.Reader, sizeHint 
 // putStream sends a body of known length as one PutObject, reading it as
 // the request goes: one round trip and no parts to reassemble (a multipart
 // upload costs S3 a second pass over the bytes at completion), memory of
-// a copy buffer. S3 makes the object visible only once the whole body
-// arrived, so a client or process gone midway leaves no object; the
-// upload's row (made before) lets the sweep check. The row is touched
-// every part's worth of bytes, as a multipart upload touches it per part.
+// a copy buffer. A request cut short fails; AWS S3 then stores nothing,
+// while some servers (versitygw) keep the bytes that arrived under the
+// key: either way no node references it, and the handler's cleanup (or,
+// after a crash, the sweep, through the row made before) deletes it. The
+// row is touched every part's worth of bytes, as a multipart upload
+// touches it per part.
 func (c *S3Contents) putStream(ctx context.Context, key string, r io.Reader, size int64, hooks PutHooks) (int64, error) {
 	sr := &streamReader{ctx: ctx, r: r, touch: hooks.Touch, next: s3PartSize}
 	_, err := c.client.PutObject(ctx, &s3.PutObjectInput{

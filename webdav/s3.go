@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
+	v4 "github.com/aws/aws-sdk-go-v2/aws/signer/v4"
 	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
 	awsconfig "github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/credentials"
@@ -37,6 +38,9 @@ const (
 	// upload is (s3InFlight+1) parts, 40 MiB.
 	s3InFlight  = 4
 	s3GrowAfter = 2000
+	// s3MaxStream is the largest body sent as one streamed PutObject
+	// (S3's limit for a single PUT is 5 GiB).
+	s3MaxStream = 5 << 30
 	// s3BigPart is the part size beyond s3GrowAfter parts (S3 allows
 	// 10,000): one in flight, 64 MiB per upload; 272 GB in all.
 	s3BigPart = 32 << 20
@@ -76,6 +80,9 @@ func OpenS3(ctx context.Context, st StoreURL, creds *Credentials) (*S3Contents, 
 			o.BaseEndpoint = aws.String(st.Endpoint)
 		}
 		o.UsePathStyle = st.PathStyle
+		// No "Expect: 100-continue" on big bodies: a round trip per
+		// part for a refusal that our own checks make first.
+		o.ContinueHeaderThresholdBytes = -1
 		// Checksums only where S3 requires them: Ceph, SeaweedFS and
 		// older gateways refuse the newer trailing checksums; the
 		// contents' own SHA-256 is kept in the tree.
@@ -102,23 +109,105 @@ func (c *S3Contents) Ping(ctx context.Context) error {
 
 var partPool = sync.Pool{New: func() any { b := make([]byte, s3PartSize); return &b }}
 
-// Put implements Contents.
+// unsigned signs uploads without hashing their bodies: over plain HTTP the
+// SDK otherwise runs SHA-256 over every byte it sends (and the server
+// checks it again), a third pass beside ours; over HTTPS TLS protects the
+// bytes, and the tree keeps the contents' SHA-256 either way.
+var unsigned = s3.WithAPIOptions(v4.SwapComputePayloadSHA256ForUnsignedPayloadMiddleware)
+
+// Put implements Contents. A body announced below one part is read into a
+// buffer of its own size (not a pooled 8 MiB part) and sent in one
+// PutObject; a longer announced body (up to s3MaxStream) streams straight
+// into one PutObject; a body of unknown length becomes a multipart
+// upload, or a PutObject when it turns out to fit one part.
 func (c *S3Contents) Put(ctx context.Context, key string, r io.Reader, sizeHint int64, hooks PutHooks) (int64, error) {
+	if sizeHint >= s3PartSize && sizeHint <= s3MaxStream {
+		return c.putStream(ctx, key, r, sizeHint, hooks)
+	}
+	var small []byte
+	if sizeHint >= 0 && sizeHint < s3PartSize {
+		// One byte more than announced, to see the end.
+		small = make([]byte, sizeHint+1)
+		n, rerr := fill(r, small)
+		switch {
+		case rerr == io.EOF:
+			return int64(n), c.putObject(ctx, key, small[:n])
+		case rerr != nil:
+			return 0, rerr
+		}
+		small = small[:n] // longer than announced: carried into parts
+	}
 	bp := partPool.Get().(*[]byte)
-	n, rerr := fill(r, *bp)
+	k := copy(*bp, small)
+	n, rerr := fill(r, (*bp)[k:])
+	n += k
 	if rerr != nil && rerr != io.EOF {
 		partPool.Put(bp)
 		return 0, rerr
 	}
 	if rerr == io.EOF {
 		defer partPool.Put(bp)
-		_, err := c.client.PutObject(ctx, &s3.PutObjectInput{
-			Bucket: &c.bucket, Key: aws.String(c.full(key)),
-			Body: bytes.NewReader((*bp)[:n]), ContentLength: aws.Int64(int64(n)),
-		})
-		return int64(n), s3Err("put object", err)
+		return int64(n), c.putObject(ctx, key, (*bp)[:n])
 	}
 	return c.putMultipart(ctx, key, r, bp, hooks)
+}
+
+// putStream sends a body of known length as one PutObject, reading it as
+// the request goes: one round trip and no parts to reassemble (a multipart
+// upload costs S3 a second pass over the bytes at completion), memory of
+// a copy buffer. A request cut short fails; AWS S3 then stores nothing,
+// while some servers (versitygw) keep the bytes that arrived under the
+// key: either way no node references it, and the handler's cleanup (or,
+// after a crash, the sweep, through the row made before) deletes it. The
+// row is touched every part's worth of bytes, as a multipart upload
+// touches it per part.
+func (c *S3Contents) putStream(ctx context.Context, key string, r io.Reader, size int64, hooks PutHooks) (int64, error) {
+	sr := &streamReader{ctx: ctx, r: r, touch: hooks.Touch, next: s3PartSize}
+	_, err := c.client.PutObject(ctx, &s3.PutObjectInput{
+		Bucket: &c.bucket, Key: aws.String(c.full(key)),
+		Body: sr, ContentLength: aws.Int64(size),
+	}, unsigned)
+	if sr.err != nil {
+		// The client's body (or its limits) failed, not S3.
+		return sr.n, sr.err
+	}
+	return sr.n, s3Err("put object", err)
+}
+
+// streamReader passes a streamed body to the SDK, counting it, touching
+// the upload's row as it goes and keeping the body's own error apart
+// from S3's.
+type streamReader struct {
+	ctx   context.Context
+	r     io.Reader
+	touch func(context.Context) error
+	n     int64
+	next  int64 // touch once n reaches it
+	err   error
+}
+
+func (s *streamReader) Read(p []byte) (int, error) {
+	k, err := s.r.Read(p)
+	s.n += int64(k)
+	if err != nil && err != io.EOF {
+		s.err = err
+	}
+	if s.n >= s.next && s.touch != nil && err == nil {
+		s.next += s3PartSize
+		if terr := s.touch(s.ctx); terr != nil {
+			s.err = fmt.Errorf("touch upload record: %w", terr)
+			return k, s.err
+		}
+	}
+	return k, err
+}
+
+func (c *S3Contents) putObject(ctx context.Context, key string, b []byte) error {
+	_, err := c.client.PutObject(ctx, &s3.PutObjectInput{
+		Bucket: &c.bucket, Key: aws.String(c.full(key)),
+		Body: bytes.NewReader(b), ContentLength: aws.Int64(int64(len(b))),
+	}, unsigned)
+	return s3Err("put object", err)
 }
 
 // multipart is one multipart upload under way.
@@ -232,7 +321,7 @@ func (m *multipart) upload(ctx context.Context, num int32, buf *[]byte, size int
 	out, err := m.c.client.UploadPart(ctx, &s3.UploadPartInput{
 		Bucket: &m.c.bucket, Key: &m.key, UploadId: &m.id, PartNumber: aws.Int32(num),
 		Body: bytes.NewReader((*buf)[:size]), ContentLength: aws.Int64(int64(size)),
-	})
+	}, unsigned)
 	if err != nil {
 		m.fail(s3Err("upload part", err))
 		return

@@ -143,10 +143,13 @@ func TestReplicasShareS3Store(t *testing.T) {
 				t.Fatalf("send the first 64 MiB: %v", err)
 			}
 		}
-		// The upload is under way in S3 before the replica dies.
+		// The upload is under way in S3 before the replica dies: a
+		// multipart upload, or (a body of known length streams into one
+		// PutObject, invisible until complete) its recorded row while
+		// the 64 MiB already sent have gone on to S3.
 		waitFor(t, time.Minute, func() bool {
 			ups, err := s3.Uploads(ctx, "replicas/")
-			return err == nil && len(ups) > 0
+			return err == nil && len(ups) > 0 || uploadsRecorded(ctx, t, dsn) > 0
 		})
 		serveA.kill()
 		pw.CloseWithError(errors.New("replica killed"))
@@ -350,6 +353,25 @@ func keys(ctx context.Context, t *testing.T, s3 *s3test.Server, prefix string) [
 // sweepOnce runs one pass of the store's sweep from the test process, as a
 // replica's sweeper would, with no grace period: every process that could
 // still be sending has been killed.
+// uploadsRecorded counts the uploads under way according to dav_blobs.
+func uploadsRecorded(ctx context.Context, t *testing.T, dsn string) int64 {
+	t.Helper()
+	db, err := models.Open(ctx, dsn)
+	if err != nil {
+		t.Fatalf("open the database: %v", err)
+	}
+	defer func() {
+		if sqlDB, err := db.DB(); err == nil {
+			sqlDB.Close()
+		}
+	}()
+	var n int64
+	if err := db.WithContext(ctx).Raw("SELECT COUNT(*) FROM dav_blobs WHERE state = 'uploading'").Scan(&n).Error; err != nil {
+		t.Fatalf("count uploads: %v", err)
+	}
+	return n
+}
+
 func sweepOnce(ctx context.Context, t *testing.T, dsn, store string, s3 *s3test.Server) webdav.SweepStats {
 	t.Helper()
 	db, err := models.Open(ctx, dsn)

@@ -35,6 +35,7 @@ import (
 	"github.com/ontoflow/ontoflow/devserver"
 	"github.com/ontoflow/ontoflow/engine"
 	"github.com/ontoflow/ontoflow/engine/kinds"
+	"github.com/ontoflow/ontoflow/execstore"
 	"github.com/ontoflow/ontoflow/executions"
 	"github.com/ontoflow/ontoflow/functions"
 	"github.com/ontoflow/ontoflow/models"
@@ -262,15 +263,23 @@ func (a *App) openDatabase(ctx context.Context) error {
 }
 
 // MigrateData brings stored data to what this version expects, after the
-// schema (models.Migrate): today it gives secrets stored before use
-// policies existed theirs, judging definitions by ks (nil: the
-// built-in ones). Every start runs it before serving; so does
-// `ontoflow migrate`. It is idempotent.
+// schema (models.Migrate): it gives secrets stored before use policies
+// existed theirs, judging definitions by ks (nil: the built-in ones), and
+// fills the execution rollup from the executions once (schema version 3;
+// execstore keeps it from then on). Every start runs it before serving;
+// so does `ontoflow migrate`. It is idempotent.
 func MigrateData(ctx context.Context, db *gorm.DB, log *slog.Logger, ks *engine.Kinds) error {
 	if ks == nil {
 		ks = kinds.Registry()
 	}
-	_, err := secrets.MigratePolicies(ctx, db, log, ks.Domain().SecretUses)
+	if _, err := secrets.MigratePolicies(ctx, db, log, ks.Domain().SecretUses); err != nil {
+		return err
+	}
+	start := time.Now()
+	ran, err := execstore.New(db).BackfillRollup(ctx)
+	if ran {
+		log.Info("filled the execution rollup from the executions", "took", time.Since(start))
+	}
 	return err
 }
 

@@ -13,10 +13,17 @@ import (
 // Load records rows as they are — any status, times and outcome — in one
 // transaction, perStatement rows to a statement. It is a loader's path
 // (a benchmark seeding a large action log), not an execution's: no
-// guard applies.
+// guard applies. The rollup counts the rows in the same transaction.
 func (s *Store) Load(ctx context.Context, rows []models.Execution, perStatement int) error {
 	err := s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
-		return tx.CreateInBatches(rows, perStatement).Error
+		if err := tx.CreateInBatches(rows, perStatement).Error; err != nil {
+			return err
+		}
+		d := deltas{}
+		for i := range rows {
+			d.add(keyOf(&rows[i]), rows[i].Status, rows[i].ErrorCode, 1)
+		}
+		return d.apply(ctx, tx)
 	})
 	if err != nil {
 		return fmt.Errorf("load %d execution rows: %w", len(rows), err)

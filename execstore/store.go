@@ -12,6 +12,9 @@
 // the caller holds, in which the caller first locked the row with Lock:
 // the edits and the status change commit together or not at all, so they
 // happen exactly once.
+//
+// The store also keeps the hourly rollup of the rows' counts (rollup.go)
+// in the transaction of each create and status change.
 package execstore
 
 import (
@@ -69,7 +72,15 @@ func (f Failure) cols() map[string]any {
 // (wrapped), which the caller answers from the row that holds it.
 func (s *Store) Create(ctx context.Context, ex *models.Execution) error {
 	stampTrace(ctx, ex)
-	if err := s.db.WithContext(ctx).Create(ex).Error; err != nil {
+	err := s.inTx(ctx, func(tx *gorm.DB) error {
+		if err := tx.Create(ex).Error; err != nil {
+			return err
+		}
+		d := deltas{}
+		d.add(keyOf(ex), ex.Status, ex.ErrorCode, 1)
+		return d.apply(ctx, tx)
+	})
+	if err != nil {
 		return fmt.Errorf("record execution %s: %w", ex.ID, err)
 	}
 	return nil
@@ -85,7 +96,15 @@ func (s *Store) CreateBatch(ctx context.Context, batch *models.Execution, items 
 		if err := tx.Create(batch).Error; err != nil {
 			return err
 		}
-		return tx.CreateInBatches(items, 500).Error
+		if err := tx.CreateInBatches(items, 500).Error; err != nil {
+			return err
+		}
+		d := deltas{}
+		d.add(keyOf(batch), batch.Status, batch.ErrorCode, 1)
+		for i := range items {
+			d.add(keyOf(&items[i]), items[i].Status, items[i].ErrorCode, 1)
+		}
+		return d.apply(ctx, tx)
 	})
 	if err != nil {
 		return fmt.Errorf("record batch %s: %w", batch.ID, err)
@@ -101,8 +120,10 @@ func (s *Store) MarkRunning(ctx context.Context, id string, at time.Time, run *R
 	if run != nil {
 		cols["run_id"] = ownRun(run)
 	}
-	err := s.db.WithContext(ctx).Model(&models.Execution{}).
-		Where("id = ? AND status = ?", id, models.StatusQueued).Updates(cols).Error
+	err := s.inTx(ctx, func(tx *gorm.DB) error {
+		_, err := move(ctx, tx, cols, "id = ? AND status = ?", id, models.StatusQueued)
+		return err
+	})
 	if err != nil {
 		return fmt.Errorf("record execution %s running: %w", id, err)
 	}
@@ -147,7 +168,10 @@ type Ran struct {
 // to the row as written.
 func (s *Store) Succeed(ctx context.Context, tx *gorm.DB, ex *models.Execution, r Success) error {
 	at := r.At
+	d := deltas{}
+	d.add(keyOf(ex), ex.Status, ex.ErrorCode, -1)
 	ex.Status, ex.FinishedAt = models.StatusSucceeded, &at
+	d.add(keyOf(ex), ex.Status, ex.ErrorCode, 1)
 	cols := []any{"finished_at"}
 	if r.Ran != nil {
 		ex.ActionVersion = r.Ran.ActionVersion
@@ -166,7 +190,7 @@ func (s *Store) Succeed(ctx context.Context, tx *gorm.DB, ex *models.Execution, 
 	if err := tx.WithContext(ctx).Select("status", cols...).Save(ex).Error; err != nil {
 		return fmt.Errorf("record execution %s: %w", ex.ID, err)
 	}
-	return nil
+	return d.apply(ctx, tx)
 }
 
 // MarkReverted links execution id to the revert that undid it, inside the
@@ -201,12 +225,15 @@ func (s *Store) Fail(ctx context.Context, id string, f Failure, run *Run) (bool,
 	if run != nil {
 		cols["run_id"] = ownRun(run)
 	}
-	res := s.db.WithContext(ctx).Model(&models.Execution{}).
-		Where("id = ? AND status NOT IN ?", id, finishedStatuses).Updates(cols)
-	if res.Error != nil {
-		return false, fmt.Errorf("record failure of %s: %w", id, res.Error)
+	var moved int64
+	err := s.inTx(ctx, func(tx *gorm.DB) (err error) {
+		moved, err = move(ctx, tx, cols, "id = ? AND status NOT IN ?", id, finishedStatuses)
+		return err
+	})
+	if err != nil {
+		return false, fmt.Errorf("record failure of %s: %w", id, err)
 	}
-	return res.RowsAffected > 0, nil
+	return moved > 0, nil
 }
 
 // FailUnstarted records an execution whose workflow could not be started
@@ -214,10 +241,12 @@ func (s *Store) Fail(ctx context.Context, id string, f Failure, run *Run) (bool,
 // with every item, in one write, so no row stays queued. Rows that
 // already finished are left alone.
 func (s *Store) FailUnstarted(ctx context.Context, id string, f Failure) error {
-	res := s.db.WithContext(ctx).Model(&models.Execution{}).
-		Where("(id = ? OR batch_id = ?) AND status NOT IN ?", id, id, finishedStatuses).Updates(f.cols())
-	if res.Error != nil {
-		return fmt.Errorf("record unstarted execution %s as failed: %w", id, res.Error)
+	err := s.inTx(ctx, func(tx *gorm.DB) error {
+		_, err := move(ctx, tx, f.cols(), "(id = ? OR batch_id = ?) AND status NOT IN ?", id, id, finishedStatuses)
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("record unstarted execution %s as failed: %w", id, err)
 	}
 	return nil
 }
@@ -229,14 +258,13 @@ func (s *Store) Abandon(ctx context.Context, id string, f Failure) (bool, error)
 	cols := f.cols()
 	failed := false
 	err := s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
-		res := tx.Model(&models.Execution{}).
-			Where("id = ? AND status = ? AND (run_id IS NULL OR run_id = '')", id, models.StatusQueued).Updates(cols)
-		if res.Error != nil || res.RowsAffected == 0 {
-			return res.Error
+		moved, err := move(ctx, tx, cols, "id = ? AND status = ? AND (run_id IS NULL OR run_id = '')", id, models.StatusQueued)
+		if err != nil || moved == 0 {
+			return err
 		}
 		failed = true
-		return tx.Model(&models.Execution{}).
-			Where("batch_id = ? AND status NOT IN ?", id, finishedStatuses).Updates(cols).Error
+		_, err = move(ctx, tx, cols, "batch_id = ? AND status NOT IN ?", id, finishedStatuses)
+		return err
 	})
 	if err != nil {
 		return false, fmt.Errorf("record never-started execution %s as failed: %w", id, err)
@@ -247,13 +275,15 @@ func (s *Store) Abandon(ctx context.Context, id string, f Failure) (bool, error)
 // FailOpenItems records every unfinished item of a batch failed with f
 // (a batch closes with no open items).
 func (s *Store) FailOpenItems(ctx context.Context, batchID string, f Failure) (int64, error) {
-	res := s.db.WithContext(ctx).Model(&models.Execution{}).
-		Where("batch_id = ? AND status NOT IN ?", batchID, finishedStatuses).
-		Updates(f.cols())
-	if res.Error != nil {
-		return 0, fmt.Errorf("close open items of batch %s: %w", batchID, res.Error)
+	var moved int64
+	err := s.inTx(ctx, func(tx *gorm.DB) (err error) {
+		moved, err = move(ctx, tx, f.cols(), "batch_id = ? AND status NOT IN ?", batchID, finishedStatuses)
+		return err
+	})
+	if err != nil {
+		return 0, fmt.Errorf("close open items of batch %s: %w", batchID, err)
 	}
-	return res.RowsAffected, nil
+	return moved, nil
 }
 
 // CloseBatch records a batch finished with status at at, by run (the
@@ -264,11 +294,15 @@ func (s *Store) CloseBatch(ctx context.Context, batchID, status string, at time.
 	if run != nil {
 		cols["run_id"] = run.RunID
 	}
-	res := s.db.WithContext(ctx).Model(&models.Execution{}).Where("id = ? AND finished_at IS NULL", batchID).Updates(cols)
-	if res.Error != nil {
-		return false, fmt.Errorf("close batch %s: %w", batchID, res.Error)
+	var moved int64
+	err := s.inTx(ctx, func(tx *gorm.DB) (err error) {
+		moved, err = move(ctx, tx, cols, "id = ? AND finished_at IS NULL", batchID)
+		return err
+	})
+	if err != nil {
+		return false, fmt.Errorf("close batch %s: %w", batchID, err)
 	}
-	return res.RowsAffected > 0, nil
+	return moved > 0, nil
 }
 
 // RecordParameters records the materialized parameters of a running

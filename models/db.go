@@ -136,7 +136,7 @@ func Ping(ctx context.Context, db *gorm.DB) error { return ping(ctx, db) }
 // in its own file.
 func all() []any {
 	var out []any
-	for _, group := range [][]any{userModels, davModels, ontologyModels, actionModels, secretModels, branchModels, functionModels, objectValueModels} {
+	for _, group := range [][]any{userModels, davModels, ontologyModels, actionModels, rollupModels, secretModels, branchModels, functionModels, objectValueModels} {
 		out = append(out, group...)
 	}
 	return out

@@ -14,8 +14,9 @@ import (
 // the WebDAV metadata, which live in the same database) this binary
 // migrates to and runs on. Raise it with any change an older binary must
 // not run against. Version 1 is every schema from before versions were
-// recorded; 2 is the first recorded one.
-const SchemaVersion = 2
+// recorded; 2 is the first recorded one; 3 adds the execution rollup,
+// which an older binary would leave behind its writes.
+const SchemaVersion = 3
 
 // legacySchemaVersion is what an existing database without a recorded
 // version is taken for: the version before versions were recorded.

@@ -36,7 +36,7 @@ func (appendNote) References(any) domain.References {
 	return domain.References{}
 }
 
-func (appendNote) CheckConfig(s *domain.KindScope, cfg any) error {
+func (appendNote) CheckConfig(_ context.Context, s *domain.KindScope, cfg any) error {
 	if cfg.(*appendNoteConfig).Property == "" {
 		return fmt.Errorf("%sproperty is required", s.Field)
 	}

@@ -571,7 +571,7 @@ func (*fakeFunction) Name() string                                              
 func (*fakeFunction) NeedsObjectType() bool                                      { return true }
 func (*fakeFunction) HasTarget(string) bool                                      { return true }
 func (*fakeFunction) NewConfig() any                                             { return &struct{}{} }
-func (*fakeFunction) CheckConfig(*domain.KindScope, any) error                   { return nil }
+func (*fakeFunction) CheckConfig(context.Context, *domain.KindScope, any) error  { return nil }
 func (*fakeFunction) References(any) domain.References                           { return domain.References{} }
 func (*fakeFunction) Preview(context.Context, *engine.Op) ([]models.Edit, error) { return nil, nil }
 

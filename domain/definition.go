@@ -1,6 +1,7 @@
 package domain
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -321,9 +322,9 @@ func (l StaticLookup) LinkType(id string) (*LinkTypeInfo, error) {
 // Errors of lookup are returned as they are. env gives the configured
 // markings (also the clearance levels) and, optionally, a reference
 // resolver for default and fixed values.
-func ValidateDefinition(d ActionDefinition, kinds *Kinds, lookup Lookup, env CheckEnv) error {
+func ValidateDefinition(ctx context.Context, d ActionDefinition, kinds *Kinds, lookup Lookup, env CheckEnv) error {
 	v := &defValidator{d: d, kinds: kinds, lookup: lookup, env: env}
-	return v.run()
+	return v.run(ctx)
 }
 
 type defValidator struct {
@@ -336,7 +337,7 @@ type defValidator struct {
 	inputs map[string]InputField
 }
 
-func (v *defValidator) run() error {
+func (v *defValidator) run(ctx context.Context) error {
 	d := v.d
 	if d.Name == "" {
 		return defErr("name", "required", "an action type needs a name")
@@ -373,7 +374,7 @@ func (v *defValidator) run() error {
 	if err := d.FormSchema.Validate("form_schema", d.Inputs, sc, v.env); err != nil {
 		return err
 	}
-	if err := v.checkOperation(); err != nil {
+	if err := v.checkOperation(ctx); err != nil {
 		return err
 	}
 	for i, n := range d.Config.NotificationSideEffects {
@@ -459,13 +460,13 @@ func (v *defValidator) checkInputs() error {
 	return nil
 }
 
-func (v *defValidator) checkOperation() error {
+func (v *defValidator) checkOperation(ctx context.Context) error {
 	const f = "config.operation"
 	cfg := v.kind.NewConfig()
 	if err := DecodeConfig(f, v.d.Config.Operation, cfg); err != nil {
 		return err
 	}
-	return v.kind.CheckConfig(&KindScope{Field: f, Definition: v.d, ObjectType: v.ot, Inputs: v.inputs, Lookup: v.lookup, Env: v.env}, cfg)
+	return v.kind.CheckConfig(ctx, &KindScope{Field: f, Definition: v.d, ObjectType: v.ot, Inputs: v.inputs, Lookup: v.lookup, Env: v.env}, cfg)
 }
 
 // CheckMappings checks the property mappings and static patch of an

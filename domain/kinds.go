@@ -2,6 +2,7 @@ package domain
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -31,8 +32,10 @@ type OperationKind interface {
 	NewConfig() any
 	// CheckConfig performs the kind's definition-time checks of cfg (as
 	// NewConfig returned it, decoded), failing with InvalidDefinition
-	// errors that name the member (s.Field prefixes every field).
-	CheckConfig(s *KindScope, cfg any) error
+	// errors that name the member (s.Field prefixes every field). ctx is
+	// the request's: a check that reads (a function's reference) stops
+	// with it.
+	CheckConfig(ctx context.Context, s *KindScope, cfg any) error
 	// References lists the parts of the ontology cfg depends on, so the
 	// store can refuse deleting them while the action type exists.
 	References(cfg any) References

@@ -168,7 +168,7 @@ func (InvokeFunction) NewConfig() any { return &functionConfig{} }
 // CheckConfig implements domain.OperationKind: the reference's shape, then
 // (with a runner) that the package and version exist and the source
 // compiles.
-func (k InvokeFunction) CheckConfig(s *domain.KindScope, cfg any) error {
+func (k InvokeFunction) CheckConfig(ctx context.Context, s *domain.KindScope, cfg any) error {
 	c := cfg.(*functionConfig)
 	r := c.FunctionRef
 	if c.Package != "" {
@@ -192,9 +192,10 @@ func (k InvokeFunction) CheckConfig(s *domain.KindScope, cfg any) error {
 	if k.Functions == nil {
 		return nil
 	}
-	// Definition checks carry no context; resolving is one or two rows
-	// and compiling an inline source a few milliseconds.
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	// The request's context, bounded still: resolving is one or two rows
+	// and compiling an inline source a few milliseconds, so a check that
+	// takes longer is stuck, not slow.
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	if err := k.Functions.Check(ctx, c.ref()); err != nil {
 		return s.Err(".function", "function", "%v", err)

@@ -102,7 +102,7 @@ func (InvokeWebhook) HasTarget(objectTypeID string) bool { return objectTypeID !
 func (InvokeWebhook) NewConfig() any { return &webhookConfig{} }
 
 // CheckConfig implements domain.OperationKind.
-func (k InvokeWebhook) CheckConfig(s *domain.KindScope, cfg any) error {
+func (k InvokeWebhook) CheckConfig(_ context.Context, s *domain.KindScope, cfg any) error {
 	c := cfg.(*webhookConfig)
 	if err := domain.CheckWebhook(s.Field, c.method(), c.URL, c.Headers); err != nil {
 		return err

@@ -39,7 +39,7 @@ func (addToCount) References(cfg any) domain.References {
 	return domain.References{Properties: []string{cfg.(*addToCountConfig).Property}}
 }
 
-func (addToCount) CheckConfig(s *domain.KindScope, cfg any) error {
+func (addToCount) CheckConfig(_ context.Context, s *domain.KindScope, cfg any) error {
 	c := cfg.(*addToCountConfig)
 	if p, ok := s.ObjectType.Property(c.Property); !ok || p.Type.Base != domain.TypeInteger {
 		return s.Err(".property", "type_mismatch", "property %q must be an integer property", c.Property)

@@ -135,7 +135,7 @@ func (s *Store) validateAction(ctx context.Context, tx *gorm.DB, d *domain.Actio
 	if err := s.kinds.ResolveRefs(d, typeRefs{ctx: ctx, db: tx}); err != nil {
 		return err
 	}
-	if err := domain.ValidateDefinition(*d, s.kinds, dbLookup{ctx: ctx, db: tx}, s.checkEnv(ctx, tx)); err != nil {
+	if err := domain.ValidateDefinition(ctx, *d, s.kinds, dbLookup{ctx: ctx, db: tx}, s.checkEnv(ctx, tx)); err != nil {
 		return err
 	}
 	if err := s.checkSecretUses(ctx, *d); err != nil {

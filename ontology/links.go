@@ -171,7 +171,7 @@ func (s *Store) UpdateLinkType(ctx context.Context, ref string, sp LinkTypeSpec)
 			if !s.usesLinkType(definitionOf(&at), lt.ID) {
 				continue
 			}
-			err := domain.ValidateDefinition(definitionOf(&at), s.kinds, lookup, domain.CheckEnv{Markings: s.levels})
+			err := domain.ValidateDefinition(ctx, definitionOf(&at), s.kinds, lookup, domain.CheckEnv{Markings: s.levels})
 			if ae, ok := apperr.As(err); ok && ae.Code == apperr.InvalidDefinition {
 				return apperr.New(apperr.InvalidOntology, "changing link type %s would make action type %s invalid: %s", lt.Name, at.Name, ae.Message).
 					WithDetails(apperr.Detail{Field: "action_types", Reason: at.ID, Message: "action type " + at.Name})

@@ -672,7 +672,7 @@ func (s *Store) revalidateActions(ctx context.Context, tx *gorm.DB, objectTypeID
 	}
 	lookup := dbLookup{ctx: ctx, db: tx}
 	for _, at := range ats {
-		err := domain.ValidateDefinition(definitionOf(&at), s.kinds, lookup, domain.CheckEnv{Markings: s.levels})
+		err := domain.ValidateDefinition(ctx, definitionOf(&at), s.kinds, lookup, domain.CheckEnv{Markings: s.levels})
 		if ae, ok := apperr.As(err); ok && ae.Code == apperr.InvalidDefinition {
 			return apperr.New(apperr.InvalidOntology, "changing %s would make action type %s invalid: %s", what, at.Name, ae.Message).
 				WithDetails(apperr.Detail{Field: "action_types", Reason: at.ID, Message: "action type " + at.Name + ": " + ae.Message})

@@ -33,7 +33,7 @@ func (*ticketKind) Name() string                                               {
 func (*ticketKind) NeedsObjectType() bool                                      { return true }
 func (*ticketKind) HasTarget(string) bool                                      { return true }
 func (*ticketKind) NewConfig() any                                             { return &struct{}{} }
-func (*ticketKind) CheckConfig(*domain.KindScope, any) error                   { return nil }
+func (*ticketKind) CheckConfig(context.Context, *domain.KindScope, any) error  { return nil }
 func (*ticketKind) References(any) domain.References                           { return domain.References{} }
 func (*ticketKind) Invert(models.Edit) ([]models.Edit, error)                  { return nil, errors.New("not undoable") }
 func (*ticketKind) Preview(context.Context, *engine.Op) ([]models.Edit, error) { return nil, nil }

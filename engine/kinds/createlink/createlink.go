@@ -36,7 +36,7 @@ func (CreateLink) HasTarget(string) bool { return true }
 func (CreateLink) NewConfig() any { return &createLinkConfig{} }
 
 // CheckConfig implements domain.OperationKind.
-func (CreateLink) CheckConfig(s *domain.KindScope, cfg any) error {
+func (CreateLink) CheckConfig(_ context.Context, s *domain.KindScope, cfg any) error {
 	c := cfg.(*createLinkConfig)
 	return s.CheckLinkEnds(c.LinkTypeID, c.OtherObjectInput, c.TargetSide)
 }

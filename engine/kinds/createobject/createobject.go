@@ -27,7 +27,7 @@ func (CreateObject) HasTarget(string) bool { return false }
 func (CreateObject) NewConfig() any { return &domain.MappingConfig{} }
 
 // CheckConfig implements domain.OperationKind.
-func (CreateObject) CheckConfig(s *domain.KindScope, cfg any) error {
+func (CreateObject) CheckConfig(_ context.Context, s *domain.KindScope, cfg any) error {
 	return s.CheckMappings(*cfg.(*domain.MappingConfig), true)
 }
 

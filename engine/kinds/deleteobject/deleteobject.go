@@ -30,7 +30,7 @@ func (DeleteObject) HasTarget(string) bool { return true }
 func (DeleteObject) NewConfig() any { return &deleteObjectConfig{} }
 
 // CheckConfig implements domain.OperationKind.
-func (DeleteObject) CheckConfig(*domain.KindScope, any) error { return nil }
+func (DeleteObject) CheckConfig(context.Context, *domain.KindScope, any) error { return nil }
 
 // References implements domain.OperationKind.
 func (DeleteObject) References(any) domain.References { return domain.References{} }

@@ -26,7 +26,7 @@ func (UpdateObject) HasTarget(string) bool { return true }
 func (UpdateObject) NewConfig() any { return &domain.MappingConfig{} }
 
 // CheckConfig implements domain.OperationKind.
-func (UpdateObject) CheckConfig(s *domain.KindScope, cfg any) error {
+func (UpdateObject) CheckConfig(_ context.Context, s *domain.KindScope, cfg any) error {
 	return s.CheckMappings(*cfg.(*domain.MappingConfig), false)
 }
 

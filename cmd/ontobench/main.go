@@ -6,6 +6,7 @@
 // Markdown table of p50/p95 per size, and the database's sizes.
 //
 //	go run ./cmd/ontobench [-db sqlite:/tmp/x.db | -db postgres://...] [-sizes 10000,100000] [-runs 50]
+//	go run ./cmd/ontobench -app 10000 [-db ...] [-runs 30]   (app.go: execute-batch, links, executes)
 package main
 
 import (
@@ -34,9 +35,16 @@ func main() {
 	dsn := flag.String("db", "", "database (default: a new SQLite file in a temporary directory); a Postgres database is emptied first")
 	sizes := flag.String("sizes", "10000,100000", "numbers of objects to measure at, ascending")
 	runs := flag.Int("runs", 50, "timed runs of each shape")
+	appN := flag.Int("app", 0, "instead: start the dev process in-process, create this many objects by execute-batch of a create_object action (-db as its --database-url, kept: objects of an earlier run stay), then time links, update_object and function executes")
 	flag.Parse()
 	slog.SetDefault(slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})))
-	if err := run(context.Background(), *dsn, *sizes, *runs); err != nil {
+	var err error
+	if *appN > 0 {
+		err = runApp(context.Background(), *dsn, *appN, *runs)
+	} else {
+		err = run(context.Background(), *dsn, *sizes, *runs)
+	}
+	if err != nil {
 		fmt.Fprintln(os.Stderr, "ontobench:", err)
 		os.Exit(1)
 	}

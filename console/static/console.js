@@ -113,8 +113,32 @@
       fill(b.getAttribute("data-media-field"), b.getAttribute("data-media-pick"));
     }
   });
+  // A listing swapped in while one types in its search box keeps the box
+  // focused with what was typed meanwhile (and asks again for that).
+  var searching = null;
+  document.addEventListener("htmx:beforeSwap", function (e) {
+    var t = e.detail.target;
+    var a = document.activeElement;
+    searching = null;
+    if (t && t.classList && t.classList.contains("files") && a && a.type === "search" && t.contains(a)) {
+      searching = { id: a.id, value: a.value };
+    }
+  });
   document.addEventListener("htmx:afterSwap", function (e) {
     var t = e.detail.target;
+    if (searching) {
+      var s = searching;
+      searching = null;
+      var box = document.getElementById(s.id);
+      if (box) {
+        box.focus();
+        if (box.value !== s.value) {
+          box.value = s.value;
+          htmx.trigger(box, "files-search");
+        }
+        box.setSelectionRange(box.value.length, box.value.length);
+      }
+    }
     var f = t && t.querySelector && t.querySelector("[data-media-fill]");
     if (f) {
       fill(f.getAttribute("data-media-field"), f.getAttribute("data-media-fill"));

@@ -388,7 +388,8 @@ func (a *App) handler(store *ontology.Store, eng *engine.Engine) (http.Handler, 
 		// Preview is a what-if (on a branch dropped once read): the
 		// console shows notifications and webhooks that would happen too.
 		Preview: console.WhatIfPreview(execs),
-		Undo:    undoFunc(execs)})
+		Undo:    undoFunc(execs),
+		Files:   dav})
 	if err != nil {
 		return nil, nil, err
 	}

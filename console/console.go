@@ -76,6 +76,9 @@ type Deps struct {
 	Logger   *slog.Logger
 	Preview  PreviewFunc
 	Undo     UndoFunc
+	// Files is the WebDAV handler the file picker of media_reference
+	// inputs reads and uploads through. Nil: no picker.
+	Files Files
 }
 
 // Console is the console's http.Handler.
@@ -133,6 +136,9 @@ func (c *Console) routes() *gin.Engine {
 	g.GET("/explore", c.explorePage)
 	g.GET("/explore/:type", c.objectsTable)
 	g.GET("/objects/search", c.referenceOptions)
+	g.GET("/files", c.filesFragment)
+	g.POST("/files/upload", c.uploadFile)
+	g.GET("/files/raw", c.rawFile)
 	g.GET("/objects/:type/:id", c.objectPage)
 	g.POST("/objects/:type/:id/properties/:prop", c.inlineEdit)
 	r.NoRoute(func(g *gin.Context) { c.errorPage(g, http.StatusNotFound, "No such page.") })

@@ -63,6 +63,11 @@ type fieldView struct {
 	RefType                           string
 	Step                              string
 	Error                             string
+	// Media inputs: the picker is offered (Files), and the file the value
+	// names is previewed (FileHref; FileImage when an image).
+	Files     bool
+	FileHref  string
+	FileImage bool
 }
 
 // evaluate asks the executions service to validate the posted form (the
@@ -85,6 +90,7 @@ func (c *Console) evaluate(g *gin.Context, in formInput) (*formView, error) {
 	}
 	fv.Ready, fv.Valid = true, v.Result == engine.Valid && len(bad) == 0
 	fv.Sections = buildSections(at, v, params, in, bad, c.d.Levels)
+	offerFiles(fv.Sections, c.d.Files != nil && !p.Guest)
 	if in.Submitted && fv.Justification && strings.TrimSpace(in.Justification) == "" {
 		fv.JustError = "A justification is required."
 	}
@@ -175,6 +181,9 @@ func buildField(p engine.FormParameter, in formInput, parseErr string) fieldView
 				f.Options = append(f.Options, s)
 			}
 		}
+	case "media":
+		f.FileHref = rawHref(f.Value)
+		f.FileImage = f.FileHref != "" && isImage(f.FileHref)
 	case "number":
 		f.Step = "any"
 		if p.Type.Base == domain.TypeInteger {
@@ -237,7 +246,7 @@ func kindOf(t domain.PropertyType) string {
 	case domain.TypeGeoPoint:
 		return "geo"
 	case domain.TypeMediaReference:
-		return "url"
+		return "media"
 	case domain.TypeJSON:
 		return "json"
 	}

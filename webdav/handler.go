@@ -200,7 +200,18 @@ type request struct {
 }
 
 // ServeHTTP implements http.Handler.
-func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) { h.serveHTTP(w, r, nil) }
+
+// ServeFor serves r (a path under the prefix) in user u's tree exactly as
+// ServeHTTP does once it has authenticated u: quota, size limits, locks
+// and the store behave the same. It is for callers in this process that
+// authenticated u their own way (the console's session), never for
+// requests from the network as they are.
+func (h *Handler) ServeFor(w http.ResponseWriter, r *http.Request, u *models.User) {
+	h.serveHTTP(w, r, u)
+}
+
+func (h *Handler) serveHTTP(w http.ResponseWriter, r *http.Request, as *models.User) {
 	start := time.Now()
 	rw := &respWriter{ResponseWriter: w}
 	body := &countingBody{ReadCloser: r.Body}
@@ -239,6 +250,11 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			"duration_ms", float64(d.Microseconds())/1000)
 	}()
 	defer rq.close()
+	if as != nil {
+		rq.user = as
+		rq.respond(rq.serve(r.URL.Path))
+		return
+	}
 	rq.respond(rq.serveAny())
 }
 

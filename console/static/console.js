@@ -66,4 +66,82 @@
     }
     el.focus();
   });
+
+  // The file picker of media inputs (files.go) lives inside the action's
+  // form: its own inputs must not re-evaluate the form (which would
+  // re-render the picker away) nor submit it. They ask for their own
+  // fragments instead: a search as one types, an upload once a file is
+  // chosen.
+  function inPicker(t) {
+    return t && t.closest && t.closest(".files");
+  }
+  function pickerInput(e) {
+    var t = e.target;
+    if (!inPicker(t)) {
+      return;
+    }
+    e.stopPropagation();
+    if (e.type === "change" && t.hasAttribute("data-media-upload") && t.files.length) {
+      htmx.trigger(t, "media-upload");
+    } else if (e.type === "input" && t.type === "search") {
+      htmx.trigger(t, "files-search");
+    }
+  }
+  document.addEventListener("input", pickerInput, true);
+  document.addEventListener("change", pickerInput, true);
+  document.addEventListener("keydown", function (e) {
+    if (e.key === "Enter" && inPicker(e.target) && e.target.type === "search") {
+      e.preventDefault();
+      htmx.trigger(e.target, "files-search");
+    }
+  });
+
+  // Choosing a file (or uploading one) fills the field with its webdav:
+  // reference; the form's live evaluation then checks it and previews it.
+  function fill(fieldID, ref) {
+    var el = document.getElementById(fieldID);
+    if (!el) {
+      return;
+    }
+    el.value = ref;
+    el.focus();
+    el.dispatchEvent(new Event("input", { bubbles: true }));
+  }
+  document.addEventListener("click", function (e) {
+    var b = e.target.closest && e.target.closest("[data-media-pick]");
+    if (b) {
+      fill(b.getAttribute("data-media-field"), b.getAttribute("data-media-pick"));
+    }
+  });
+  // A listing swapped in while one types in its search box keeps the box
+  // focused with what was typed meanwhile (and asks again for that).
+  var searching = null;
+  document.addEventListener("htmx:beforeSwap", function (e) {
+    var t = e.detail.target;
+    var a = document.activeElement;
+    searching = null;
+    if (t && t.classList && t.classList.contains("files") && a && a.type === "search" && t.contains(a)) {
+      searching = { id: a.id, value: a.value };
+    }
+  });
+  document.addEventListener("htmx:afterSwap", function (e) {
+    var t = e.detail.target;
+    if (searching) {
+      var s = searching;
+      searching = null;
+      var box = document.getElementById(s.id);
+      if (box) {
+        box.focus();
+        if (box.value !== s.value) {
+          box.value = s.value;
+          htmx.trigger(box, "files-search");
+        }
+        box.setSelectionRange(box.value.length, box.value.length);
+      }
+    }
+    var f = t && t.querySelector && t.querySelector("[data-media-fill]");
+    if (f) {
+      fill(f.getAttribute("data-media-field"), f.getAttribute("data-media-fill"));
+    }
+  });
 })();

@@ -245,18 +245,7 @@ func (r *run) result() (json.RawMessage, error) {
 	case "too_large":
 		return nil, &Failure{Reason: ReasonResult, Message: fmt.Sprintf("the result is %d bytes of JSON, at most %d", st.Size, MaxResultBytes)}
 	}
-	if r.pastDeadline() {
-		// The VM's own timeout stopped the job queue (an endless chain of
-		// microtasks): the queue looks drained, but the limit ended it.
-		return nil, r.classify(&Failure{Reason: ReasonTimeout})
-	}
 	return nil, &Failure{Reason: ReasonPending, Message: "the function's promise never settled (there are no timers or I/O to settle it)"}
-}
-
-// pastDeadline reports whether the run's time limit has passed.
-func (r *run) pastDeadline() bool {
-	dl, ok := r.ctx.Deadline()
-	return ok && !time.Now().Before(dl)
 }
 
 // failure classifies err: a limit the run hit, the function's exception,
@@ -283,7 +272,7 @@ func (r *run) classify(f *Failure) *Failure {
 	switch {
 	case r.full.Load():
 		f.Reason, f.Message = ReasonConsole, fmt.Sprintf("console output exceeded %d bytes", MaxConsole)
-	case f.Reason == ReasonTimeout || errors.Is(r.ctx.Err(), context.DeadlineExceeded) || strings.Contains(msg, "interrupted"):
+	case errors.Is(r.ctx.Err(), context.DeadlineExceeded) || strings.Contains(msg, "interrupted"):
 		f.Reason, f.Message = ReasonTimeout, "the function ran past its time limit"
 	case strings.Contains(msg, "out of memory") || strings.Contains(msg, "string too long"):
 		f.Reason, f.Message = ReasonMemory, "the function ran out of memory"

@@ -212,21 +212,7 @@ func (u *nodeUpload) commit() error {
 }
 
 // answer sets the new ETag and returns 201 or 204.
-func (u *nodeUpload) answer() int {
-	rq := u.rq
-	hd := rq.w.Header()
-	etag := nodeETag(u.node)
-	hd.Set("ETag", etag)
-	hd.Set("OC-ETag", etag)
-	if u.mtimeOK {
-		hd.Set("X-OC-Mtime", "accepted")
-	}
-	if u.exists {
-		return http.StatusNoContent
-	}
-	hd.Set("Location", rq.h.href(rq.path, false))
-	return http.StatusCreated
-}
+func (u *nodeUpload) answer() int { return u.rq.answerPut(nodeETag(u.node), u.mtimeOK, u.exists) }
 
 // limitedReader fails with err once more than left bytes are read
 // (left < 0: no limit).

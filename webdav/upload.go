@@ -423,16 +423,19 @@ func (u *upload) commit() error {
 }
 
 // answer sets the new ETag and returns 201 or 204.
-func (u *upload) answer() int {
-	rq := u.rq
+func (u *upload) answer() int { return u.rq.answerPut(etagOf(u.fi), u.mtimeOK, u.exists) }
+
+// answerPut is a PUT's answer in either store: the new version's ETag,
+// whether the client's mtime was kept, and 204 for a replaced file or 201
+// with its Location for a new one.
+func (rq *request) answerPut(etag string, mtimeOK, exists bool) int {
 	hd := rq.w.Header()
-	etag := etagOf(u.fi)
 	hd.Set("ETag", etag)
 	hd.Set("OC-ETag", etag)
-	if u.mtimeOK {
+	if mtimeOK {
 		hd.Set("X-OC-Mtime", "accepted")
 	}
-	if u.exists {
+	if exists {
 		return http.StatusNoContent
 	}
 	hd.Set("Location", rq.h.href(rq.path, false))

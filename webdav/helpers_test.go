@@ -8,7 +8,9 @@ import (
 	"net/http/httptest"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/google/uuid"
 	"gorm.io/gorm"
@@ -26,6 +28,9 @@ type env struct {
 	h    *Handler
 	srv  *httptest.Server
 	base string // server URL + "/webdav"
+	// served counts requests whose handler has returned: a client that
+	// gives up mid-request returns before the server is done with it.
+	served *atomic.Int64
 }
 
 const testPass = "correct-horse-battery"
@@ -40,9 +45,23 @@ func newEnv(t *testing.T, db *gorm.DB, dir string, opts Options) *env {
 	if err != nil {
 		t.Fatalf("new handler: %v", err)
 	}
-	srv := httptest.NewServer(h)
+	served := new(atomic.Int64)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		defer served.Add(1)
+		h.ServeHTTP(w, r)
+	}))
 	t.Cleanup(srv.Close)
-	return &env{t: t, db: db, dir: dir, h: h, srv: srv, base: srv.URL + "/webdav"}
+	return &env{t: t, db: db, dir: dir, h: h, srv: srv, base: srv.URL + "/webdav", served: served}
+}
+
+// waitServed waits until the server has finished n requests.
+func (e *env) waitServed(n int64) {
+	e.t.Helper()
+	for deadline := time.Now().Add(30 * time.Second); e.served.Load() < n; time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			e.t.Fatalf("the server finished %d requests, not %d, within 30 s", e.served.Load(), n)
+		}
+	}
 }
 
 // addUser creates a service user with testPass.

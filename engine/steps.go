@@ -157,6 +157,11 @@ func (e *Engine) step(ctx context.Context, id string) (*models.Execution, *input
 	if err != nil {
 		return nil, nil, err
 	}
+	return e.stepOf(ctx, ex)
+}
+
+// stepOf is step for the row ex, already read.
+func (e *Engine) stepOf(ctx context.Context, ex *models.Execution) (*models.Execution, *input, error) {
 	if finished(ex) {
 		return ex, nil, nil
 	}
@@ -173,10 +178,14 @@ func (e *Engine) step(ctx context.Context, id string) (*models.Execution, *input
 func (e *Engine) Validate(ctx context.Context, executionID string) (*Prepared, error) {
 	defer e.observe("validate", time.Now())
 	e.memo.drop(executionID) // validation always reads afresh
-	if err := e.MarkRunning(ctx, executionID); err != nil {
+	ex, err := e.execution(ctx, e.db, executionID)
+	if err != nil {
 		return nil, err
 	}
-	ex, in, err := e.step(ctx, executionID)
+	if err := e.execs.Start(ctx, ex, e.now(), storeRun(ctx)); err != nil {
+		return nil, err
+	}
+	ex, in, err := e.stepOf(ctx, ex)
 	if err != nil {
 		return nil, err
 	}

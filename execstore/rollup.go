@@ -59,33 +59,32 @@ func (d deltas) add(r rowKey, status, code string, n int64) {
 	}
 }
 
-// rollupColumns are the upsert's conflict target: the rollup's key.
-var rollupColumns = []clause.Column{{Name: "hour"}, {Name: "action_type_id"}, {Name: "actor_id"}, {Name: "status"}, {Name: "error_code"}}
+// upsertRollup adds one bucket's count. It is a fixed statement rather
+// than a gorm upsert built per call: every status change runs it, and
+// the text, the same each time, is prepared once per connection.
+const upsertRollup = `INSERT INTO execution_rollups (hour, action_type_id, actor_id, status, error_code, n, example_id)
+VALUES (?, ?, ?, ?, ?, ?, ?)
+ON CONFLICT (hour, action_type_id, actor_id, status, error_code) DO UPDATE SET
+n = execution_rollups.n + excluded.n,
+example_id = CASE WHEN excluded.example_id > execution_rollups.example_id THEN excluded.example_id ELSE execution_rollups.example_id END`
 
 // apply writes d to the rollup in tx, bucket by bucket in key order.
 func (d deltas) apply(ctx context.Context, tx *gorm.DB) error {
-	rows := make([]models.ExecutionRollup, 0, len(d))
+	keys := make([]bucket, 0, len(d))
 	for b, c := range d {
-		if c.n == 0 && c.example == "" {
-			continue
+		if c.n != 0 || c.example != "" {
+			keys = append(keys, b)
 		}
-		rows = append(rows, models.ExecutionRollup{Hour: b.hour, ActionTypeID: b.action, ActorID: b.actor,
-			Status: b.status, ErrorCode: b.code, N: c.n, ExampleID: c.example})
 	}
-	if len(rows) == 0 {
-		return nil
-	}
-	slices.SortFunc(rows, func(a, b models.ExecutionRollup) int {
-		return cmp.Or(a.Hour.Compare(b.Hour), cmp.Compare(a.ActionTypeID, b.ActionTypeID), cmp.Compare(a.ActorID, b.ActorID),
-			cmp.Compare(a.Status, b.Status), cmp.Compare(a.ErrorCode, b.ErrorCode))
+	slices.SortFunc(keys, func(a, b bucket) int {
+		return cmp.Or(a.hour.Compare(b.hour), cmp.Compare(a.action, b.action), cmp.Compare(a.actor, b.actor),
+			cmp.Compare(a.status, b.status), cmp.Compare(a.code, b.code))
 	})
-	err := tx.WithContext(ctx).Clauses(clause.OnConflict{Columns: rollupColumns, DoUpdates: clause.Assignments(map[string]any{
-		"n": gorm.Expr("execution_rollups.n + excluded.n"),
-		"example_id": gorm.Expr("CASE WHEN excluded.example_id > execution_rollups.example_id " +
-			"THEN excluded.example_id ELSE execution_rollups.example_id END"),
-	})}).CreateInBatches(rows, 500).Error
-	if err != nil {
-		return fmt.Errorf("count %d rollup buckets: %w", len(rows), err)
+	for _, b := range keys {
+		c := d[b]
+		if err := tx.WithContext(ctx).Exec(upsertRollup, b.hour, b.action, b.actor, b.status, b.code, c.n, c.example).Error; err != nil {
+			return fmt.Errorf("count rollup bucket %s %s: %w", b.hour.Format(time.RFC3339), b.status, err)
+		}
 	}
 	return nil
 }

@@ -117,7 +117,7 @@ func randomWrites(ctx context.Context, db *gorm.DB, s *execstore.Store, rnd *ran
 			id = ids[rnd.Intn(len(ids))]
 		}
 		var err error
-		switch op := rnd.Intn(8); {
+		switch op := rnd.Intn(9); {
 		case op == 0 || id == "":
 			ex := row(nil)
 			err, ids = s.Create(ctx, ex), append(ids, ex.ID)
@@ -142,6 +142,13 @@ func randomWrites(ctx context.Context, db *gorm.DB, s *execstore.Store, rnd *ran
 			err = s.FailUnstarted(ctx, id, fail())
 		case op == 6:
 			_, err = s.Abandon(ctx, id, fail())
+		case op == 7:
+			// A row read, maybe moved by another writer since: the
+			// guard on status keeps the count right.
+			var ex models.Execution
+			if err = db.Take(&ex, "id = ?", id).Error; err == nil {
+				err = s.Start(ctx, &ex, now, nil)
+			}
 		default:
 			if _, err = s.FailOpenItems(ctx, id, fail()); err == nil {
 				_, err = s.CloseBatch(ctx, id, models.StatusPartial, now, nil)

@@ -130,6 +130,45 @@ func (s *Store) MarkRunning(ctx context.Context, id string, at time.Time, run *R
 	return nil
 }
 
+// Start is MarkRunning for ex, a row the caller has just read: it moves
+// queued to running without reading the row again. The guard on status
+// makes the old status known, and the columns that place a row in the
+// rollup (action, actor, creation hour, error code) do not change while
+// it is queued, so ex's copy of them counts it right. Each execution's
+// first step calls this, so it is one UPDATE and one upsert rather than
+// MarkRunning's locked read, UPDATE and upsert. ex is updated when it
+// moved.
+func (s *Store) Start(ctx context.Context, ex *models.Execution, at time.Time, run *Run) error {
+	if ex.Status != models.StatusQueued {
+		return nil
+	}
+	cols := map[string]any{"status": models.StatusRunning, "started_at": &at}
+	if run != nil {
+		cols["run_id"] = ownRun(run)
+	}
+	err := s.inTx(ctx, func(tx *gorm.DB) error {
+		res := tx.WithContext(ctx).Model(&models.Execution{}).Where("id = ? AND status = ?", ex.ID, models.StatusQueued).Updates(cols)
+		if res.Error != nil || res.RowsAffected == 0 {
+			return res.Error
+		}
+		d := deltas{}
+		d.add(keyOf(ex), ex.Status, ex.ErrorCode, -1)
+		d.add(keyOf(ex), models.StatusRunning, ex.ErrorCode, 1)
+		if err := d.apply(ctx, tx); err != nil {
+			return err
+		}
+		ex.Status, ex.StartedAt = models.StatusRunning, &at
+		if run != nil && ex.WorkflowID == run.WorkflowID && ex.RunID == "" {
+			ex.RunID = run.RunID
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("record execution %s running: %w", ex.ID, err)
+	}
+	return nil
+}
+
 // Lock reads an execution row inside tx, locking it until tx ends on
 // Postgres (SQLite runs one write transaction at a time). Every write in
 // tx that depends on the row's status comes after it.

@@ -132,8 +132,10 @@ func run(ctx context.Context, args []string) error {
 	}
 	defer stopOnto()
 	servers := []*server{apache, onto}
+	var alone *s3Alone
 	if cfg.store != "" {
-		s3srv, stopS3, err := startOntoflowS3(ctx, cfg, big)
+		s3srv, a, stopS3, err := startOntoflowS3(ctx, cfg, big)
+		alone = a
 		if err != nil {
 			return err
 		}
@@ -165,7 +167,12 @@ func run(ctx context.Context, args []string) error {
 	p1, k1 := machineBusy()
 	rep.busyBefore = (p1 - p0 + k1 - k0) / 5 / float64(runtime.NumCPU()) * 100
 
-	b := &benches{cfg: cfg, rep: rep, servers: servers, big: big, small: small}
+	b := &benches{cfg: cfg, rep: rep, servers: servers, big: big, small: small, alone: alone}
+	if alone != nil {
+		if err := alone.putObject(ctx, "alone/big.bin", big); err != nil {
+			return err
+		}
+	}
 	mStart, kStart := machineBusy()
 	selfStart := selfCPU()
 	srvStart := make([]float64, len(servers))
@@ -438,6 +445,7 @@ type benches struct {
 	servers []*server // Apache first, Ontoflow second
 	big     []byte
 	small   []byte
+	alone   *s3Alone // -store versitygw: the S3 server driven directly
 }
 
 // quiesce writes the workdir's dirty pages back to disk, then waits until
@@ -623,6 +631,8 @@ func (b *benches) get(ctx context.Context) error {
 	n := len(b.servers)
 	mibs := make([][]float64, n)
 	cpu, client := make([]float64, n), make([]float64, n)
+	var aloneV []float64
+	var aloneCPU float64
 	for round := -1; round < b.cfg.rounds; round++ { // round -1 warms up
 		for i, s := range b.servers {
 			c := newClient()
@@ -640,6 +650,19 @@ func (b *benches) get(ctx context.Context) error {
 				client[i] += selfCPU() - l0
 			}
 		}
+		if b.alone != nil {
+			b.quiesce()
+			c0 := b.alone.cpu()
+			v, err := b.alone.getParallel(ctx, "alone/big.bin", int64(len(b.big)), 4)
+			if err != nil {
+				return err
+			}
+			if round >= 0 {
+				aloneV = append(aloneV, v)
+				b.quiesce()
+				aloneCPU += b.alone.cpu() - c0
+			}
+		}
 	}
 	// The client's receive side is the same code for every server; its CPU
 	// shows how much of the two cores was left to the server.
@@ -651,6 +674,8 @@ func (b *benches) get(ctx context.Context) error {
 	clientNote := " Client CPU, ms per 100 MiB: " + strings.Join(cn, ", ") + "."
 	b.addThroughput(fmt.Sprintf("GET %d MiB, 4 clients (median of %d)", b.cfg.bigMiB, b.cfg.rounds), "MiB/s", mibs,
 		b.cpuNote(cpu, mib, "ms per 100 MiB", 100*1000)+clientNote)
+	b.addAlone(fmt.Sprintf("GET %d MiB, 4 clients", b.cfg.bigMiB), "MiB/s", aloneV, mibs,
+		fmt.Sprintf(" versitygw CPU %.0f ms per 100 MiB.", aloneCPU/mib*100*1000))
 	return nil
 }
 
@@ -658,6 +683,8 @@ func (b *benches) put(ctx context.Context) error {
 	n := len(b.servers)
 	mibs := make([][]float64, n)
 	cpu := make([]float64, n)
+	var aloneV []float64
+	var aloneCPU float64
 	// Round -1 creates the file; the timed rounds replace it, which is the
 	// case atomicity is about (a reader keeps seeing the old version).
 	for round := -1; round < b.cfg.rounds; round++ {
@@ -676,9 +703,24 @@ func (b *benches) put(ctx context.Context) error {
 				cpu[i] += s.cpu() - c0
 			}
 		}
+		if b.alone != nil {
+			b.quiesce()
+			c0 := b.alone.cpu()
+			v, err := b.alone.put(ctx, "alone/put-big.bin", b.big)
+			if err != nil {
+				return err
+			}
+			if round >= 0 {
+				aloneV = append(aloneV, v)
+				b.quiesce()
+				aloneCPU += b.alone.cpu() - c0
+			}
+		}
 	}
 	b.addThroughput(fmt.Sprintf("PUT %d MiB replacing a file, 1 client (median of %d)", b.cfg.bigMiB, b.cfg.rounds), "MiB/s", mibs,
 		b.cpuNote(cpu, float64(b.cfg.bigMiB*b.cfg.rounds), "ms per 100 MiB", 100*1000))
+	b.addAlone(fmt.Sprintf("PUT %d MiB replacing an object, 1 client", b.cfg.bigMiB), "MiB/s", aloneV, mibs,
+		fmt.Sprintf(" versitygw CPU %.0f ms per 100 MiB.", aloneCPU/float64(b.cfg.bigMiB*b.cfg.rounds)*100*1000))
 	return nil
 }
 
@@ -686,6 +728,8 @@ func (b *benches) smallPut(ctx context.Context) error {
 	n := len(b.servers)
 	rps := make([][]float64, n)
 	cpu := make([]float64, n)
+	var aloneV []float64
+	var aloneCPU float64
 	stamp := time.Now().UTC().Format("20060102T150405")
 	for round := -1; round < b.cfg.rounds; round++ {
 		for i, s := range b.servers {
@@ -708,9 +752,28 @@ func (b *benches) smallPut(ctx context.Context) error {
 				cpu[i] += s.cpu() - c0
 			}
 		}
+		if b.alone != nil {
+			count := b.cfg.smallCount
+			if round < 0 {
+				count = 200
+			}
+			b.quiesce()
+			c0 := b.alone.cpu()
+			v, err := b.alone.putMany(ctx, fmt.Sprintf("alone/small-%s-%d/", stamp, round+1), b.small, count, 8)
+			if err != nil {
+				return err
+			}
+			if round >= 0 {
+				aloneV = append(aloneV, v)
+				b.quiesce()
+				aloneCPU += b.alone.cpu() - c0
+			}
+		}
 	}
 	b.addThroughput(fmt.Sprintf("PUT %s x 4 KiB new files, 8 clients (median of %d)", thousands(b.cfg.smallCount), b.cfg.rounds), "req/s", rps,
 		b.cpuNote(cpu, float64(b.cfg.smallCount*b.cfg.rounds), "µs per request", 1e6))
+	b.addAlone(fmt.Sprintf("PUT %s x 4 KiB new objects, 8 clients", thousands(b.cfg.smallCount)), "req/s", aloneV, rps,
+		fmt.Sprintf(" versitygw CPU %.0f µs per request.", aloneCPU/float64(b.cfg.smallCount*b.cfg.rounds)*1e6))
 	return nil
 }
 
@@ -748,6 +811,24 @@ func (b *benches) addThroughput(name, unit string, v [][]float64, extra string) 
 		x.s3ratio, x.s3target, x.s3met = ratio(med[2], med[1]), "≥ 0.5x", med[2] >= 0.5*med[1]
 	}
 	b.rep.add(x)
+}
+
+// addAlone adds the S3-server-alone row after a throughput benchmark: its
+// median in the S3 column, compared with POSIX mode (v[1]) as S3 mode is,
+// and S3 mode's share of it in the notes.
+func (b *benches) addAlone(name, unit string, alone []float64, v [][]float64, extra string) {
+	if b.alone == nil || len(v) < 3 {
+		return
+	}
+	med := median(alone)
+	posix, s3 := median(v[1]), median(v[2])
+	b.rep.add(row{
+		name:  fmt.Sprintf("%s: %s, AWS SDK, no Ontoflow (median of %d)", s3AloneName, name, len(alone)),
+		vals:  []string{"—", "—", fmt.Sprintf("%s %s", thousands(int(med+0.5)), unit)},
+		ratio: "—", target: "—",
+		s3ratio: ratio(med, posix), s3target: "—",
+		notes: fmt.Sprintf("rounds %s (%s); Ontoflow S3 reaches %s of it.%s", list(alone), unit, ratio(s3, med), extra),
+	})
 }
 
 func ratio(o, a float64) string {

@@ -23,50 +23,54 @@ import (
 // in S3 (versitygw started here over WORKDIR/s3, or the store URL given),
 // and gives it the same trees as the others, through WebDAV since S3 mode
 // has no tree on disk.
-func startOntoflowS3(ctx context.Context, cfg runConfig, big []byte) (*server, func(), error) {
+// When davbench started versitygw itself, alone drives it directly (the
+// "S3 server alone" baseline); otherwise alone is nil.
+func startOntoflowS3(ctx context.Context, cfg runConfig, big []byte) (*server, *s3Alone, func(), error) {
 	store, env := cfg.store, []string(nil)
 	stopS3 := func() {}
+	var alone *s3Alone
 	if cfg.store == "versitygw" {
 		bin := cfg.versitygw
 		if bin == "" {
 			bin = s3test.Binary()
 		}
 		if bin == "" {
-			return nil, nil, errors.New("-store versitygw: no versitygw binary; " + s3test.BuildHint)
+			return nil, nil, nil, errors.New("-store versitygw: no versitygw binary; " + s3test.BuildHint)
 		}
 		dir := filepath.Join(cfg.workdir, "s3")
 		if err := os.MkdirAll(dir, 0o755); err != nil {
-			return nil, nil, fmt.Errorf("create %s: %w", dir, err)
+			return nil, nil, nil, fmt.Errorf("create %s: %w", dir, err)
 		}
 		gw, err := s3test.Launch(bin, dir, "")
 		if err != nil {
 			if gw != nil {
 				gw.Stop()
 			}
-			return nil, nil, fmt.Errorf("start versitygw: %w", err)
+			return nil, nil, nil, fmt.Errorf("start versitygw: %w", err)
 		}
 		slog.Info("versitygw", "endpoint", gw.Endpoint, "dir", dir)
 		store, env, stopS3 = gw.URL("davbench"), gw.Env(), gw.Stop
+		alone = newS3Alone(gw, gw.Pid())
 	}
 	dir := filepath.Join(cfg.workdir, "ontoflow-s3")
 	root, db := filepath.Join(dir, "files"), filepath.Join(dir, "ontoflow.db")
 	if err := os.MkdirAll(root, 0o755); err != nil {
 		stopS3()
-		return nil, nil, fmt.Errorf("create %s: %w", root, err)
+		return nil, nil, nil, fmt.Errorf("create %s: %w", root, err)
 	}
 	if _, err := prepareOntoflowUser(ctx, db, cfg.user, cfg.pass); err != nil {
 		stopS3()
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	s, stopServe, err := startServe(cfg, "Ontoflow S3", cfg.s3Port, root, db, []string{"--store", store}, env)
 	if err != nil {
 		stopS3()
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	stop := func() { stopServe(); stopS3() }
 	if err := waitReady(ctx, s); err != nil {
 		stop()
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	for _, t := range []struct {
 		name string
@@ -74,16 +78,16 @@ func startOntoflowS3(ctx context.Context, cfg runConfig, big []byte) (*server, f
 	}{{"p10k", cfg.files10k}, {"p100k", cfg.files100k}} {
 		if err := populateDAV(ctx, s, t.name, t.n); err != nil {
 			stop()
-			return nil, nil, err
+			return nil, nil, nil, err
 		}
 	}
 	c := newClient()
 	defer c.CloseIdleConnections()
 	if _, err := s.put(ctx, c, "big.bin", big); err != nil {
 		stop()
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
-	return s, stop, nil
+	return s, alone, stop, nil
 }
 
 // populateDAV makes folder name hold exactly n files as populate does on

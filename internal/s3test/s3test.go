@@ -186,6 +186,17 @@ func (s *Server) Stop() {
 	}
 }
 
+// Pid is the running server's process id, 0 when stopped (benchmarks
+// read its CPU time).
+func (s *Server) Pid() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.cmd == nil || s.cmd.Process == nil {
+		return 0
+	}
+	return s.cmd.Process.Pid
+}
+
 // Restart stops the server if it runs and starts it again on the same
 // directory and port, waiting until it answers; the test fails if it
 // cannot.

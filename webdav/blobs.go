@@ -15,9 +15,11 @@ import (
 )
 
 // Blobs: every object the tree may reference has a dav_blobs row, made
-// before its first byte is sent:
+// before its first byte is sent, except a small body's (nodeput.go,
+// recordAfterBelow), whose row is inserted live by the node commit:
 //
 //	uploading --(node commit, same transaction)--> live
+//	(no row, small body) --(node commit inserts it)--> live
 //	live, referenced by no node --reclaim--> deleting --(object deleted)--> row gone
 //	uploading, untouched for the grace period --sweep--> deleting --> gone
 //
@@ -80,6 +82,16 @@ func goLiveTx(tx *gorm.DB, key string, size int64) error {
 	}
 	if res.RowsAffected != 1 {
 		return errors.New("the upload's record was swept before its commit")
+	}
+	return nil
+}
+
+// recordLiveTx records a blob written before any row (a small body) as
+// live, in the node commit's transaction.
+func recordLiveTx(tx *gorm.DB, userID, key string, size int64) error {
+	err := tx.Create(&models.DavBlob{Key: key, UserID: userID, State: blobLive, Size: size, TouchedNs: time.Now().UnixNano()}).Error
+	if err != nil {
+		return fmt.Errorf("record upload: %w", err)
 	}
 	return nil
 }

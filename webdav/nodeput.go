@@ -76,8 +76,12 @@ type nodeUpload struct {
 	parent *models.DavNode
 	old    *models.DavNode // nil: a new file
 	key    string          // the new object ("" for an empty body)
-	sha256 string
-	node   *models.DavNode // as committed
+	// unrecorded: key has no dav_blobs row yet (a small body, see
+	// receive); the commit inserts it live. written is when Put returned.
+	unrecorded bool
+	written    time.Time
+	sha256     string
+	node       *models.DavNode // as committed
 }
 
 func (u *nodeUpload) run() error {
@@ -110,9 +114,25 @@ func (u *nodeUpload) receive() error {
 	hr := newHashReader(&limitedReader{r: rq.r.Body, left: u.limit, err: u.limitErr})
 	defer hr.close()
 	var err error
-	if rq.r.ContentLength == 0 {
+	switch {
+	case rq.r.ContentLength == 0:
 		u.n, err = io.Copy(io.Discard, hr)
-	} else {
+	case rq.r.ContentLength < recordAfterBelow:
+		// A small body: the object is written first and its row made
+		// live by the node commit, one transaction per PUT instead of
+		// two. Crash-safe all the same: until the commit no node
+		// references the key, so the old contents stay what GET
+		// serves; a crash between Put and the commit leaves an object
+		// no row records, which the sweep's unrecorded pass deletes
+		// once older than its grace period (an hour; commit refuses
+		// an object older than unrecordedMaxAge, so the sweep can
+		// never delete one a commit is about to reference). Bodies of
+		// this size are sent whole in one request, so the object
+		// appears only once complete and its age runs from there.
+		u.key, u.unrecorded = newBlobKey(rq.user.ID), true
+		u.n, err = b.contents.Put(rq.r.Context(), u.key, hr, rq.r.ContentLength, PutHooks{})
+		u.written = time.Now()
+	default:
 		u.key = newBlobKey(rq.user.ID)
 		if err = b.begin(rq.r.Context(), rq.user.ID, u.key); err != nil {
 			u.key = ""
@@ -145,6 +165,17 @@ func (u *nodeUpload) receive() error {
 	return nil
 }
 
+// recordAfterBelow: bodies announced shorter than this (S3 contents read
+// them whole and send one PutObject) get their dav_blobs row in the node
+// commit; longer or unannounced ones, streamed or sent in parts for as
+// long as the client takes, are recorded before their first byte.
+const recordAfterBelow = s3PartSize
+
+// unrecordedMaxAge bounds how long an object written without a row may
+// wait for its commit: well inside DefaultSweepGrace, past which the sweep
+// deletes unrecorded objects.
+const unrecordedMaxAge = DefaultSweepGrace / 4
+
 // errChanged: the node changed between the start of the upload and its
 // commit (another writer won).
 var errChanged = errors.New("the file was changed by another request during the upload")
@@ -168,7 +199,16 @@ func (u *nodeUpload) commit() error {
 		if err != nil || p.ID != u.parent.ID {
 			return errParentMoved
 		}
-		if u.key != "" {
+		switch {
+		case u.key == "":
+		case u.unrecorded:
+			if time.Since(u.written) > unrecordedMaxAge {
+				return errors.New("the upload's object is older than the sweep spares unrecorded objects")
+			}
+			if err := recordLiveTx(tx, rq.user.ID, u.key, u.n); err != nil {
+				return err
+			}
+		default:
 			if err := goLiveTx(tx, u.key, u.n); err != nil {
 				return err
 			}

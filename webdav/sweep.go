@@ -158,9 +158,9 @@ func (s *sweeper) halfReclaimed(ctx context.Context) error {
 var scanCursors sync.Map // Contents -> string
 
 // unrecorded deletes listed objects and multipart uploads older than the
-// grace period that no row records (written by a process that died
-// between its object and its row can not happen — rows come first — but
-// a restored database or a manual copy can leave them).
+// grace period that no row records: a small body's object written by a
+// process that died before its node commit (nodeput.go writes those
+// before their row), or what a restored database or a manual copy leaves.
 func (s *sweeper) unrecorded(ctx context.Context) (int, error) {
 	cur, _ := scanCursors.Load(s.b.contents)
 	cursor, _ := cur.(string)

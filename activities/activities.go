@@ -10,6 +10,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"log/slog"
 
 	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/temporal"
@@ -17,6 +18,7 @@ import (
 	"github.com/ontoflow/ontoflow/apperr"
 	"github.com/ontoflow/ontoflow/engine"
 	"github.com/ontoflow/ontoflow/models"
+	"github.com/ontoflow/ontoflow/telemetry"
 )
 
 // Activities are the engine's steps, as methods on a struct holding their
@@ -32,13 +34,13 @@ func New(eng *engine.Engine) *Activities { return &Activities{eng: eng} }
 
 // Validate materializes and type-checks the execution's parameters.
 func (a *Activities) Validate(ctx context.Context, executionID string) (*engine.Prepared, error) {
-	p, err := a.eng.Validate(run(ctx), executionID)
+	p, err := a.eng.Validate(a.run(ctx, executionID, "validate"), executionID)
 	return p, typed(err)
 }
 
 // Authorize checks the actor and target against the action's policy.
 func (a *Activities) Authorize(ctx context.Context, p *engine.Prepared) error {
-	return typed(a.eng.Authorize(run(ctx), p))
+	return typed(a.eng.Authorize(a.run(ctx, p.ExecutionID, "authorize"), p))
 }
 
 // RunOperation is the run step of workflows recorded before the workflow
@@ -55,7 +57,7 @@ func (a *Activities) RunOperation(ctx context.Context, p *engine.Prepared) (*eng
 // the deliveries read them, and would otherwise push a chunk of a batch
 // past Temporal's payload and history size limits.
 func (a *Activities) Apply(ctx context.Context, p *engine.Prepared, last bool) (*engine.Outcome, error) {
-	o, err := a.eng.Run(run(ctx), p, last)
+	o, err := a.eng.Run(a.run(ctx, p.ExecutionID, "apply"), p, last)
 	if err != nil {
 		return nil, typed(err)
 	}
@@ -67,7 +69,7 @@ func (a *Activities) Apply(ctx context.Context, p *engine.Prepared, last bool) (
 // Temporal UI); the execution id is the idempotency key of every attempt.
 // last says no delivery step follows the run step (the workflow decides).
 func (a *Activities) Effect(ctx context.Context, executionID string, last bool) (json.RawMessage, error) {
-	ctx = run(ctx)
+	ctx = a.run(ctx, executionID, "effect")
 	if activity.IsActivity(ctx) {
 		ctx = engine.WithAttempt(ctx, activity.GetInfo(ctx).Attempt)
 	}
@@ -91,7 +93,7 @@ func retryLater(err error) error {
 // execution, exactly once (engine.Revert). Like Apply, its result in the
 // history is the small result and the delivery steps that follow.
 func (a *Activities) Revert(ctx context.Context, revertID string) (*engine.Reverted, error) {
-	ctx = run(ctx)
+	ctx = a.run(ctx, revertID, "revert")
 	if err := a.eng.MarkRunning(ctx, revertID); err != nil {
 		return nil, typed(err)
 	}
@@ -105,7 +107,7 @@ func (a *Activities) Revert(ctx context.Context, revertID string) (*engine.Rever
 // Notify is the single notify step of workflows recorded before one
 // delivery step per channel.
 func (a *Activities) Notify(ctx context.Context, p *engine.Prepared, o *engine.Outcome) error {
-	return typed(a.eng.Notify(run(ctx), p, o))
+	return typed(a.eng.Notify(a.run(ctx, p.ExecutionID, "notify"), p, o))
 }
 
 // DeliverAttempts bounds the attempts of a remote delivery step; the last
@@ -116,7 +118,7 @@ const DeliverAttempts = 5
 // delivery failures are recorded, never returned, except a retryable one
 // before the last attempt.
 func (a *Activities) Deliver(ctx context.Context, executionID string, d engine.Delivery, last bool) error {
-	ctx = run(ctx)
+	ctx = a.run(ctx, executionID, "deliver")
 	if d.Remote && activity.IsActivity(ctx) {
 		if activity.GetInfo(ctx).Attempt >= DeliverAttempts {
 			ctx = engine.WithFinalAttempt(ctx)
@@ -155,28 +157,37 @@ func (h heartbeatProgress) Save(done map[string]models.RecipientOutcome) {
 
 // RecordFailure marks the execution failed with f.
 func (a *Activities) RecordFailure(ctx context.Context, executionID string, f engine.Failure) error {
-	return typed(a.eng.RecordFailure(run(ctx), executionID, f))
+	return typed(a.eng.RecordFailure(a.run(ctx, executionID, "record failure"), executionID, f))
 }
 
 // ListBatchChunk lists the unfinished item executions of a batch range.
 func (a *Activities) ListBatchChunk(ctx context.Context, batchID string, from, to int) ([]string, error) {
-	ids, err := a.eng.ListBatchChunk(ctx, batchID, from, to)
+	ids, err := a.eng.ListBatchChunk(a.run(ctx, batchID, "list batch chunk"), batchID, from, to)
 	return ids, typed(err)
 }
 
 // FinishBatch counts a batch's outcomes and closes it.
 func (a *Activities) FinishBatch(ctx context.Context, batchID string) (*engine.BatchTotals, error) {
-	t, err := a.eng.FinishBatch(run(ctx), batchID)
+	t, err := a.eng.FinishBatch(a.run(ctx, batchID, "finish batch"), batchID)
 	return t, typed(err)
 }
 
-// run tells the engine which workflow run executes the step.
-func run(ctx context.Context) context.Context {
-	if !activity.IsActivity(ctx) {
-		return ctx
+// run tells the engine which workflow run executes the step, and names
+// the execution and workflow in ctx once so that every line the engine
+// logs with it carries them (telemetry.LogHandler); at debug level it
+// logs the step's start.
+func (a *Activities) run(ctx context.Context, executionID, step string) context.Context {
+	workflowID := ""
+	if activity.IsActivity(ctx) {
+		we := activity.GetInfo(ctx).WorkflowExecution
+		ctx = engine.WithWorkflowRun(ctx, we.ID, we.RunID)
+		workflowID = we.ID
 	}
-	we := activity.GetInfo(ctx).WorkflowExecution
-	return engine.WithWorkflowRun(ctx, we.ID, we.RunID)
+	ctx = telemetry.WithExecution(ctx, executionID, workflowID)
+	if l := a.eng.Log(); l.Enabled(ctx, slog.LevelDebug) {
+		l.DebugContext(ctx, "execution step", "step", step)
+	}
+	return ctx
 }
 
 // typed turns a refusal into a non-retryable application error carrying the

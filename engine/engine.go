@@ -118,6 +118,9 @@ type Engine struct {
 	media         mediaFiles
 }
 
+// Log is the engine's logger, for the activities running its steps.
+func (e *Engine) Log() *slog.Logger { return e.log }
+
 // New returns an Engine.
 func New(d Deps) *Engine {
 	if d.Log == nil {

@@ -189,9 +189,14 @@ func WebhookAnswered(ctx context.Context, status int, d time.Duration) {
 	m.webhookDuration.WithLabelValues(class).Observe(d.Seconds())
 }
 
-// webhookSettled counts a webhook call whose attempt ended with err when
-// no attempt follows (err is not a RetryLater).
-func (m *metrics) webhookSettled(ctx context.Context, err error) {
+// WebhookSettled counts, in the engine's metrics (the effect step puts
+// them in ctx), a webhook call whose attempt ended with err when no attempt
+// follows (err is not a RetryLater).
+func WebhookSettled(ctx context.Context, err error) {
+	m, ok := ctx.Value(metricsKey{}).(*metrics)
+	if !ok {
+		return
+	}
 	var later *RetryLater
 	if errors.As(err, &later) {
 		return

@@ -58,8 +58,8 @@ func TestMetricsLabelsAreBounded(t *testing.T) {
 			WebhookAnswered(ctx, 100+i*7+round, 0)
 		}
 		WebhookAnswered(ctx, 0, 0)
-		e.metrics.webhookSettled(ctx, nil)
-		e.metrics.webhookSettled(ctx, &RetryLater{Err: fmt.Errorf("later")})
+		WebhookSettled(ctx, nil)
+		WebhookSettled(ctx, &RetryLater{Err: fmt.Errorf("later")})
 	}
 	traffic(0)
 	traffic(1)

@@ -43,7 +43,7 @@ type functionHost struct {
 	scanned bool
 	// media are the files ctx.media read (path -> SHA-256); staleMedia
 	// names a pinned parameter whose file was found changed (the run
-	// fails; media_function.go).
+	// fails; media.go).
 	media      map[string]string
 	staleMedia string
 }

@@ -28,7 +28,7 @@ import (
 // transaction — a local activity, or a regular one with retries when it
 // has the network capability — reading the ontology with the actor's read
 // rule; the edits it returns are type-checked and applied by Apply in the
-// execution's transaction, exactly once (function_edits.go). Functions
+// execution's transaction, exactly once (edits.go). Functions
 // never write.
 //
 // The zero value, as kinds.Builtin lists it, checks definitions only

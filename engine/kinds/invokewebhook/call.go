@@ -50,7 +50,15 @@ type webhookRequest struct {
 
 // Effect implements EffectKind: one attempt of the call. key (the
 // execution id) is its Idempotency-Key and webhook-id on every attempt.
+// A call that ends with it (no retry follows) is counted settled.
 func (k InvokeWebhook) Effect(ctx context.Context, op *engine.Op, key string) (json.RawMessage, error) {
+	res, err := k.attempt(ctx, op, key)
+	engine.WebhookSettled(ctx, err)
+	return res, err
+}
+
+// attempt makes one attempt of the call.
+func (k InvokeWebhook) attempt(ctx context.Context, op *engine.Op, key string) (json.RawMessage, error) {
 	if k.Client == nil || k.Secrets == nil {
 		return nil, engine.NotSupported(domain.KindInvokeWebhook)
 	}

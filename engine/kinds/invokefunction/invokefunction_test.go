@@ -10,7 +10,6 @@ import (
 	"testing"
 	"time"
 
-
 	"gorm.io/gorm"
 
 	"github.com/ontoflow/ontoflow/apperr"

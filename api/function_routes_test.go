@@ -15,6 +15,7 @@ import (
 	"github.com/ontoflow/ontoflow/auth"
 	"github.com/ontoflow/ontoflow/domain"
 	"github.com/ontoflow/ontoflow/engine/kinds"
+	"github.com/ontoflow/ontoflow/engine/kinds/invokefunction"
 	"github.com/ontoflow/ontoflow/functions"
 	"github.com/ontoflow/ontoflow/internal/testdb"
 	"github.com/ontoflow/ontoflow/ontology"
@@ -33,7 +34,7 @@ func newFunctionFoundation(t *testing.T, db *gorm.DB) *fnFoundation {
 	t.Helper()
 	kinds := kinds.Registry()
 	store := ontology.NewStore(db, auth.DefaultLevels, kinds.Domain())
-	svc := functions.New(db, functions.Options{})
+	svc := functions.New(db, functions.Options{TestHost: invokefunction.TestHost})
 	f := &fnFoundation{foundation: &foundation{db: db}, svc: svc, store: store}
 	s := api.New(api.Deps{DB: db, Auth: auth.NewService(db, auth.Options{}), Levels: auth.DefaultLevels,
 		MaxBodyBytes: 1 << 20, Ready: func(context.Context) error { return nil },

@@ -35,6 +35,8 @@ import (
 	"github.com/ontoflow/ontoflow/devserver"
 	"github.com/ontoflow/ontoflow/engine"
 	"github.com/ontoflow/ontoflow/engine/kinds"
+	"github.com/ontoflow/ontoflow/engine/kinds/invokefunction"
+	"github.com/ontoflow/ontoflow/engine/kinds/invokewebhook"
 	"github.com/ontoflow/ontoflow/execstore"
 	"github.com/ontoflow/ontoflow/executions"
 	"github.com/ontoflow/ontoflow/functions"
@@ -309,10 +311,10 @@ func (a *App) dialTemporal(ctx context.Context, addr string) error {
 // their built-in zero values.
 func (a *App) assemble(ctx context.Context, o options) error {
 	cfg := a.Cfg
-	a.Functions = functions.New(a.DB, functions.Options{Log: a.Log, Registerer: a.Registry})
+	a.Functions = functions.New(a.DB, functions.Options{Log: a.Log, Registerer: a.Registry, TestHost: invokefunction.TestHost})
 	reads := &functions.Reads{}
-	withDeps := []engine.Kind{engine.InvokeWebhook{Client: a.Outbound, Secrets: a.Secrets},
-		engine.InvokeFunction{Functions: a.Functions, Reads: reads, Client: a.Outbound}}
+	withDeps := []engine.Kind{invokewebhook.InvokeWebhook{Client: a.Outbound, Secrets: a.Secrets},
+		invokefunction.InvokeFunction{Functions: a.Functions, Reads: reads, Client: a.Outbound}}
 	kinds := kinds.Registry(append(withDeps, o.kinds...)...)
 	a.Store = ontology.NewStore(a.DB, cfg.Markings, kinds.Domain())
 	a.Store.UseSecretPolicy(a.Secrets)

@@ -7,6 +7,7 @@ import (
 
 	"github.com/ontoflow/ontoflow/apperr"
 	"github.com/ontoflow/ontoflow/engine"
+	"github.com/ontoflow/ontoflow/engine/kinds/invokewebhook"
 	"github.com/ontoflow/ontoflow/executions"
 	"github.com/ontoflow/ontoflow/models"
 )
@@ -66,7 +67,7 @@ func previewResult(pv *executions.WhatIfPreview) *PreviewResult {
 	for _, n := range pv.Notifications {
 		res.Notifications = append(res.Notifications, fmt.Sprintf("%s to %s: %s", n.Channel, n.Username, n.Title))
 	}
-	var call engine.WebhookCall
+	var call invokewebhook.Call
 	if len(pv.Effect) > 0 && json.Unmarshal(pv.Effect, &call) == nil && call.URL != "" {
 		res.Webhooks = append(res.Webhooks, call.Method+" "+call.URL)
 	}

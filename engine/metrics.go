@@ -3,7 +3,6 @@ package engine
 import (
 	"context"
 	"errors"
-	"net/http"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -155,7 +154,7 @@ func (e *Engine) delivered(ctx context.Context, channel string, outcomes []model
 		}
 	}
 	if len(outcomes) > 0 {
-		m.deliverySteps.WithLabelValues(ch).Observe(float64(attemptOf(ctx)))
+		m.deliverySteps.WithLabelValues(ch).Observe(float64(Attempt(ctx)))
 	}
 }
 
@@ -175,8 +174,9 @@ func withMetrics(ctx context.Context, m *metrics) context.Context {
 	return context.WithValue(ctx, metricsKey{}, m)
 }
 
-// webhookAnswered counts one webhook attempt: status 0 is no answer.
-func webhookAnswered(ctx context.Context, status int, d time.Duration) {
+// WebhookAnswered counts one webhook attempt in the engine's metrics (the
+// effect step puts them in ctx): status 0 is no answer.
+func WebhookAnswered(ctx context.Context, status int, d time.Duration) {
 	m, ok := ctx.Value(metricsKey{}).(*metrics)
 	if !ok {
 		return
@@ -189,16 +189,14 @@ func webhookAnswered(ctx context.Context, status int, d time.Duration) {
 	m.webhookDuration.WithLabelValues(class).Observe(d.Seconds())
 }
 
-func statusOf(resp *http.Response) int {
-	if resp == nil {
-		return 0
+// WebhookSettled counts, in the engine's metrics (the effect step puts
+// them in ctx), a webhook call whose attempt ended with err when no attempt
+// follows (err is not a RetryLater).
+func WebhookSettled(ctx context.Context, err error) {
+	m, ok := ctx.Value(metricsKey{}).(*metrics)
+	if !ok {
+		return
 	}
-	return resp.StatusCode
-}
-
-// webhookSettled counts a webhook call whose attempt ended with err when
-// no attempt follows (err is not a RetryLater).
-func (m *metrics) webhookSettled(ctx context.Context, err error) {
 	var later *RetryLater
 	if errors.As(err, &later) {
 		return
@@ -208,5 +206,5 @@ func (m *metrics) webhookSettled(ctx context.Context, err error) {
 		outcome = models.StatusFailed
 	}
 	m.webhookCalls.WithLabelValues(outcome).Inc()
-	m.webhookAttempts.WithLabelValues(outcome).Observe(float64(attemptOf(ctx)))
+	m.webhookAttempts.WithLabelValues(outcome).Observe(float64(Attempt(ctx)))
 }

@@ -55,11 +55,11 @@ func TestMetricsLabelsAreBounded(t *testing.T) {
 			e.finished(&models.Execution{ActionTypeName: name, Kind: models.KindRevert, ErrorCode: "Conflict"}, models.StatusFailed)
 			e.delivered(ctx, "pigeon-"+name, []models.NotificationOutcome{{Status: "lost-" + name}})
 			e.delivered(ctx, "in_app", []models.NotificationOutcome{{Status: Delivered}})
-			webhookAnswered(ctx, 100+i*7+round, 0)
+			WebhookAnswered(ctx, 100+i*7+round, 0)
 		}
-		webhookAnswered(ctx, 0, 0)
-		e.metrics.webhookSettled(ctx, nil)
-		e.metrics.webhookSettled(ctx, &RetryLater{Err: fmt.Errorf("later")})
+		WebhookAnswered(ctx, 0, 0)
+		WebhookSettled(ctx, nil)
+		WebhookSettled(ctx, &RetryLater{Err: fmt.Errorf("later")})
 	}
 	traffic(0)
 	traffic(1)

@@ -89,7 +89,7 @@ func deliverRemote(ctx context.Context, remote RemoteChannel, msgs []Message) ([
 			pending = append(pending, m)
 		}
 	}
-	final, attempt := finalAttempt(ctx), attemptOf(ctx)
+	final, attempt := finalAttempt(ctx), Attempt(ctx)
 	var retry *RetryableDelivery
 	if len(pending) > 0 {
 		dctx, cancel := sendWindow(ctx)

@@ -273,9 +273,6 @@ func (e *Engine) Effect(ctx context.Context, executionID string, last bool) (jso
 	}
 	op.ExecutionID = ex.ID
 	res, err := ek.Effect(withMetrics(ctx, e.metrics), op, ex.ID)
-	if in.Action.OperationKind == domain.KindInvokeWebhook {
-		e.metrics.webhookSettled(ctx, err)
-	}
 	if err == nil && last && !ek.EffectOptions(op).Local {
 		e.applyEarly(ctx, ex.ID, res)
 	}

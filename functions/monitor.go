@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/ontoflow/ontoflow/apperr"
-	"github.com/ontoflow/ontoflow/engine"
 	"github.com/ontoflow/ontoflow/functions/runtime"
 	"github.com/ontoflow/ontoflow/models"
 	"github.com/ontoflow/ontoflow/ontology"
@@ -219,9 +218,10 @@ func (s *Service) Test(ctx context.Context, actor *models.User, reads *Reads, na
 	if err != nil {
 		return nil, err
 	}
-	// The host an action's run reads through, so a test run sees what a
-	// real one would.
-	h := engine.NewFunctionHost(reads.Store, actor, reads)
+	if s.testHost == nil {
+		return nil, apperr.New(apperr.OperationNotSupported, "test runs are not available in this process")
+	}
+	h := s.testHost(actor, reads)
 	input := runtime.Input{Parameters: in.Parameters, Actor: runtime.Actor{ID: actor.ID, Username: actor.Username, Roles: actor.Roles.V},
 		Action: runtime.Action{Name: "test"}}
 	if in.TargetObjectID != "" {
@@ -237,7 +237,7 @@ func (s *Service) Test(ctx context.Context, actor *models.User, reads *Reads, na
 	start := time.Now()
 	out, err := s.rt.Run(ctx, r.prog, input, h, lim)
 	d := time.Since(start)
-	s.record(r, engine.FunctionRunRequest{ActorID: actor.ID, TargetID: in.TargetObjectID, Host: h}, RunTest, out, err, d)
+	s.record(r, RunRequest{ActorID: actor.ID, TargetID: in.TargetObjectID, Host: h}, RunTest, out, err, d)
 	res := &TestResult{Status: StatusSucceeded, DurationMS: d.Milliseconds()}
 	var f *runtime.Failure
 	switch {

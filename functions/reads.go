@@ -8,18 +8,15 @@ import (
 	"gorm.io/gorm"
 
 	"github.com/ontoflow/ontoflow/domain"
-	"github.com/ontoflow/ontoflow/engine"
 	"github.com/ontoflow/ontoflow/models"
 	"github.com/ontoflow/ontoflow/ontology"
 )
 
-// Reads is engine.FunctionReads over the ontology store (set after the
+// Reads is invokefunction.Reads over the ontology store (set after the
 // store is built, which needs the kinds first): the store's
 // listing routes' own reads, so a function sees what the actor would see
 // through the API and nothing more.
 type Reads struct{ Store *ontology.Store }
-
-var _ engine.FunctionReads = (*Reads)(nil)
 
 // store reads through tx when set (a what-if's branch), else the store's
 // own connections.
@@ -35,10 +32,10 @@ func (r *Reads) store(tx *gorm.DB) *ontology.Store {
 // with "$"), so the host interfaces keep their shape.
 const OrderByKey = "$order_by"
 
-// Query implements engine.FunctionReads. A filter's key is a property
+// Query implements invokefunction.Reads. A filter's key is a property
 // ("status") or a property and operator ("score.gt"), as on the REST
 // listing; values are taken as the query string would carry them.
-func (r *Reads) Query(ctx context.Context, tx *gorm.DB, actor *models.User, objectType string, filters map[string]any, limit int) ([]engine.Object, error) {
+func (r *Reads) Query(ctx context.Context, tx *gorm.DB, actor *models.User, objectType string, filters map[string]any, limit int) ([]domain.Object, error) {
 	q := ontology.ObjectQuery{Limit: limit}
 	for k, v := range filters {
 		if k == OrderByKey {
@@ -59,7 +56,7 @@ func (r *Reads) Query(ctx context.Context, tx *gorm.DB, actor *models.User, obje
 	if err != nil {
 		return nil, err
 	}
-	out := make([]engine.Object, 0, len(objs))
+	out := make([]domain.Object, 0, len(objs))
 	for _, o := range objs {
 		out = append(out, domain.Object{ID: o.ID, ObjectTypeID: o.ObjectTypeID, Properties: o.Properties.V, Marking: o.Marking,
 			CreatedBy: o.CreatedBy, Organization: o.Organization, CreatedAt: o.CreatedAt, UpdatedAt: o.UpdatedAt})
@@ -67,7 +64,7 @@ func (r *Reads) Query(ctx context.Context, tx *gorm.DB, actor *models.User, obje
 	return out, nil
 }
 
-// Links implements engine.FunctionReads.
+// Links implements invokefunction.Reads.
 func (r *Reads) Links(ctx context.Context, tx *gorm.DB, actor *models.User, objectTypeID, objectID, linkType string) ([]domain.Link, error) {
 	ls, err := r.store(tx).ObjectLinks(ctx, actor, objectTypeID, objectID, ontology.LinkQuery{LinkType: linkType, Limit: 1000})
 	if err != nil {

@@ -9,7 +9,6 @@ import (
 	"gorm.io/gorm"
 
 	"github.com/ontoflow/ontoflow/domain"
-	"github.com/ontoflow/ontoflow/engine/kinds"
 	"github.com/ontoflow/ontoflow/internal/testdb"
 	"github.com/ontoflow/ontoflow/models"
 	"github.com/ontoflow/ontoflow/ontology"
@@ -21,7 +20,7 @@ import (
 func TestQueryOrderBy(t *testing.T) {
 	testdb.Each(t, func(t *testing.T, db *gorm.DB) {
 		ctx := context.Background()
-		store := ontology.NewStore(db, nil, kinds.Registry().Domain())
+		store := ontology.NewStore(db, nil, domain.NewKinds())
 		admin := &models.User{ID: "00000000-0000-4000-8000-0000000000aa", Username: "admin", Roles: models.NewJSON([]string{"admin"})}
 		if _, err := store.CreateObjectType(ctx, admin.ID, ontology.ObjectTypeSpec{Name: "T", Properties: []ontology.PropertySpec{
 			{Name: "n", Type: domain.T(domain.TypeInteger)}}}); err != nil {

@@ -2,8 +2,9 @@
 // immutable semver versions (compiled and syntax-checked at publish),
 // resolving an action's reference (exact or compatible auto-upgrade),
 // running a function on the runtime and recording every run for
-// monitoring. The invoke_function operation kind (engine) calls it
-// through engine.FunctionRunner; the API's /functions routes through the
+// monitoring. The invoke_function operation kind
+// (engine/kinds/invokefunction) calls it through its Runner with the
+// types of run.go; the API's /functions routes through the
 // methods below.
 package functions
 
@@ -23,7 +24,6 @@ import (
 
 	"github.com/ontoflow/ontoflow/apperr"
 	"github.com/ontoflow/ontoflow/domain"
-	"github.com/ontoflow/ontoflow/engine"
 	"github.com/ontoflow/ontoflow/functions/runtime"
 	"github.com/ontoflow/ontoflow/models"
 )
@@ -49,11 +49,13 @@ const (
 
 // Service is the function packages' lifecycle and the runner.
 type Service struct {
-	db      *gorm.DB
-	rt      runtime.Runtime
-	log     *slog.Logger
-	metrics *metrics
-	now     func() time.Time
+	db *gorm.DB
+	rt runtime.Runtime
+	// testHost makes a test run's host (Options.TestHost).
+	testHost func(actor *models.User, reads *Reads) runtime.Host
+	log      *slog.Logger
+	metrics  *metrics
+	now      func() time.Time
 
 	rec *recorder
 
@@ -68,6 +70,10 @@ type Options struct {
 	// Runtime runs programs (nil: QuickJS in worker processes, which a
 	// time limit can stop whatever the function does).
 	Runtime runtime.Runtime
+	// TestHost is the host a test run reads through: the one an action's
+	// run reads through (invokefunction.TestHost), so a test run sees what
+	// a real one would (nil: test runs are refused).
+	TestHost func(actor *models.User, reads *Reads) runtime.Host
 }
 
 // New returns a Service over db.
@@ -81,11 +87,9 @@ func New(db *gorm.DB, o Options) *Service {
 	if o.Runtime == nil {
 		o.Runtime = runtime.Workers{}
 	}
-	return &Service{db: db, rt: o.Runtime, log: o.Log, metrics: newMetrics(o.Registerer), rec: newRecorder(db, o.Log),
+	return &Service{db: db, rt: o.Runtime, testHost: o.TestHost, log: o.Log, metrics: newMetrics(o.Registerer), rec: newRecorder(db, o.Log),
 		now: func() time.Time { return time.Now().UTC() }, inline: map[[32]byte]runtime.Program{}}
 }
-
-var _ engine.FunctionRunner = (*Service)(nil)
 
 // resolved is a reference resolved to what runs.
 type resolved struct {
@@ -95,9 +99,9 @@ type resolved struct {
 	limits  runtime.Limits
 }
 
-// Check implements engine.FunctionRunner: the reference resolves and its
+// Check implements invokefunction.Runner: the reference resolves and its
 // source compiles.
-func (s *Service) Check(ctx context.Context, ref engine.FunctionRef) error {
+func (s *Service) Check(ctx context.Context, ref Ref) error {
 	if ref.AutoUpgrade {
 		if err := checkAutoUpgradeFloor(ref.Version); err != nil {
 			return err
@@ -107,8 +111,8 @@ func (s *Service) Check(ctx context.Context, ref engine.FunctionRef) error {
 	return err
 }
 
-// Capabilities implements engine.FunctionRunner.
-func (s *Service) Capabilities(ctx context.Context, ref engine.FunctionRef) (runtime.Limits, error) {
+// Capabilities implements invokefunction.Runner.
+func (s *Service) Capabilities(ctx context.Context, ref Ref) (runtime.Limits, error) {
 	if ref.Inline != nil {
 		return ref.Capabilities.Limits(), nil
 	}
@@ -122,7 +126,7 @@ func (s *Service) Capabilities(ctx context.Context, ref engine.FunctionRef) (run
 // resolve finds what ref runs: the inline source compiled (cached by its
 // hash), or the package's version — the highest compatible one, now,
 // with auto_upgrade.
-func (s *Service) resolve(ctx context.Context, ref engine.FunctionRef) (*resolved, error) {
+func (s *Service) resolve(ctx context.Context, ref Ref) (*resolved, error) {
 	if ref.Inline != nil {
 		prog, err := s.compileInline(ref.Inline)
 		if err != nil {
@@ -181,8 +185,8 @@ func compileError(field string, err error) error {
 	return e.WithDetails(d).WithData(map[string]any{"line": f.Line, "column": f.Column})
 }
 
-// Run implements engine.FunctionRunner: resolve, run, record.
-func (s *Service) Run(ctx context.Context, req engine.FunctionRunRequest) (*engine.FunctionRunResult, error) {
+// Run implements invokefunction.Runner: resolve, run, record.
+func (s *Service) Run(ctx context.Context, req RunRequest) (*RunResult, error) {
 	r, err := s.resolve(ctx, req.Ref)
 	if err != nil {
 		return nil, err
@@ -211,9 +215,9 @@ func (s *Service) Run(ctx context.Context, req engine.FunctionRunRequest) (*engi
 		return nil, refused
 	}
 	if err != nil {
-		return nil, &engine.FunctionRunError{Package: name, Version: r.version, Err: err}
+		return nil, &RunError{Package: name, Version: r.version, Err: err}
 	}
-	return &engine.FunctionRunResult{Package: name, Version: r.version, Output: out}, nil
+	return &RunResult{Package: name, Version: r.version, Output: out}, nil
 }
 
 // Flush writes the run records still pending (at shutdown).
@@ -222,7 +226,7 @@ func (s *Service) Flush(ctx context.Context) error { return s.rec.flush(ctx) }
 // record stores one run of a package's version (in the background, see
 // recorder) and counts it; inline functions are counted only (they have
 // no package to monitor).
-func (s *Service) record(r *resolved, req engine.FunctionRunRequest, kind string, out *runtime.Output, err error, d time.Duration) {
+func (s *Service) record(r *resolved, req RunRequest, kind string, out *runtime.Output, err error, d time.Duration) {
 	name, status := "inline", StatusSucceeded
 	if r.pkg != nil {
 		name = r.pkg.Name
@@ -234,7 +238,7 @@ func (s *Service) record(r *resolved, req engine.FunctionRunRequest, kind string
 	}
 	// What it read decides who may see its console and error (redactRuns).
 	run.Reads = models.NewJSON([]string{})
-	if h, ok := req.Host.(engine.ObjectsRead); ok {
+	if h, ok := req.Host.(ObjectsRead); ok {
 		run.Reads.V = h.ObjectsRead()
 	}
 	if err != nil {
@@ -244,7 +248,7 @@ func (s *Service) record(r *resolved, req engine.FunctionRunRequest, kind string
 		if errors.As(err, &f) {
 			run.Reason, run.Console = f.Reason, strings.ToValidUTF8(f.Console, "")
 		} else if apperr.CodeOf(err) == apperr.FunctionResultInvalid {
-			run.Reason = engine.ResultInvalidReason
+			run.Reason = ResultInvalidReason
 		}
 	}
 	run.Status = status
@@ -266,8 +270,8 @@ func clip(s string, n int) string {
 }
 
 // capabilities are a package's stored capabilities.
-func capabilities(p *models.FunctionPackage) *engine.FunctionCapabilities {
-	c := &engine.FunctionCapabilities{}
+func capabilities(p *models.FunctionPackage) *Capabilities {
+	c := &Capabilities{}
 	if v, ok := p.Capabilities.V["network"].(bool); ok {
 		c.Network = v
 	}

@@ -11,17 +11,16 @@ import (
 
 	"github.com/ontoflow/ontoflow/apperr"
 	"github.com/ontoflow/ontoflow/domain"
-	"github.com/ontoflow/ontoflow/engine"
 	"github.com/ontoflow/ontoflow/functions/runtime"
 	"github.com/ontoflow/ontoflow/models"
 )
 
 // PackageSpec is the body of creating a package.
 type PackageSpec struct {
-	Name         string                       `json:"name"`
-	Description  string                       `json:"description"`
-	Runtime      string                       `json:"runtime"`
-	Capabilities *engine.FunctionCapabilities `json:"capabilities"`
+	Name         string        `json:"name"`
+	Description  string        `json:"description"`
+	Runtime      string        `json:"runtime"`
+	Capabilities *Capabilities `json:"capabilities"`
 }
 
 // VersionSpec is the body of publishing a version.

@@ -12,7 +12,7 @@ type FunctionPackage struct {
 	Description string `gorm:"size:1024" json:"description"`
 	// Runtime is javascript or typescript.
 	Runtime string `gorm:"size:32;not null" json:"runtime"`
-	// Capabilities: network, timeout, memory_mib (engine.FunctionCapabilities).
+	// Capabilities: network, timeout, memory_mib (functions.Capabilities).
 	Capabilities JSON[map[string]any] `json:"capabilities"`
 	CreatedBy    string               `gorm:"size:36" json:"created_by"`
 	CreatedAt    time.Time            `json:"created_at"`

@@ -11,6 +11,8 @@ import (
 	"github.com/ontoflow/ontoflow/engine/kinds/createlink"
 	"github.com/ontoflow/ontoflow/engine/kinds/createobject"
 	"github.com/ontoflow/ontoflow/engine/kinds/deleteobject"
+	"github.com/ontoflow/ontoflow/engine/kinds/invokefunction"
+	"github.com/ontoflow/ontoflow/engine/kinds/invokewebhook"
 	"github.com/ontoflow/ontoflow/engine/kinds/updateobject"
 )
 
@@ -23,8 +25,8 @@ func Builtin() []engine.Kind {
 		createobject.CreateObject{},
 		createlink.CreateLink{},
 		deleteobject.DeleteObject{},
-		engine.InvokeFunction{},
-		engine.InvokeWebhook{},
+		invokefunction.InvokeFunction{},
+		invokewebhook.InvokeWebhook{},
 	}
 }
 

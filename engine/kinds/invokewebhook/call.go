@@ -1,4 +1,4 @@
-package engine
+package invokewebhook
 
 import (
 	"bytes"
@@ -15,15 +15,16 @@ import (
 
 	"github.com/ontoflow/ontoflow/apperr"
 	"github.com/ontoflow/ontoflow/domain"
+	"github.com/ontoflow/ontoflow/engine"
 	"github.com/ontoflow/ontoflow/outbound"
 	"github.com/ontoflow/ontoflow/secrets"
 )
 
-// WebhookCall is the record of a webhook's effect step: what was sent
+// Call is the record of a webhook's effect step: what was sent
 // and what came back, with every resolved secret redacted. It is the
 // step's result, so it is in the workflow's history and on the execution:
 // it never holds a secret's value.
-type WebhookCall struct {
+type Call struct {
 	Method     string            `json:"method"`
 	URL        string            `json:"url"`
 	Headers    map[string]string `json:"headers,omitempty"`
@@ -40,30 +41,6 @@ type WebhookCall struct {
 	SignedWith string `json:"signed_with,omitempty"`
 }
 
-// RetryLater asks the effect step to be tried again after Delay (the
-// activity turns it into a retryable failure with that next-retry delay).
-type RetryLater struct {
-	Err   error
-	Delay time.Duration
-}
-
-func (r *RetryLater) Error() string { return r.Err.Error() }
-func (r *RetryLater) Unwrap() error { return r.Err }
-
-type attemptKey struct{}
-
-// WithAttempt tells an effect which attempt (from 1) this is.
-func WithAttempt(ctx context.Context, n int32) context.Context {
-	return context.WithValue(ctx, attemptKey{}, n)
-}
-
-func attemptOf(ctx context.Context) int32 {
-	if n, ok := ctx.Value(attemptKey{}).(int32); ok && n > 0 {
-		return n
-	}
-	return 1
-}
-
 // webhookRequest is a built request before it is sent.
 type webhookRequest struct {
 	method, url string
@@ -73,9 +50,17 @@ type webhookRequest struct {
 
 // Effect implements EffectKind: one attempt of the call. key (the
 // execution id) is its Idempotency-Key and webhook-id on every attempt.
-func (k InvokeWebhook) Effect(ctx context.Context, op *Op, key string) (json.RawMessage, error) {
+// A call that ends with it (no retry follows) is counted settled.
+func (k InvokeWebhook) Effect(ctx context.Context, op *engine.Op, key string) (json.RawMessage, error) {
+	res, err := k.attempt(ctx, op, key)
+	engine.WebhookSettled(ctx, err)
+	return res, err
+}
+
+// attempt makes one attempt of the call.
+func (k InvokeWebhook) attempt(ctx context.Context, op *engine.Op, key string) (json.RawMessage, error) {
 	if k.Client == nil || k.Secrets == nil {
-		return nil, NotSupported(domain.KindInvokeWebhook)
+		return nil, engine.NotSupported(domain.KindInvokeWebhook)
 	}
 	c := op.Config.(*webhookConfig)
 	x := secrets.NewExpander(k.Secrets)
@@ -86,12 +71,12 @@ func (k InvokeWebhook) Effect(ctx context.Context, op *Op, key string) (json.Raw
 	if ctx, err = k.restrictToSecrets(ctx, x); err != nil {
 		return nil, err
 	}
-	attempt := attemptOf(ctx)
-	call := &WebhookCall{Method: req.method, URL: x.Redact(req.url), Attempts: attempt}
+	attempt := engine.Attempt(ctx)
+	call := &Call{Method: req.method, URL: x.Redact(req.url), Attempts: attempt}
 	start := time.Now()
 	resp, err := k.send(ctx, req, c.timeout())
 	call.DurationMS = time.Since(start).Milliseconds()
-	webhookAnswered(ctx, statusOf(resp), time.Since(start))
+	engine.WebhookAnswered(ctx, statusOf(resp), time.Since(start))
 	if err != nil {
 		return nil, k.sendFailure(err, x, attempt, c.attempts())
 	}
@@ -119,7 +104,7 @@ func (k InvokeWebhook) Effect(ctx context.Context, op *Op, key string) (json.Raw
 // PreviewEffect implements EffectPreviewer: the request that would be
 // sent, secrets shown as references, nothing sent. A signed webhook is
 // not signed (a placeholder is no key): SignedWith names its secret.
-func (k InvokeWebhook) PreviewEffect(ctx context.Context, op *Op) (json.RawMessage, error) {
+func (k InvokeWebhook) PreviewEffect(ctx context.Context, op *engine.Op) (json.RawMessage, error) {
 	c := op.Config.(*webhookConfig)
 	x := secrets.NewExpander(placeholderSecrets{})
 	unsigned := *c
@@ -128,7 +113,7 @@ func (k InvokeWebhook) PreviewEffect(ctx context.Context, op *Op) (json.RawMessa
 	if err != nil {
 		return nil, err
 	}
-	call := &WebhookCall{Method: req.method, URL: req.url, Headers: previewHeaders(c, req.header), Body: string(req.body), Preview: true}
+	call := &Call{Method: req.method, URL: req.url, Headers: previewHeaders(c, req.header), Body: string(req.body), Preview: true}
 	if c.SigningSecret != "" {
 		call.SignedWith = secrets.Refs(c.SigningSecret)[0]
 	}
@@ -200,13 +185,13 @@ func (k InvokeWebhook) sendFailure(err error, x *secrets.Expander, attempt, max 
 	if attempt >= max {
 		return apperr.New(apperr.WebhookFailed, "the webhook could not be reached after %d attempts: %s", attempt, msg)
 	}
-	return &RetryLater{Err: errors.New("the webhook could not be reached: " + msg), Delay: backoff(attempt)}
+	return &engine.RetryLater{Err: errors.New("the webhook could not be reached: " + msg), Delay: backoff(attempt)}
 }
 
 // readFailure classifies an answer whose body could not be read to its
 // end (the connection reset, or the attempt's time ran out mid-body):
 // tried again as a connection error is, and typed on the last attempt.
-func readFailure(err error, x *secrets.Expander, call *WebhookCall, attempt, max int32) error {
+func readFailure(err error, x *secrets.Expander, call *Call, attempt, max int32) error {
 	why := x.Redact(err.Error())
 	if errors.Is(err, context.DeadlineExceeded) {
 		why = "the answer did not arrive in time (" + why + ")"
@@ -215,19 +200,27 @@ func readFailure(err error, x *secrets.Expander, call *WebhookCall, attempt, max
 		return apperr.New(apperr.WebhookFailed, "the webhook answered %d but its answer could not be read after %d attempts: %s", call.StatusCode, attempt, why).
 			WithData(map[string]any{"webhook": call})
 	}
-	return &RetryLater{Err: fmt.Errorf("read the webhook's answer: %s", why), Delay: backoff(attempt)}
+	return &engine.RetryLater{Err: fmt.Errorf("read the webhook's answer: %s", why), Delay: backoff(attempt)}
 }
 
 // statusFailure classifies a non-2xx answer: 408, 429 and 5xx retry
 // (honouring Retry-After) until the attempts are spent; others are final.
-func statusFailure(resp *http.Response, call *WebhookCall, attempt, max int32) error {
+func statusFailure(resp *http.Response, call *Call, attempt, max int32) error {
 	final := apperr.New(apperr.WebhookFailed, "the webhook answered %d %s", resp.StatusCode, http.StatusText(resp.StatusCode)).
 		WithData(map[string]any{"webhook": call})
 	if !outbound.RetryableStatus(resp.StatusCode) || attempt >= max {
 		return final
 	}
 	d := max64(backoff(attempt), outbound.ParseRetryAfter(resp.Header.Get("Retry-After"), time.Now()))
-	return &RetryLater{Err: final, Delay: d}
+	return &engine.RetryLater{Err: final, Delay: d}
+}
+
+// statusOf is resp's status (0: no answer).
+func statusOf(resp *http.Response) int {
+	if resp == nil {
+		return 0
+	}
+	return resp.StatusCode
 }
 
 func max64(a, b time.Duration) time.Duration {
@@ -292,7 +285,7 @@ func lookupPath(doc any, path string) (any, bool) {
 // buildWebhook renders the request of c for op. Templates and secret
 // references are resolved in one pass over the config's own text, so a
 // parameter value that looks like a reference stays text.
-func buildWebhook(ctx context.Context, c *webhookConfig, op *Op, x *secrets.Expander, key string) (*webhookRequest, error) {
+func buildWebhook(ctx context.Context, c *webhookConfig, op *engine.Op, x *secrets.Expander, key string) (*webhookRequest, error) {
 	scope := webhookScope(op)
 	r := &webhookRequest{method: c.method(), header: http.Header{}}
 	var err error
@@ -351,7 +344,7 @@ func webhookBody(ctx context.Context, c *webhookConfig, scope map[string]any, x 
 		"target": scope["target"], "parameters": scope["parameters"]})
 }
 
-func webhookScope(op *Op) map[string]any {
+func webhookScope(op *engine.Op) map[string]any {
 	var target any
 	if op.Target != nil {
 		target = map[string]any{"id": op.Target.ID, "object_type_id": op.Target.ObjectTypeID, "properties": op.Target.Properties}
@@ -369,8 +362,7 @@ func webhookScope(op *Op) map[string]any {
 // and {{ path }} with the value at path in scope, escaped by esc.
 func renderRefs(ctx context.Context, s string, scope map[string]any, x *secrets.Expander, esc func(string) string) (string, error) {
 	var firstErr error
-	out := placeholder.ReplaceAllStringFunc(s, func(m string) string {
-		path := placeholder.FindStringSubmatch(m)[1]
+	out := engine.EachPlaceholder(s, func(m, path string) string {
 		if name, ok := strings.CutPrefix(path, "secrets."); ok {
 			v, err := x.Resolve(ctx, name)
 			if err != nil && firstErr == nil {
@@ -378,7 +370,7 @@ func renderRefs(ctx context.Context, s string, scope map[string]any, x *secrets.
 			}
 			return v
 		}
-		return esc(render(m, scope))
+		return esc(engine.RenderTemplate(m, scope))
 	})
 	return out, firstErr
 }

@@ -1,4 +1,4 @@
-package engine
+package invokefunction
 
 import (
 	"encoding/json"

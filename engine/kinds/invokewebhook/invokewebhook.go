@@ -1,4 +1,6 @@
-package engine
+// Package invokewebhook is the invoke_webhook operation kind: an HTTP
+// call to an external system (docs/actions.md, "invoke_webhook").
+package invokewebhook
 
 import (
 	"context"
@@ -9,13 +11,14 @@ import (
 	"time"
 
 	"github.com/ontoflow/ontoflow/domain"
+	"github.com/ontoflow/ontoflow/engine"
 	"github.com/ontoflow/ontoflow/models"
 	"github.com/ontoflow/ontoflow/secrets"
 )
 
 // InvokeWebhook is the invoke_webhook kind: an HTTP call to an external
 // system, made by its own effect step (a regular Temporal activity,
-// retried, outside any transaction; webhook_call.go), whose outcome — and
+// retried, outside any transaction; call.go), whose outcome — and
 // any response_mappings written back to the target — the run step records
 // with the execution, exactly once.
 //
@@ -102,7 +105,7 @@ func (InvokeWebhook) HasTarget(objectTypeID string) bool { return objectTypeID !
 func (InvokeWebhook) NewConfig() any { return &webhookConfig{} }
 
 // CheckConfig implements domain.OperationKind.
-func (k InvokeWebhook) CheckConfig(_ context.Context, s *domain.KindScope, cfg any) error {
+func (k InvokeWebhook) CheckConfig(ctx context.Context, s *domain.KindScope, cfg any) error {
 	c := cfg.(*webhookConfig)
 	if err := domain.CheckWebhook(s.Field, c.method(), c.URL, c.Headers); err != nil {
 		return err
@@ -121,7 +124,7 @@ func (k InvokeWebhook) CheckConfig(_ context.Context, s *domain.KindScope, cfg a
 	if err := checkMappings(s, c.ResponseMappings); err != nil {
 		return err
 	}
-	return k.checkSecrets(s.Field, c)
+	return k.checkSecrets(ctx, s.Field, c)
 }
 
 // checkMappings checks response_mappings against the action's object type.
@@ -142,12 +145,13 @@ func checkMappings(s *domain.KindScope, ms []responseMapping) error {
 }
 
 // checkSecrets refuses references to secrets that do not exist, naming
-// the member. Definition checks carry no context; the lookup is one row.
-func (k InvokeWebhook) checkSecrets(field string, c *webhookConfig) error {
+// the member. The request's context, bounded still: each lookup is one
+// row, so a check that takes longer is stuck, not slow.
+func (k InvokeWebhook) checkSecrets(ctx context.Context, field string, c *webhookConfig) error {
 	if k.Secrets == nil {
 		return nil
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	check := map[string]string{field + ".url": c.URL, field + ".signing_secret": c.SigningSecret, field + ".body": c.Body}
 	for h, v := range c.Headers {
@@ -215,26 +219,26 @@ func onlySecretRef(v string) (string, bool) {
 
 // Preview implements Kind: the edits depend on the answer, unknown before
 // the call.
-func (InvokeWebhook) Preview(context.Context, *Op) ([]models.Edit, error) { return nil, nil }
+func (InvokeWebhook) Preview(context.Context, *engine.Op) ([]models.Edit, error) { return nil, nil }
 
 // EffectOptions implements EffectKind: each attempt is bounded by the
 // config's timeout; the backoff between attempts is the effect's own
 // (NextRetryDelay, with jitter and Retry-After), so the policy's
 // intervals are only its floor.
-func (InvokeWebhook) EffectOptions(op *Op) EffectOptions {
+func (InvokeWebhook) EffectOptions(op *engine.Op) engine.EffectOptions {
 	c := op.Config.(*webhookConfig)
-	return EffectOptions{StartToClose: c.timeout() + 5*time.Second, MaxAttempts: c.attempts(),
+	return engine.EffectOptions{StartToClose: c.timeout() + 5*time.Second, MaxAttempts: c.attempts(),
 		InitialInterval: webhookInitialBackoff, MaxInterval: webhookMaxBackoff}
 }
 
 // Apply implements Kind: records the call and writes response_mappings
 // back to the target in the execution's transaction.
-func (InvokeWebhook) Apply(ctx context.Context, op *Op) (*Outcome, error) {
-	var call WebhookCall
+func (InvokeWebhook) Apply(ctx context.Context, op *engine.Op) (*engine.Outcome, error) {
+	var call Call
 	if err := json.Unmarshal(op.Effect, &call); err != nil {
 		return nil, fmt.Errorf("decode the webhook call's record: %w", err)
 	}
-	out := &Outcome{Result: map[string]any{"webhook": call}}
+	out := &engine.Outcome{Result: map[string]any{"webhook": call}}
 	if len(call.Mapped) == 0 || op.Target == nil {
 		return out, nil
 	}
@@ -243,8 +247,8 @@ func (InvokeWebhook) Apply(ctx context.Context, op *Op) (*Outcome, error) {
 		return nil, err
 	}
 	out.Edits = []models.Edit{{Op: models.EditUpdateObject, ObjectTypeID: after.ObjectTypeID, ObjectID: after.ID,
-		Before: Pick(op.Target.Properties, call.Mapped), After: Pick(after.Properties, call.Mapped),
-		UpdatedAtBefore: TimePtr(op.Target.UpdatedAt), UpdatedAtAfter: TimePtr(after.UpdatedAt)}}
+		Before: engine.Pick(op.Target.Properties, call.Mapped), After: engine.Pick(after.Properties, call.Mapped),
+		UpdatedAtBefore: engine.TimePtr(op.Target.UpdatedAt), UpdatedAtAfter: engine.TimePtr(after.UpdatedAt)}}
 	return out, nil
 }
 
@@ -253,5 +257,5 @@ func (InvokeWebhook) Invert(ed models.Edit) ([]models.Edit, error) {
 	if ed.Op != models.EditUpdateObject {
 		return nil, fmt.Errorf("invoke_webhook cannot invert a %s edit", ed.Op)
 	}
-	return InvertEdit(ed)
+	return engine.InvertEdit(ed)
 }

@@ -1,4 +1,4 @@
-package engine
+package invokefunction
 
 import (
 	"context"
@@ -8,7 +8,7 @@ import (
 	"strings"
 
 	"github.com/ontoflow/ontoflow/apperr"
-	"github.com/ontoflow/ontoflow/domain"
+	"github.com/ontoflow/ontoflow/engine"
 	"github.com/ontoflow/ontoflow/functions/runtime"
 	"github.com/ontoflow/ontoflow/media"
 )
@@ -24,21 +24,16 @@ var _ runtime.MediaHost = (*functionHost)(nil)
 // mediaRef resolves a reference a function passed: its path in the tree,
 // and the pin of the parameter naming the same file (nil: none does).
 func (h *functionHost) mediaRef(ref any) (string, string, map[string]any, error) {
-	raw, ok := mediaURI(ref)
+	raw, ok := engine.MediaURI(ref)
 	if !ok {
 		return "", "", nil, errors.New("ctx.media: expected a media reference (a string or a parameter's value)")
 	}
-	p, dav := h.op.media.treePath(raw)
+	p, dav := h.op.MediaPath(raw)
 	if !dav {
 		return "", "", nil, fmt.Errorf("ctx.media: %q is not a file of your WebDAV tree (webdav:/path)", clipRef(raw))
 	}
-	for _, field := range h.op.Action.Inputs {
-		m, ok := h.op.Params[field.Name].(map[string]any)
-		if ok && field.Type.Base == domain.TypeMediaReference && m[pinSHA256] != nil && m[pinPath] == p {
-			return p, field.Name, m, nil
-		}
-	}
-	return p, "", nil, nil
+	param, pin := h.op.PinnedParam(p)
+	return p, param, pin, nil
 }
 
 func clipRef(s string) string {
@@ -57,7 +52,7 @@ func (h *functionHost) mediaSaw(param string, pin map[string]any, f media.File) 
 		return fmt.Errorf("a function may read at most %d files per run", functionReadsMax)
 	}
 	h.media[f.Path] = f.SHA256
-	if pin != nil && !samePin(pin, f) {
+	if pin != nil && !engine.SamePin(pin, f) {
 		if h.staleMedia == "" {
 			h.staleMedia = param
 		}
@@ -77,10 +72,10 @@ func (h *functionHost) mediaConflict() error {
 
 // mediaStore is the store of the actor's files (media.ErrNoFile: none).
 func (h *functionHost) mediaStore() (media.Store, error) {
-	if h.op.media.store == nil || h.op.Actor == nil {
+	if h.op.MediaStore() == nil || h.op.Actor == nil {
 		return nil, media.ErrNoFile
 	}
-	return h.op.media.store, nil
+	return h.op.MediaStore(), nil
 }
 
 // MediaStat implements runtime.MediaHost.
@@ -96,7 +91,7 @@ func (h *functionHost) MediaStat(ctx context.Context, ref any) (any, error) {
 			if err := h.mediaSaw(param, pin, f); err != nil {
 				return nil, err
 			}
-			return h.op.media.pin(raw(ref), f), nil
+			return h.op.MediaPin(raw(ref), f), nil
 		}
 	}
 	if errors.Is(err, media.ErrNoFile) {
@@ -137,7 +132,7 @@ func (h *functionHost) MediaRead(ctx context.Context, ref any, maxBytes int64, a
 	if err != nil {
 		return nil, fmt.Errorf("ctx.media.read: %w", err)
 	}
-	out := h.op.media.pin(raw(ref), f)
+	out := h.op.MediaPin(raw(ref), f)
 	out["truncated"] = int64(len(b)) < f.Size
 	if asBytes {
 		out["data"] = b // base64 in JSON; the prelude makes it a Uint8Array
@@ -149,6 +144,6 @@ func (h *functionHost) MediaRead(ctx context.Context, ref any, maxBytes int64, a
 
 // raw is a reference's URI as given.
 func raw(ref any) string {
-	s, _ := mediaURI(ref)
+	s, _ := engine.MediaURI(ref)
 	return s
 }

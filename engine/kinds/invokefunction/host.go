@@ -1,4 +1,4 @@
-package engine
+package invokefunction
 
 import (
 	"context"
@@ -9,6 +9,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/ontoflow/ontoflow/engine"
+	"github.com/ontoflow/ontoflow/functions"
 	"github.com/ontoflow/ontoflow/functions/runtime"
 	"github.com/ontoflow/ontoflow/models"
 	"github.com/ontoflow/ontoflow/outbound"
@@ -30,39 +32,40 @@ const (
 // the function. It remembers the update time of every object it answered
 // (the stale-read check).
 type functionHost struct {
-	op     *Op
-	reads  FunctionReads
+	op     *engine.Op
+	reads  Reads
 	client *http.Client
 	seen   map[string]string
 	// scanned: the function used query or links. Outside a transaction
 	// their reads go through the store's own connections; such a run is
 	// not re-run inside the transaction after a stale read (kept as it
-	// was; with op.Tx set they read through it, see FunctionReads).
+	// was; with op.Tx set they read through it, see Reads).
 	scanned bool
 	// media are the files ctx.media read (path -> SHA-256); staleMedia
 	// names a pinned parameter whose file was found changed (the run
-	// fails; media_function.go).
+	// fails; media.go).
 	media      map[string]string
 	staleMedia string
 }
 
-// NewFunctionHost is the host of a run outside an action (a package's
-// test run): the same reads, read rule and query limits as an action's
-// run, as actor, over onto outside any transaction, without network.
-func NewFunctionHost(onto Ontology, actor *models.User, reads FunctionReads) runtime.Host {
-	return &functionHost{op: &Op{Actor: actor, Ontology: onto}, reads: reads, seen: map[string]string{}}
+// TestHost is the host of a run outside an action (a package's test run,
+// functions.Options.TestHost): the same reads, read rule and query limits
+// as an action's run, as actor, over the ontology store outside any
+// transaction, without network.
+func TestHost(actor *models.User, reads *functions.Reads) runtime.Host {
+	return &functionHost{op: &engine.Op{Actor: actor, Ontology: reads.Store}, reads: reads, seen: map[string]string{}}
 }
 
 // updatedStamp is what a read of o records: its update time, or "" when
 // it is absent or unreadable for op's actor.
-func updatedStamp(o *Object, op *Op) string {
+func updatedStamp(o *engine.Object, op *engine.Op) string {
 	if o == nil || !op.Ontology.CanRead(op.Actor, o.Marking, o.Organization) {
 		return ""
 	}
 	return o.UpdatedAt.UTC().Format(time.RFC3339Nano)
 }
 
-func (h *functionHost) saw(id string, o *Object) error {
+func (h *functionHost) saw(id string, o *engine.Object) error {
 	if _, ok := h.seen[id]; !ok && len(h.seen) >= functionReadsMax {
 		return fmt.Errorf("a function may read at most %d distinct objects per run", functionReadsMax)
 	}
@@ -70,11 +73,9 @@ func (h *functionHost) saw(id string, o *Object) error {
 	return nil
 }
 
-// ObjectsRead are the objects a run read (its record is redacted by
-// them); functionHost implements it.
-type ObjectsRead interface{ ObjectsRead() []string }
+var _ functions.ObjectsRead = (*functionHost)(nil)
 
-// ObjectsRead implements ObjectsRead: the ids whose data reached the
+// ObjectsRead implements functions.ObjectsRead: the ids whose data reached the
 // function, sorted (an absent or unreadable one gave it nothing).
 func (h *functionHost) ObjectsRead() []string {
 	ids := make([]string, 0, len(h.seen))
@@ -88,7 +89,7 @@ func (h *functionHost) ObjectsRead() []string {
 }
 
 // objectView is an object as a function sees it.
-func objectView(o *Object) map[string]any {
+func objectView(o *engine.Object) map[string]any {
 	return map[string]any{"id": o.ID, "object_type_id": o.ObjectTypeID, "properties": o.Properties,
 		"marking": o.Marking, "created_by": o.CreatedBy, "created_at": o.CreatedAt, "updated_at": o.UpdatedAt}
 }

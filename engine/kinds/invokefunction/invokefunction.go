@@ -1,4 +1,9 @@
-package engine
+// Package invokefunction is the invoke_function operation kind: a user
+// function (docs/functions.md) run as the effect step, its edits applied
+// with the execution; and the host that answers a function's reads
+// (host.go, media.go), for actions and for the functions service's test
+// runs alike.
+package invokefunction
 
 import (
 	"context"
@@ -12,6 +17,8 @@ import (
 
 	"github.com/ontoflow/ontoflow/apperr"
 	"github.com/ontoflow/ontoflow/domain"
+	"github.com/ontoflow/ontoflow/engine"
+	"github.com/ontoflow/ontoflow/functions"
 	"github.com/ontoflow/ontoflow/functions/runtime"
 	"github.com/ontoflow/ontoflow/models"
 )
@@ -21,136 +28,57 @@ import (
 // transaction — a local activity, or a regular one with retries when it
 // has the network capability — reading the ontology with the actor's read
 // rule; the edits it returns are type-checked and applied by Apply in the
-// execution's transaction, exactly once (function_edits.go). Functions
+// execution's transaction, exactly once (edits.go). Functions
 // never write.
 //
 // The zero value, as kinds.Builtin lists it, checks definitions only
 // structurally and cannot run (app/app.go puts in one that can).
 type InvokeFunction struct {
 	// Functions resolves, compiles, runs and records functions.
-	Functions FunctionRunner
+	Functions Runner
 	// Reads are the reads beyond one object (query, links), with the
 	// actor's read rule.
-	Reads FunctionReads
+	Reads Reads
 	// Client is the outbound (SSRF-guarded) client fetch uses.
 	Client *http.Client
 }
 
-// FunctionRunner is what invoke_function needs of function packages
+// Runner is what invoke_function needs of function packages
 // (functions.Service is one).
-type FunctionRunner interface {
+type Runner interface {
 	// Check resolves ref and compiles its source, at definition time.
-	Check(ctx context.Context, ref FunctionRef) error
+	Check(ctx context.Context, ref functions.Ref) error
 	// Capabilities are ref's limits and grants (the package's, or the
 	// inline config's), known before the run.
-	Capabilities(ctx context.Context, ref FunctionRef) (runtime.Limits, error)
+	Capabilities(ctx context.Context, ref functions.Ref) (runtime.Limits, error)
 	// Run resolves ref (auto_upgrade: the highest compatible version, now),
 	// runs it and records the run.
-	Run(ctx context.Context, req FunctionRunRequest) (*FunctionRunResult, error)
+	Run(ctx context.Context, req functions.RunRequest) (*functions.RunResult, error)
 }
 
-// FunctionReads reads beyond one object, with the actor's read rule;
+// Reads reads beyond one object, with the actor's read rule;
 // with tx (op.Tx) inside that transaction, so a what-if's function reads
 // the branch it replayed, else through the store's own connections.
-type FunctionReads interface {
-	Query(ctx context.Context, tx *gorm.DB, actor *models.User, objectType string, filters map[string]any, limit int) ([]Object, error)
+type Reads interface {
+	Query(ctx context.Context, tx *gorm.DB, actor *models.User, objectType string, filters map[string]any, limit int) ([]engine.Object, error)
 	Links(ctx context.Context, tx *gorm.DB, actor *models.User, objectTypeID, objectID, linkType string) ([]domain.Link, error)
-}
-
-// FunctionRef names the function to run: Inline, or Package + Version.
-type FunctionRef struct {
-	Inline       *domain.InlineFunction `json:"inline,omitempty"`
-	Package      string                 `json:"package,omitempty"`
-	Version      string                 `json:"version,omitempty"`
-	AutoUpgrade  bool                   `json:"auto_upgrade,omitempty"`
-	Capabilities *FunctionCapabilities  `json:"capabilities,omitempty"`
-}
-
-// FunctionCapabilities are a function's limits and grants: durations as
-// "5s", memory in MiB.
-type FunctionCapabilities struct {
-	Network   bool   `json:"network,omitempty"`
-	Timeout   string `json:"timeout,omitempty"`
-	MemoryMiB int    `json:"memory_mib,omitempty"`
-}
-
-// Limits are c as the runtime takes them (zero: defaults).
-func (c *FunctionCapabilities) Limits() runtime.Limits {
-	if c == nil {
-		return runtime.Limits{}.Normalized()
-	}
-	d, _ := time.ParseDuration(c.Timeout)
-	return runtime.Limits{Timeout: d, Memory: int64(c.MemoryMiB) << 20, Network: c.Network}.Normalized()
-}
-
-// Check refuses capabilities beyond the maxima, naming the member.
-func (c *FunctionCapabilities) Check() error {
-	if c == nil {
-		return nil
-	}
-	if c.Timeout != "" {
-		if d, err := time.ParseDuration(c.Timeout); err != nil || d <= 0 || d > runtime.MaxTimeout {
-			return apperr.New(apperr.InvalidArgument, "capabilities.timeout must be a duration such as \"5s\", at most %s", runtime.MaxTimeout).
-				WithDetails(apperr.Detail{Field: "capabilities.timeout", Reason: "range", Message: "at most " + runtime.MaxTimeout.String()})
-		}
-	}
-	if c.MemoryMiB < 0 || c.MemoryMiB > runtime.MaxMemory>>20 {
-		return apperr.New(apperr.InvalidArgument, "capabilities.memory_mib must be between 1 and %d", runtime.MaxMemory>>20).
-			WithDetails(apperr.Detail{Field: "capabilities.memory_mib", Reason: "range", Message: "at most 256"})
-	}
-	return nil
-}
-
-// FunctionRunRequest is one run.
-type FunctionRunRequest struct {
-	Ref    FunctionRef
-	Input  runtime.Input
-	Host   runtime.Host
-	Limits runtime.Limits
-	// Who and what, for the run's record.
-	ActionTypeID, ActionName, ExecutionID, ActorID, TargetID string
-	// Preview marks a what-if's run (network refused).
-	Preview bool
-	// CheckResult refuses a return value in a shape the engine does not
-	// know; the runner records the run failed with its error (reason
-	// ResultInvalidReason) and returns that error.
-	CheckResult func(out *runtime.Output) error
-}
-
-// ResultInvalidReason is the reason a run is recorded failed with when its
-// return value was refused (FunctionResultInvalid).
-const ResultInvalidReason = "result_invalid"
-
-// FunctionRunError is a failed run of a resolved version.
-type FunctionRunError struct {
-	Package, Version string
-	Err              error
-}
-
-func (e *FunctionRunError) Error() string { return e.Err.Error() }
-func (e *FunctionRunError) Unwrap() error { return e.Err }
-
-// FunctionRunResult is a successful run.
-type FunctionRunResult struct {
-	Package, Version string
-	Output           *runtime.Output
 }
 
 // functionConfig is invoke_function's operation config. package_name is
 // the name domain.FunctionRef used before; package is the documented one.
 type functionConfig struct {
 	domain.FunctionRef
-	Package      string                `json:"package,omitempty"`
-	Capabilities *FunctionCapabilities `json:"capabilities,omitempty"`
+	Package      string                  `json:"package,omitempty"`
+	Capabilities *functions.Capabilities `json:"capabilities,omitempty"`
 }
 
 // ref is c as the runner takes it.
-func (c *functionConfig) ref() FunctionRef {
+func (c *functionConfig) ref() functions.Ref {
 	name := c.Package
 	if name == "" {
 		name = c.PackageName
 	}
-	return FunctionRef{Inline: c.Inline, Package: name, Version: c.Version, AutoUpgrade: c.AutoUpgrade, Capabilities: c.Capabilities}
+	return functions.Ref{Inline: c.Inline, Package: name, Version: c.Version, AutoUpgrade: c.AutoUpgrade, Capabilities: c.Capabilities}
 }
 
 // Name implements domain.OperationKind.
@@ -208,15 +136,15 @@ func (k InvokeFunction) CheckConfig(ctx context.Context, s *domain.KindScope, cf
 func (InvokeFunction) References(any) domain.References { return domain.References{} }
 
 // Preview implements Kind: the edits are known only after the run.
-func (InvokeFunction) Preview(context.Context, *Op) ([]models.Edit, error) { return nil, nil }
+func (InvokeFunction) Preview(context.Context, *engine.Op) ([]models.Edit, error) { return nil, nil }
 
 // EffectOptions implements EffectKind: without network the function stays
 // in the process, a local activity tried once (a function's failure is
 // its own, not the infrastructure's); with network, a regular activity
 // retried as a call out is.
-func (k InvokeFunction) EffectOptions(op *Op) EffectOptions {
+func (k InvokeFunction) EffectOptions(op *engine.Op) engine.EffectOptions {
 	lim := k.limits(op)
-	o := EffectOptions{StartToClose: lim.Timeout + 5*time.Second, MaxAttempts: 1, Local: !lim.Network}
+	o := engine.EffectOptions{StartToClose: lim.Timeout + 5*time.Second, MaxAttempts: 1, Local: !lim.Network}
 	if lim.Network {
 		o.MaxAttempts, o.InitialInterval, o.MaxInterval = 3, time.Second, 10*time.Second
 	}
@@ -225,7 +153,7 @@ func (k InvokeFunction) EffectOptions(op *Op) EffectOptions {
 
 // limits are op's function's limits (defaults when they cannot be read:
 // the run reads them again and fails there).
-func (k InvokeFunction) limits(op *Op) runtime.Limits {
+func (k InvokeFunction) limits(op *engine.Op) runtime.Limits {
 	c := op.Config.(*functionConfig)
 	if k.Functions == nil {
 		return c.Capabilities.Limits()
@@ -266,7 +194,7 @@ type FunctionCall struct {
 }
 
 // Effect implements EffectKind: one run of the function.
-func (k InvokeFunction) Effect(ctx context.Context, op *Op, _ string) (json.RawMessage, error) {
+func (k InvokeFunction) Effect(ctx context.Context, op *engine.Op, _ string) (json.RawMessage, error) {
 	call, err := k.run(ctx, op, op.Config.(*functionConfig).ref(), k.limits(op), false)
 	if err != nil {
 		return nil, err
@@ -282,7 +210,7 @@ const previewTimeoutMax = 5 * time.Second
 // PreviewEffect implements EffectPreviewer: the function runs with
 // network refused and at most previewTimeoutMax; the run is recorded as a
 // preview.
-func (k InvokeFunction) PreviewEffect(ctx context.Context, op *Op) (json.RawMessage, error) {
+func (k InvokeFunction) PreviewEffect(ctx context.Context, op *engine.Op) (json.RawMessage, error) {
 	lim := k.limits(op)
 	lim.Network = false
 	lim.Timeout = min(lim.Timeout, previewTimeoutMax)
@@ -296,9 +224,9 @@ func (k InvokeFunction) PreviewEffect(ctx context.Context, op *Op) (json.RawMess
 
 // run runs op's function with reads outside any transaction (op.Tx nil)
 // or inside it (a re-run after a stale read).
-func (k InvokeFunction) run(ctx context.Context, op *Op, ref FunctionRef, lim runtime.Limits, preview bool) (*FunctionCall, error) {
+func (k InvokeFunction) run(ctx context.Context, op *engine.Op, ref functions.Ref, lim runtime.Limits, preview bool) (*FunctionCall, error) {
 	if k.Functions == nil {
-		return nil, NotSupported(domain.KindInvokeFunction)
+		return nil, engine.NotSupported(domain.KindInvokeFunction)
 	}
 	h := &functionHost{op: op, reads: k.Reads, client: k.Client, seen: map[string]string{}}
 	roles := op.Actor.Roles.V
@@ -307,7 +235,7 @@ func (k InvokeFunction) run(ctx context.Context, op *Op, ref FunctionRef, lim ru
 	}
 	in := runtime.Input{Parameters: op.Params, Actor: runtime.Actor{ID: op.Actor.ID, Username: op.Actor.Username, Roles: roles},
 		Action: runtime.Action{Name: op.Action.Name, Version: op.Action.Version}, ExecutionID: op.ExecutionID}
-	req := FunctionRunRequest{Ref: ref, Limits: lim, Host: h, Preview: preview,
+	req := functions.RunRequest{Ref: ref, Limits: lim, Host: h, Preview: preview,
 		ActionTypeID: op.Action.ID, ActionName: op.Action.Name, ExecutionID: op.ExecutionID, ActorID: op.Actor.ID}
 	if op.Target != nil {
 		req.TargetID = op.Target.ID
@@ -348,7 +276,7 @@ func functionFailure(err error) error {
 		return err
 	}
 	data := map[string]any{"console": f.Console}
-	var re *FunctionRunError
+	var re *functions.RunError
 	if errors.As(err, &re) && re.Package != "" {
 		data["package"], data["version"] = re.Package, re.Version
 	}
@@ -364,7 +292,7 @@ func functionFailure(err error) error {
 // since the function read it (after one re-run inside the transaction, for
 // a function without network), then applies the edits, each type-checked
 // as any write is.
-func (k InvokeFunction) Apply(ctx context.Context, op *Op) (*Outcome, error) {
+func (k InvokeFunction) Apply(ctx context.Context, op *engine.Op) (*engine.Outcome, error) {
 	var call FunctionCall
 	if err := json.Unmarshal(op.Effect, &call); err != nil {
 		return nil, fmt.Errorf("decode the function call's record: %w", err)
@@ -389,7 +317,7 @@ func (k InvokeFunction) Apply(ctx context.Context, op *Op) (*Outcome, error) {
 	if call.Preview {
 		rec["preview"] = true
 	}
-	out := &Outcome{Edits: edits, Result: map[string]any{"function": rec}}
+	out := &engine.Outcome{Edits: edits, Result: map[string]any{"function": rec}}
 	if len(call.Result) > 0 && string(call.Result) != "null" {
 		out.Result["result"] = call.Result
 	}
@@ -406,7 +334,7 @@ func readIDs(reads map[string]string) []string {
 // fresh checks that what the function read is unchanged; when it is not
 // and the function stays in the process, it runs the function again with
 // its reads inside the transaction (bounded: once), else 409.
-func (k InvokeFunction) fresh(ctx context.Context, op *Op, call *FunctionCall) error {
+func (k InvokeFunction) fresh(ctx context.Context, op *engine.Op, call *FunctionCall) error {
 	stale, err := staleRead(ctx, op, call.Reads)
 	if err != nil || stale == "" {
 		return err
@@ -440,7 +368,7 @@ func (k InvokeFunction) fresh(ctx context.Context, op *Op, call *FunctionCall) e
 // locked first (Postgres; SQLite has one writer): a write landing between
 // this check and the commit would otherwise go unseen, and edits computed
 // from what it replaced would commit.
-func staleRead(ctx context.Context, op *Op, reads map[string]string) (string, error) {
+func staleRead(ctx context.Context, op *engine.Op, reads map[string]string) (string, error) {
 	for id, saw := range reads {
 		// The run step has just read (and locked) the target in the
 		// transaction.
@@ -463,7 +391,7 @@ func staleRead(ctx context.Context, op *Op, reads map[string]string) (string, er
 
 // lockRead locks object id in op's transaction; a preview outside one
 // commits nothing and locks nothing.
-func lockRead(ctx context.Context, op *Op, id string) error {
+func lockRead(ctx context.Context, op *engine.Op, id string) error {
 	if op.Tx == nil {
 		return nil
 	}
@@ -476,7 +404,7 @@ func lockRead(ctx context.Context, op *Op, id string) error {
 // Invert implements Kind: each edit a function returned is inverted as
 // the kind that makes such edits inverts it.
 func (InvokeFunction) Invert(ed models.Edit) ([]models.Edit, error) {
-	inv, err := InvertEdit(ed)
+	inv, err := engine.InvertEdit(ed)
 	if err != nil {
 		return nil, fmt.Errorf("invoke_function: %w", err)
 	}

@@ -1,4 +1,4 @@
-package engine_test
+package invokefunction_test
 
 import (
 	"context"
@@ -10,15 +10,13 @@ import (
 	"testing"
 	"time"
 
-	"github.com/google/uuid"
-
 	"gorm.io/gorm"
 
 	"github.com/ontoflow/ontoflow/apperr"
 	"github.com/ontoflow/ontoflow/auth"
 	"github.com/ontoflow/ontoflow/domain"
 	"github.com/ontoflow/ontoflow/engine"
-	"github.com/ontoflow/ontoflow/engine/kinds"
+	"github.com/ontoflow/ontoflow/engine/kinds/invokefunction"
 	"github.com/ontoflow/ontoflow/functions"
 	"github.com/ontoflow/ontoflow/internal/testdb"
 	"github.com/ontoflow/ontoflow/models"
@@ -26,7 +24,7 @@ import (
 )
 
 // fnOp builds the Op of an inline function action on target.
-func fnOp(t *testing.T, k engine.InvokeFunction, store *ontology.Store, target *domain.Object, op string) *engine.Op {
+func fnOp(t *testing.T, k invokefunction.InvokeFunction, store *ontology.Store, target *domain.Object, op string) *engine.Op {
 	cfg := k.NewConfig()
 	if err := json.Unmarshal([]byte(op), cfg); err != nil {
 		t.Fatal(err)
@@ -37,7 +35,7 @@ func fnOp(t *testing.T, k engine.InvokeFunction, store *ontology.Store, target *
 
 // applyIn runs Apply in a transaction, the target re-read in it as the
 // run step does.
-func applyIn(t *testing.T, db *gorm.DB, k engine.InvokeFunction, op *engine.Op, effect json.RawMessage) (*engine.Outcome, error) {
+func applyIn(t *testing.T, db *gorm.DB, k invokefunction.InvokeFunction, op *engine.Op, effect json.RawMessage) (*engine.Outcome, error) {
 	var out *engine.Outcome
 	err := db.Transaction(func(tx *gorm.DB) error {
 		var err error
@@ -61,7 +59,7 @@ func TestFunctionStaleRead(t *testing.T) {
 		ctx := context.Background()
 		e := newEnv(t, db)
 		svc := functions.New(db, functions.Options{})
-		k := engine.InvokeFunction{Functions: svc, Reads: &functions.Reads{Store: e.store}}
+		k := invokefunction.InvokeFunction{Functions: svc, Reads: &functions.Reads{Store: e.store}}
 		must(e.store.CreateObjectType(ctx, admin.ID, ontology.ObjectTypeSpec{Name: "Ticket", Properties: []ontology.PropertySpec{
 			{Name: "notes", Type: domain.T(domain.TypeString)}}}))(t)
 		obj := must(e.store.CreateObjectAs(ctx, admin, "Ticket", ontology.ObjectSpec{Properties: map[string]any{"notes": "a"}}))(t)
@@ -93,7 +91,7 @@ func TestFunctionStaleRead(t *testing.T) {
 // TestFunctionEditsInvert: every edit a function applies inverts to what
 // the revert step applies.
 func TestFunctionEditsInvert(t *testing.T) {
-	k := engine.InvokeFunction{}
+	k := invokefunction.InvokeFunction{}
 	for _, ed := range []models.Edit{
 		{Op: models.EditUpdateObject, ObjectID: "o", Before: map[string]any{"a": 1}, After: map[string]any{"a": 2}},
 		{Op: models.EditCreateObject, ObjectID: "o"},
@@ -107,48 +105,6 @@ func TestFunctionEditsInvert(t *testing.T) {
 	if _, err := k.Invert(models.Edit{Op: models.EditDeleteLink, LinkID: "l"}); err == nil {
 		t.Fatal("an unlink without its creation time must not invert")
 	}
-}
-
-// fnEnv is an engine whose invoke_function runs on a real functions
-// service.
-func fnEngineEnv(t *testing.T, db *gorm.DB) *env {
-	t.Helper()
-	reads := &functions.Reads{}
-	k := engine.InvokeFunction{Functions: functions.New(db, functions.Options{}), Reads: reads}
-	kinds := kinds.Registry(k)
-	store := ontology.NewStore(db, nil, kinds.Domain())
-	reads.Store = store
-	if err := db.Create(admin).Error; err != nil {
-		t.Fatal(err)
-	}
-	return &env{db: db, store: store, eng: engine.New(engine.Deps{DB: db, Ontology: store, Kinds: kinds, Levels: store.Levels()})}
-}
-
-// runWithEffect takes an execution through the steps, the effect step
-// included.
-func (e *env) runWithEffect(ctx context.Context, id string) error {
-	p, err := e.eng.Validate(ctx, id)
-	if err == nil {
-		err = e.eng.Authorize(ctx, p)
-	}
-	if err == nil && p.Effect != nil {
-		p.EffectResult, err = e.eng.Effect(ctx, id, false)
-	}
-	if err == nil {
-		_, err = e.eng.Run(ctx, p, true)
-	}
-	return err
-}
-
-// revert records a revert of orig and runs its step.
-func (e *env) revert(t *testing.T, ctx context.Context, at *domain.ActionType, orig string) error {
-	rv := models.Execution{ID: uuid.NewString(), Kind: models.KindRevert, ActionTypeID: at.ID, ActionTypeName: at.Name,
-		ActorID: admin.ID, ActorName: admin.Username, Status: models.StatusQueued, RevertOf: &orig}
-	if err := e.db.Create(&rv).Error; err != nil {
-		t.Fatal(err)
-	}
-	_, err := e.eng.Revert(ctx, rv.ID)
-	return err
 }
 
 // TestFunctionEditsRevert: the edits a function applied — update,
@@ -219,12 +175,12 @@ func TestFunctionPreviewEffect(t *testing.T) {
 	db := testdb.Open(t, "sqlite")
 	e := newEnv(t, db)
 	svc := functions.New(db, functions.Options{})
-	k := engine.InvokeFunction{Functions: svc, Reads: &functions.Reads{Store: e.store}}
+	k := invokefunction.InvokeFunction{Functions: svc, Reads: &functions.Reads{Store: e.store}}
 	must(e.store.CreateObjectType(ctx, admin.ID, ontology.ObjectTypeSpec{Name: "Ticket", Properties: []ontology.PropertySpec{
 		{Name: "notes", Type: domain.T(domain.TypeString)}}}))(t)
 	obj := must(e.store.CreateObjectAs(ctx, admin, "Ticket", ontology.ObjectSpec{Properties: map[string]any{"notes": "a"}}))(t)
 	must(svc.CreatePackage(ctx, admin, functions.PackageSpec{Name: "p", Runtime: "javascript",
-		Capabilities: &engine.FunctionCapabilities{Network: true}}))(t)
+		Capabilities: &functions.Capabilities{Network: true}}))(t)
 	must(svc.Publish(ctx, admin, "p", functions.VersionSpec{Version: "1.0.0",
 		Source: `export default (ctx) => ({ edits: [], result: typeof ctx.fetch })`}))(t)
 	op := fnOp(t, k, e.store, must(e.store.Object(ctx, nil, obj.ID))(t), `{"package":"p","version":"1.0.0"}`)
@@ -232,7 +188,7 @@ func TestFunctionPreviewEffect(t *testing.T) {
 		t.Fatal("a function with network must run as a regular activity")
 	}
 	raw := must(k.PreviewEffect(ctx, op))(t)
-	var call engine.FunctionCall
+	var call invokefunction.FunctionCall
 	if err := json.Unmarshal(raw, &call); err != nil {
 		t.Fatal(err)
 	}
@@ -253,7 +209,7 @@ func TestFunctionEditReferenceReadRule(t *testing.T) {
 	testdb.Each(t, func(t *testing.T, db *gorm.DB) {
 		ctx := context.Background()
 		e := newEnv(t, db)
-		k := engine.InvokeFunction{Functions: functions.New(db, functions.Options{}), Reads: &functions.Reads{Store: e.store}}
+		k := invokefunction.InvokeFunction{Functions: functions.New(db, functions.Options{}), Reads: &functions.Reads{Store: e.store}}
 		ot := must(e.store.CreateObjectType(ctx, admin.ID, ontology.ObjectTypeSpec{Name: "Ticket", Properties: []ontology.PropertySpec{
 			{Name: "title", Type: domain.T(domain.TypeString)}}}))(t)
 		must(e.store.CreateProperty(ctx, ot.ID, ontology.PropertySpec{Name: "owner",
@@ -299,7 +255,7 @@ func TestFunctionExecutionRedactedByReads(t *testing.T) {
 	testdb.Each(t, func(t *testing.T, db *gorm.DB) {
 		ctx := context.Background()
 		e := newEnv(t, db)
-		k := engine.InvokeFunction{Functions: functions.New(db, functions.Options{}), Reads: &functions.Reads{Store: e.store}}
+		k := invokefunction.InvokeFunction{Functions: functions.New(db, functions.Options{}), Reads: &functions.Reads{Store: e.store}}
 		must(e.store.CreateObjectType(ctx, admin.ID, ontology.ObjectTypeSpec{Name: "Ticket", Properties: []ontology.PropertySpec{
 			{Name: "title", Type: domain.T(domain.TypeString)}}}))(t)
 		open := must(e.store.CreateObjectAs(ctx, admin, "Ticket", ontology.ObjectSpec{Properties: map[string]any{"title": "open"}}))(t)
@@ -338,14 +294,14 @@ func TestFunctionPreviewReadsTheBranch(t *testing.T) {
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
 		e := newEnv(t, db)
-		k := engine.InvokeFunction{Functions: functions.New(db, functions.Options{}), Reads: &functions.Reads{Store: e.store}}
+		k := invokefunction.InvokeFunction{Functions: functions.New(db, functions.Options{}), Reads: &functions.Reads{Store: e.store}}
 		ot := must(e.store.CreateObjectType(ctx, admin.ID, ontology.ObjectTypeSpec{Name: "Ticket", Properties: []ontology.PropertySpec{
 			{Name: "title", Type: domain.T(domain.TypeString)}}}))(t)
 		lt := must(e.store.CreateLinkType(ctx, admin.ID, ontology.LinkTypeSpec{Name: "relates", SourceObjectTypeID: ot.ID,
 			TargetObjectTypeID: ot.ID, Cardinality: domain.ManyToMany}))(t)
 		target := must(e.store.CreateObjectAs(ctx, admin, "Ticket", ontology.ObjectSpec{Properties: map[string]any{"title": "main"}}))(t)
 		src := `export default (ctx) => ({ result: { tickets: ctx.ontology.query("Ticket", {}).length, links: ctx.ontology.links(ctx.target.id, "relates").length } })`
-		var call engine.FunctionCall
+		var call invokefunction.FunctionCall
 		err := db.Transaction(func(tx *gorm.DB) error {
 			// What the branch's earlier steps left: one more ticket, linked.
 			branch := must(e.store.CreateObject(ctx, tx, ot.ID, map[string]any{"title": "branch"}, "", admin.ID, admin.Organization))(t)
@@ -386,7 +342,7 @@ func TestFunctionReadsLockedUntilCommit(t *testing.T) {
 	ctx := context.Background()
 	e := newEnv(t, db)
 	svc := functions.New(db, functions.Options{})
-	k := engine.InvokeFunction{Functions: svc, Reads: &functions.Reads{Store: e.store}}
+	k := invokefunction.InvokeFunction{Functions: svc, Reads: &functions.Reads{Store: e.store}}
 	must(e.store.CreateObjectType(ctx, admin.ID, ontology.ObjectTypeSpec{Name: "Ticket", Properties: []ontology.PropertySpec{
 		{Name: "notes", Type: domain.T(domain.TypeString)}}}))(t)
 	target := must(e.store.CreateObjectAs(ctx, admin, "Ticket", ontology.ObjectSpec{Properties: map[string]any{"notes": "a"}}))(t)

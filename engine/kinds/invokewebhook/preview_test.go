@@ -1,4 +1,4 @@
-package engine
+package invokewebhook
 
 import (
 	"context"
@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/ontoflow/ontoflow/domain"
+	"github.com/ontoflow/ontoflow/engine"
 	"github.com/ontoflow/ontoflow/models"
 )
 
@@ -21,13 +22,13 @@ func TestWebhookPreviewRedactsHeaders(t *testing.T) {
 		"X-Mixed":       "Bearer {{ secrets.CRM_TOKEN }}",
 		"X-Param":       "{{ parameters.note }}",
 	}}
-	op := &Op{Action: &ActionType{ID: "a1", ActionDefinition: domain.ActionDefinition{Name: "sync"}}, Config: c,
+	op := &engine.Op{Action: &engine.ActionType{ID: "a1", ActionDefinition: domain.ActionDefinition{Name: "sync"}}, Config: c,
 		Actor: &models.User{ID: "u1", Username: "ann"}, Params: map[string]any{"note": "sk_live_param"}, ExecutionID: "ex1"}
 	raw, err := InvokeWebhook{}.PreviewEffect(context.Background(), op)
 	if err != nil {
 		t.Fatal(err)
 	}
-	var call WebhookCall
+	var call Call
 	if err := json.Unmarshal(raw, &call); err != nil {
 		t.Fatal(err)
 	}
@@ -55,13 +56,13 @@ func TestWebhookPreviewOfSignedWebhook(t *testing.T) {
 		Headers:       map[string]string{"Authorization": "Bearer {{ secrets.CRM_TOKEN }}", "X-Token": "{{ secrets.CRM_TOKEN }}"},
 		Body:          `{"note":"{{ parameters.note }}"}`,
 		SigningSecret: "{{ secrets.CRM_SIGNING }}"}
-	op := &Op{Action: &ActionType{ID: "a1", ActionDefinition: domain.ActionDefinition{Name: "sync"}}, Config: c,
+	op := &engine.Op{Action: &engine.ActionType{ID: "a1", ActionDefinition: domain.ActionDefinition{Name: "sync"}}, Config: c,
 		Actor: &models.User{ID: "u1", Username: "ann"}, Params: map[string]any{"note": "n1"}, ExecutionID: "ex1"}
 	raw, err := InvokeWebhook{}.PreviewEffect(context.Background(), op)
 	if err != nil {
 		t.Fatalf("preview of a signed webhook: %v", err)
 	}
-	var call WebhookCall
+	var call Call
 	if err := json.Unmarshal(raw, &call); err != nil {
 		t.Fatal(err)
 	}

@@ -1,4 +1,4 @@
-package engine
+package invokefunction
 
 import (
 	"bytes"
@@ -12,6 +12,7 @@ import (
 	"gorm.io/gorm"
 
 	"github.com/ontoflow/ontoflow/apperr"
+	"github.com/ontoflow/ontoflow/engine"
 	"github.com/ontoflow/ontoflow/functions/runtime"
 	"github.com/ontoflow/ontoflow/models"
 )
@@ -264,7 +265,7 @@ func isNull(raw json.RawMessage) bool { return bytes.Equal(bytes.TrimSpace(raw),
 // write path (type-checked as every write is) and with the actor's read
 // rule, and returns them as recorded edits. The first refusal names its
 // edit and, since it fails the transaction, nothing is applied.
-func applyFunctionEdits(ctx context.Context, op *Op, edits []FunctionEdit) ([]models.Edit, error) {
+func applyFunctionEdits(ctx context.Context, op *engine.Op, edits []FunctionEdit) ([]models.Edit, error) {
 	out := make([]models.Edit, 0, len(edits))
 	// The first edit may use the target as the run step has just read it
 	// in the transaction; later ones read again (an earlier edit may have
@@ -294,7 +295,7 @@ func wrapEditErr(i int, e FunctionEdit, err error) error {
 	return editRefused(i, e, string(ae.Code), "%s", ae.Message).WithDetails(ae.Details...)
 }
 
-func applyFunctionEdit(ctx context.Context, op *Op, e FunctionEdit) (models.Edit, error) {
+func applyFunctionEdit(ctx context.Context, op *engine.Op, e FunctionEdit) (models.Edit, error) {
 	switch e.Type {
 	case FnEditUpdate:
 		return fnUpdate(ctx, op, e)
@@ -304,7 +305,7 @@ func applyFunctionEdit(ctx context.Context, op *Op, e FunctionEdit) (models.Edit
 		if _, err := readableIn(ctx, op, e.ObjectID); err != nil {
 			return models.Edit{}, err
 		}
-		return DeleteObject(ctx, op.Ontology, op.Tx, e.ObjectID)
+		return engine.DeleteObject(ctx, op.Ontology, op.Tx, e.ObjectID)
 	case FnEditLink:
 		return fnLink(ctx, op, e)
 	case FnEditUnlink:
@@ -316,7 +317,7 @@ func applyFunctionEdit(ctx context.Context, op *Op, e FunctionEdit) (models.Edit
 // readableIn reads id in op.Tx (the target as the run step has just read
 // it there: every read here extends the write lock's hold on SQLite); one
 // the actor may not read is absent.
-func readableIn(ctx context.Context, op *Op, id string) (*Object, error) {
+func readableIn(ctx context.Context, op *engine.Op, id string) (*engine.Object, error) {
 	o := op.Target
 	if o == nil || o.ID != id {
 		var err error
@@ -331,7 +332,7 @@ func readableIn(ctx context.Context, op *Op, id string) (*Object, error) {
 }
 
 // fnUpdate applies an update as update_object does (its edit record).
-func fnUpdate(ctx context.Context, op *Op, e FunctionEdit) (models.Edit, error) {
+func fnUpdate(ctx context.Context, op *engine.Op, e FunctionEdit) (models.Edit, error) {
 	o, err := readableIn(ctx, op, e.ObjectID)
 	if err != nil {
 		return models.Edit{}, err
@@ -343,13 +344,13 @@ func fnUpdate(ctx context.Context, op *Op, e FunctionEdit) (models.Edit, error) 
 		return models.Edit{}, err
 	}
 	return models.Edit{Op: models.EditUpdateObject, ObjectTypeID: after.ObjectTypeID, ObjectID: after.ID,
-		Before: Pick(o.Properties, e.Properties), After: Pick(after.Properties, e.Properties),
-		UpdatedAtBefore: TimePtr(o.UpdatedAt), UpdatedAtAfter: TimePtr(after.UpdatedAt)}, nil
+		Before: engine.Pick(o.Properties, e.Properties), After: engine.Pick(after.Properties, e.Properties),
+		UpdatedAtBefore: engine.TimePtr(o.UpdatedAt), UpdatedAtAfter: engine.TimePtr(after.UpdatedAt)}, nil
 }
 
 // fnCreate creates an object owned by the actor's organization; one the
 // actor could not read (a marking above its clearance) is refused.
-func fnCreate(ctx context.Context, op *Op, e FunctionEdit) (models.Edit, error) {
+func fnCreate(ctx context.Context, op *engine.Op, e FunctionEdit) (models.Edit, error) {
 	obj, err := op.Ontology.CreateObjectFor(ctx, op.Tx, op.Actor, e.ObjectType, e.Properties, e.Marking, op.Actor.ID, op.Actor.Organization)
 	if err != nil {
 		return models.Edit{}, err
@@ -359,12 +360,12 @@ func fnCreate(ctx context.Context, op *Op, e FunctionEdit) (models.Edit, error) 
 	}
 	return models.Edit{Op: models.EditCreateObject, ObjectTypeID: obj.ObjectTypeID, ObjectID: obj.ID, After: obj.Properties,
 		Marking: obj.Marking, Organization: obj.Organization, CreatedBy: obj.CreatedBy,
-		CreatedAt: TimePtr(obj.CreatedAt), UpdatedAtAfter: TimePtr(obj.UpdatedAt)}, nil
+		CreatedAt: engine.TimePtr(obj.CreatedAt), UpdatedAtAfter: engine.TimePtr(obj.UpdatedAt)}, nil
 }
 
 // fnLink links two objects the actor may read (cardinality enforced by
 // the store).
-func fnLink(ctx context.Context, op *Op, e FunctionEdit) (models.Edit, error) {
+func fnLink(ctx context.Context, op *engine.Op, e FunctionEdit) (models.Edit, error) {
 	for _, id := range []string{e.Source, e.Target} {
 		if _, err := readableIn(ctx, op, id); err != nil {
 			return models.Edit{}, err
@@ -383,7 +384,7 @@ func fnLink(ctx context.Context, op *Op, e FunctionEdit) (models.Edit, error) {
 
 // fnUnlink deletes the link of a type between two objects the actor may
 // read, recording what recreating it needs.
-func fnUnlink(ctx context.Context, op *Op, e FunctionEdit) (models.Edit, error) {
+func fnUnlink(ctx context.Context, op *engine.Op, e FunctionEdit) (models.Edit, error) {
 	for _, id := range []string{e.Source, e.Target} {
 		if _, err := readableIn(ctx, op, id); err != nil {
 			return models.Edit{}, err

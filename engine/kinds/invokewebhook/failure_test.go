@@ -1,4 +1,4 @@
-package engine
+package invokewebhook
 
 import (
 	"bufio"
@@ -13,6 +13,7 @@ import (
 
 	"github.com/ontoflow/ontoflow/apperr"
 	"github.com/ontoflow/ontoflow/domain"
+	"github.com/ontoflow/ontoflow/engine"
 	"github.com/ontoflow/ontoflow/models"
 	"github.com/ontoflow/ontoflow/outbound"
 	"github.com/ontoflow/ontoflow/secrets"
@@ -45,9 +46,9 @@ func webhookAttempt(t *testing.T, url string, n, max int32) error {
 	t.Helper()
 	k := InvokeWebhook{Client: loopbackClient(t), Secrets: noSecrets{}}
 	c := &webhookConfig{URL: url, Timeout: "300ms", MaxAttempts: int(max)}
-	op := &Op{Action: &ActionType{ID: "a1", ActionDefinition: domain.ActionDefinition{Name: "sync"}}, Config: c,
+	op := &engine.Op{Action: &engine.ActionType{ID: "a1", ActionDefinition: domain.ActionDefinition{Name: "sync"}}, Config: c,
 		Actor: &models.User{ID: "u1", Username: "ann"}, Params: map[string]any{}, ExecutionID: "ex1"}
-	_, err := k.Effect(WithAttempt(context.Background(), n), op, "ex1")
+	_, err := k.Effect(engine.WithAttempt(context.Background(), n), op, "ex1")
 	return err
 }
 
@@ -138,7 +139,7 @@ func TestWebhookFailureShapesAreTyped(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			if !tc.final {
 				for n := int32(1); n < 3; n++ {
-					var rl *RetryLater
+					var rl *engine.RetryLater
 					if err := webhookAttempt(t, tc.url, n, 3); !errors.As(err, &rl) {
 						t.Fatalf("attempt %d of 3: %v (%T), want a retry", n, err, err)
 					}
@@ -149,7 +150,7 @@ func TestWebhookFailureShapesAreTyped(t *testing.T) {
 				last = 1
 			}
 			err := webhookAttempt(t, tc.url, last, 3)
-			var rl *RetryLater
+			var rl *engine.RetryLater
 			if errors.As(err, &rl) {
 				t.Fatalf("attempt %d of 3 asks for a retry: %v", last, err)
 			}

@@ -482,6 +482,7 @@ func (a *App) setUpOutbound() error {
 		if a.Mailer, err = senders.NewMailer(*a.Cfg.SMTP); err != nil {
 			return err
 		}
+		a.Mailer.Tracer = a.tracing.Tracer("github.com/ontoflow/ontoflow/notifications/senders")
 	}
 	return nil
 }

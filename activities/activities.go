@@ -19,6 +19,7 @@ import (
 	"github.com/ontoflow/ontoflow/engine"
 	"github.com/ontoflow/ontoflow/models"
 	"github.com/ontoflow/ontoflow/telemetry"
+	"github.com/ontoflow/ontoflow/notifications/delivery"
 )
 
 // Activities are the engine's steps, as methods on a struct holding their
@@ -121,12 +122,12 @@ func (a *Activities) Deliver(ctx context.Context, executionID string, d engine.D
 	ctx = a.run(ctx, executionID, "deliver")
 	if d.Remote && activity.IsActivity(ctx) {
 		if activity.GetInfo(ctx).Attempt >= DeliverAttempts {
-			ctx = engine.WithFinalAttempt(ctx)
+			ctx = delivery.WithFinalAttempt(ctx)
 		}
-		ctx = engine.WithAttempt(engine.WithDeliveryProgress(ctx, heartbeatProgress{ctx}), activity.GetInfo(ctx).Attempt)
+		ctx = engine.WithAttempt(delivery.WithDeliveryProgress(ctx, heartbeatProgress{ctx}), activity.GetInfo(ctx).Attempt)
 	}
 	err := a.eng.Deliver(ctx, executionID, d.Channel, last)
-	var rd *engine.RetryableDelivery
+	var rd *delivery.RetryableDelivery
 	if errors.As(err, &rd) && rd.Delay > 0 {
 		return temporal.NewApplicationErrorWithOptions(rd.Error(), "RetryableDelivery", temporal.ApplicationErrorOptions{NextRetryDelay: rd.Delay})
 	}

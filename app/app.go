@@ -28,10 +28,8 @@ import (
 	"github.com/ontoflow/ontoflow/activities"
 	"github.com/ontoflow/ontoflow/api"
 	"github.com/ontoflow/ontoflow/auth"
-	"github.com/ontoflow/ontoflow/channels"
 	"github.com/ontoflow/ontoflow/config"
 	"github.com/ontoflow/ontoflow/console"
-	"github.com/ontoflow/ontoflow/delivery"
 	"github.com/ontoflow/ontoflow/devserver"
 	"github.com/ontoflow/ontoflow/engine"
 	"github.com/ontoflow/ontoflow/engine/kinds"
@@ -41,6 +39,9 @@ import (
 	"github.com/ontoflow/ontoflow/executions"
 	"github.com/ontoflow/ontoflow/functions"
 	"github.com/ontoflow/ontoflow/models"
+	"github.com/ontoflow/ontoflow/notifications"
+	"github.com/ontoflow/ontoflow/notifications/channels"
+	"github.com/ontoflow/ontoflow/notifications/senders"
 	"github.com/ontoflow/ontoflow/ontology"
 	"github.com/ontoflow/ontoflow/outbound"
 	"github.com/ontoflow/ontoflow/secrets"
@@ -106,7 +107,7 @@ type App struct {
 	// --smtp-url.
 	Secrets  *secrets.Store
 	Outbound *http.Client
-	Mailer   *delivery.Mailer
+	Mailer   *senders.Mailer
 	// Functions are the function packages and their runner.
 	Functions *functions.Service
 
@@ -480,9 +481,10 @@ func (a *App) setUpOutbound() error {
 	a.Outbound = outbound.NewClient(outbound.Options{Allow: a.Cfg.OutboundAllow})
 	a.Outbound.Transport = a.tracing.Transport(a.Outbound.Transport)
 	if a.Cfg.SMTP != nil {
-		if a.Mailer, err = delivery.NewMailer(*a.Cfg.SMTP); err != nil {
+		if a.Mailer, err = senders.NewMailer(*a.Cfg.SMTP); err != nil {
 			return err
 		}
+		a.Mailer.Tracer = a.tracing.Tracer("github.com/ontoflow/ontoflow/notifications/senders")
 	}
 	return nil
 }
@@ -491,7 +493,7 @@ func (a *App) setUpOutbound() error {
 // in-app, Slack and Teams always (their destinations are on the action),
 // e-mail when an SMTP server is configured (otherwise recorded skipped).
 func (a *App) channels() []engine.Channel {
-	cs := []engine.Channel{engine.InApp(), channels.Slack(a.Outbound, a.Secrets), channels.Teams(a.Outbound, a.Secrets)}
+	cs := []engine.Channel{notifications.InApp{}, channels.Slack(a.Outbound, a.Secrets), channels.Teams(a.Outbound, a.Secrets)}
 	if a.Mailer != nil {
 		cs = append(cs, &channels.Email{Mailer: a.Mailer})
 	}

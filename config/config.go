@@ -15,10 +15,10 @@ import (
 
 	"github.com/ontoflow/ontoflow/api"
 	"github.com/ontoflow/ontoflow/auth"
-	"github.com/ontoflow/ontoflow/delivery"
 	"github.com/ontoflow/ontoflow/devserver"
 	"github.com/ontoflow/ontoflow/engine"
 	"github.com/ontoflow/ontoflow/executions"
+	"github.com/ontoflow/ontoflow/notifications/senders"
 	"github.com/ontoflow/ontoflow/outbound"
 	"github.com/ontoflow/ontoflow/secrets"
 	"github.com/ontoflow/ontoflow/telemetry"
@@ -97,7 +97,7 @@ type Config struct {
 	SMTPFrom string
 	// MaxRecipients bounds the recipients of one notification side effect.
 	MaxRecipients int
-	SMTP          *delivery.SMTPConfig
+	SMTP          *senders.SMTPConfig
 	// PublicURL is the server's public base URL: absolute media
 	// references to its WebDAV files, and the links pinned files carry
 	// ("" = relative links).
@@ -300,7 +300,7 @@ func Bind(fs *flag.FlagSet, mode Mode) (*Config, func() error) {
 			return fmt.Errorf("--smtp-url and --smtp-from go together")
 		}
 		if c.SMTPURL != "" {
-			smtp, err := delivery.ParseSMTPURL(c.SMTPURL, c.SMTPFrom)
+			smtp, err := senders.ParseSMTPURL(c.SMTPURL, c.SMTPFrom)
 			if err != nil {
 				return err
 			}

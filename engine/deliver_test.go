@@ -14,6 +14,8 @@ import (
 	"github.com/ontoflow/ontoflow/engine/kinds"
 	"github.com/ontoflow/ontoflow/internal/testdb"
 	"github.com/ontoflow/ontoflow/models"
+	"github.com/ontoflow/ontoflow/notifications"
+	"github.com/ontoflow/ontoflow/notifications/delivery"
 	"github.com/ontoflow/ontoflow/ontology"
 )
 
@@ -27,14 +29,14 @@ type pager struct {
 
 func (p *pager) Name() string { return "slack" }
 
-func (p *pager) Deliver(ctx context.Context, msgs []engine.Message, report func(int, engine.Result)) {
+func (p *pager) Deliver(ctx context.Context, msgs []delivery.Message, report func(int, delivery.Result)) {
 	for i, m := range msgs {
 		if p.fail {
-			report(i, engine.Result{Err: errors.New("pager gateway answered 503"), Retryable: true})
+			report(i, delivery.Result{Err: errors.New("pager gateway answered 503"), Retryable: true})
 			continue
 		}
 		p.delivered = append(p.delivered, m.Recipient.Username+": "+m.Title)
-		report(i, engine.Result{})
+		report(i, delivery.Result{})
 	}
 }
 
@@ -76,7 +78,7 @@ func newFixture(t *testing.T, db *gorm.DB) *fixture {
 		t.Fatal(err)
 	}
 	p := &pager{fail: true}
-	eng := engine.New(engine.Deps{DB: db, Ontology: store, Kinds: ks, Levels: levels, Channels: []engine.Channel{engine.InApp(), p}})
+	eng := engine.New(engine.Deps{DB: db, Ontology: store, Kinds: ks, Levels: levels, Channels: []engine.Channel{notifications.InApp{}, p}})
 	ex := models.Execution{ID: "00000000-0000-4000-8000-0000000e0001", Kind: models.KindExecute, ActionTypeID: at.ID,
 		ActionTypeName: at.Name, ActorID: alice.ID, ActorName: alice.Username, TargetObjectID: obj.ID, Status: models.StatusQueued}
 	if err := db.Create(&ex).Error; err != nil {
@@ -110,11 +112,11 @@ func TestDeliveryStepsPerChannel(t *testing.T) {
 		if err := f.eng.Deliver(ctx, f.exID, "in_app", false); err != nil {
 			t.Fatal(err)
 		}
-		var retry *engine.RetryableDelivery
+		var retry *delivery.RetryableDelivery
 		if err := f.eng.Deliver(ctx, f.exID, "slack", true); !errors.As(err, &retry) {
 			t.Fatalf("a failing remote delivery before its last attempt: %v, want RetryableDelivery", err)
 		}
-		if err := f.eng.Deliver(engine.WithFinalAttempt(ctx), f.exID, "slack", true); err != nil {
+		if err := f.eng.Deliver(delivery.WithFinalAttempt(ctx), f.exID, "slack", true); err != nil {
 			t.Fatalf("last attempt: %v", err)
 		}
 		f.pager.fail = false

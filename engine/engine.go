@@ -19,6 +19,7 @@ import (
 	"github.com/ontoflow/ontoflow/execstore"
 	"github.com/ontoflow/ontoflow/media"
 	"github.com/ontoflow/ontoflow/models"
+	"github.com/ontoflow/ontoflow/notifications"
 )
 
 // Ontology is what the engine needs of the ontology store. Reads and writes
@@ -83,7 +84,8 @@ type Deps struct {
 	Levels     auth.Levels
 	Log        *slog.Logger
 	Registerer prometheus.Registerer
-	// Channels deliver notification side effects (nil = in-app only).
+	// Channels deliver notification side effects (nil = in-app only:
+	// every process has the inbox; app/app.go chooses the others).
 	Channels []Channel
 	// MaxRecipients bounds the recipients of one side effect (0 =
 	// DefaultMaxRecipients); a side effect with more is recorded failed.
@@ -133,7 +135,7 @@ func New(d Deps) *Engine {
 		d.Kinds = NewKinds()
 	}
 	if d.Channels == nil {
-		d.Channels = []Channel{InApp()}
+		d.Channels = []Channel{notifications.InApp{}}
 	}
 	if d.MaxRecipients <= 0 {
 		d.MaxRecipients = DefaultMaxRecipients

@@ -2,23 +2,24 @@ package engine
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
-	"regexp"
-	"strings"
 	"time"
 
 	"gorm.io/gorm"
 
 	"github.com/ontoflow/ontoflow/domain"
 	"github.com/ontoflow/ontoflow/models"
+	"github.com/ontoflow/ontoflow/notifications/delivery"
+	"github.com/ontoflow/ontoflow/notifications/recipients"
+	rendering "github.com/ontoflow/ontoflow/notifications/render"
 )
 
-// Notification outcome statuses.
+// Notification outcome statuses (package delivery's), named here for the
+// engine's readers of recorded outcomes (what-if, revert, metrics).
 const (
-	Delivered = "delivered"
-	Failed    = "failed"
-	Skipped   = "skipped"
+	Delivered = delivery.Delivered
+	Failed    = delivery.Failed
+	Skipped   = delivery.Skipped
 )
 
 // notifyInput returns what Notify needs: the execution, its action type and
@@ -103,11 +104,11 @@ func (e *Engine) Deliver(ctx context.Context, executionID, channel string, last 
 	impl := e.channels[channel]
 	tx, _ := impl.(TxChannel)
 	if remote, ok := impl.(RemoteChannel); ok && len(msgs) > 0 {
-		recs, err := deliverRemote(ctx, remote, msgs)
+		recs, err := delivery.Remote(ctx, remote, msgs, Attempt(ctx))
 		if err != nil {
 			return err
 		}
-		outcomes = tally(outcomes, msgs, recs)
+		outcomes = delivery.Tally(outcomes, msgs, recs)
 	}
 	recorded := false
 	err = e.db.WithContext(ctx).Transaction(func(db *gorm.DB) error {
@@ -144,7 +145,7 @@ func (e *Engine) Deliver(ctx context.Context, executionID, channel string, last 
 // recipient, and their outcomes before delivery: a side effect whose
 // recipients cannot be resolved is failed, one without recipients or
 // without an implementation of the channel here is skipped.
-func (e *Engine) messages(ctx context.Context, ex *models.Execution, at *ActionType, actor *models.User, channel string) ([]Message, []models.NotificationOutcome) {
+func (e *Engine) messages(ctx context.Context, ex *models.Execution, at *ActionType, actor *models.User, channel string) ([]delivery.Message, []models.NotificationOutcome) {
 	before, after := e.beforeAfter(ctx, ex.TargetObjectID, &Outcome{Edits: ex.Edits.V})
 	if ex.Kind == models.KindRevert && ex.RevertOf != nil {
 		// A revert has no parameters of its own: its templates and
@@ -161,11 +162,11 @@ func (e *Engine) messages(ctx context.Context, ex *models.Execution, at *ActionT
 // messagesFor renders channel's side effects over the target as the
 // operation found it (before) and the object as it left it (after): the
 // main ontology's for a delivery, the branch's for a what-if preview.
-func (e *Engine) messagesFor(ctx context.Context, ex *models.Execution, at *ActionType, actor *models.User, channel string, before, after *Object) ([]Message, []models.NotificationOutcome) {
+func (e *Engine) messagesFor(ctx context.Context, ex *models.Execution, at *ActionType, actor *models.User, channel string, before, after *Object) ([]delivery.Message, []models.NotificationOutcome) {
 	params := ex.Parameters.V // as Run recorded them, materialized
-	scopes := &recipientScopes{e: e, at: at, actor: actor, before: before, after: after, params: params, ex: ex}
+	scopes := &rendering.Scopes{CanRead: e.onto.CanRead, At: at, Actor: actor, Before: before, After: after, Params: params, Ex: ex}
 	_, have := e.channels[channel]
-	var msgs []Message
+	var msgs []delivery.Message
 	var outcomes []models.NotificationOutcome
 	effects := at.Config.SideEffects(ex.Kind == models.KindRevert)
 	for i := range effects {
@@ -173,28 +174,28 @@ func (e *Engine) messagesFor(ctx context.Context, ex *models.Execution, at *Acti
 		if !contains(n.EffectiveChannels(), channel) {
 			continue
 		}
-		recipients, rerr := e.recipients(ctx, *n, actor, before, params)
+		users, rerr := recipients.Resolve(ctx, e.db, *n, actor, before, params)
 		var settings map[string]*models.NotificationSettings
-		if rerr == nil && len(recipients) > e.maxRecipients {
-			rerr = fmt.Errorf("%d recipients, more than the %d a side effect may have (--max-recipients)", len(recipients), e.maxRecipients)
+		if rerr == nil && len(users) > e.maxRecipients {
+			rerr = fmt.Errorf("%d recipients, more than the %d a side effect may have (--max-recipients)", len(users), e.maxRecipients)
 		}
 		if rerr == nil {
-			settings, rerr = e.notificationSettings(ctx, recipients)
+			settings, rerr = recipients.Settings(ctx, e.db, users)
 		}
-		accepting := accepts(recipients, settings, channel)
+		accepting := recipients.Accepting(users, settings, channel)
 		o := models.NotificationOutcome{Index: i, Channel: channel, Recipients: len(accepting), Status: Delivered}
 		switch {
 		case rerr != nil:
 			o.Status, o.Error = Failed, rerr.Error()
 		case !have:
 			o.Status, o.Error = Skipped, "channel "+channel+" is not available in this release"
-		case len(recipients) == 0:
+		case len(users) == 0:
 			o.Status, o.Error = Skipped, "no recipients"
 		case len(accepting) == 0:
 			o.Status, o.Error = Skipped, "no recipient accepts "+channel+" notifications (their notification settings)"
 		default:
 			for _, r := range accepting {
-				m := e.message(n, i, scopes.forUser(r), ex, at, r)
+				m := rendering.Message(n, i, scopes.For(r), ex, at, r)
 				m.Settings = settings[r.ID]
 				msgs = append(msgs, m)
 			}
@@ -259,200 +260,8 @@ func (e *Engine) beforeAfter(ctx context.Context, targetID string, out *Outcome)
 	return &b, after
 }
 
-// recipients resolves a side effect's recipients to distinct, existing,
-// enabled user ids. A recipient source naming a user that does not exist
-// is an error (the outcome records it).
-func (e *Engine) recipients(ctx context.Context, n domain.NotificationSideEffect, actor *models.User, target *Object, params map[string]any) ([]*models.User, error) {
-	var named []string
-	named = append(named, n.UserIDs...)
-	if n.UserIDInputName != "" {
-		named = append(named, stringsOf(params[n.UserIDInputName])...)
-	}
-	if n.TargetUserPropertyName != "" && target != nil {
-		named = append(named, stringsOf(target.Properties[n.TargetUserPropertyName])...)
-	}
-	if n.SendToTargetCreator && target != nil && target.CreatedBy != "" {
-		named = append(named, target.CreatedBy)
-	}
-	var users []models.User
-	// The read rule's columns too: each recipient's notification is
-	// rendered with what that recipient may read.
-	q := e.db.WithContext(ctx).Model(&models.User{}).Select("id", "username", "disabled", "roles", "clearance", "organization", "email")
-	if n.Broadcast {
-		if err := q.Where("disabled = ?", false).Find(&users).Error; err != nil {
-			return nil, fmt.Errorf("list users: %w", err)
-		}
-	} else if len(named) > 0 {
-		if err := q.Where("id IN ? OR username IN ?", named, named).Find(&users).Error; err != nil {
-			return nil, fmt.Errorf("look up recipients: %w", err)
-		}
-		found := map[string]bool{}
-		for _, u := range users {
-			found[u.ID], found[u.Username] = true, true
-		}
-		for _, x := range named {
-			if !found[x] {
-				return nil, fmt.Errorf("recipient %q is not a user", x)
-			}
-		}
-	}
-	seen := map[string]bool{}
-	var out []*models.User
-	add := func(u *models.User) {
-		if !seen[u.ID] {
-			seen[u.ID] = true
-			out = append(out, u)
-		}
-	}
-	if n.SendToActor {
-		add(actor)
-	}
-	for i := range users {
-		if !users[i].Disabled {
-			add(&users[i])
-		}
-	}
-	return out, nil
-}
+// The webhook kind's templates are the notifications' (package render):
+// render fills a {{ path }}, placeholder finds one.
+var placeholder = rendering.Placeholder
 
-func stringsOf(v any) []string {
-	switch x := v.(type) {
-	case string:
-		if x != "" {
-			return []string{x}
-		}
-	case []any:
-		var out []string
-		for _, y := range x {
-			if s, ok := y.(string); ok && s != "" {
-				out = append(out, s)
-			}
-		}
-		return out
-	}
-	return nil
-}
-
-// templateScope is what {{ path }} in titles, bodies and metadata can name.
-func templateScope(at *ActionType, actor *models.User, before, after *Object, params map[string]any, ex *models.Execution) map[string]any {
-	obj := func(o *Object) any {
-		if o == nil {
-			return nil
-		}
-		return map[string]any{"id": o.ID, "object_type_id": o.ObjectTypeID, "properties": o.Properties,
-			"marking": o.Marking, "created_by": o.CreatedBy}
-	}
-	return map[string]any{
-		"action":        map[string]any{"id": at.ID, "name": at.Name, "display_name": at.DisplayName, "version": at.Version},
-		"actor":         map[string]any{"id": actor.ID, "username": actor.Username, "organization": actor.Organization},
-		"target":        obj(before),
-		"object":        obj(after),
-		"parameters":    params,
-		"justification": ex.Justification,
-		"execution":     map[string]any{"id": ex.ID, "kind": ex.Kind, "workflow_id": ex.WorkflowID},
-	}
-}
-
-var placeholder = regexp.MustCompile(`\{\{\s*([A-Za-z0-9_.\-]+)\s*\}\}`)
-
-// render replaces {{ path }} with the value at path in scope; a path that
-// names nothing renders empty.
-func render(s string, scope map[string]any) string {
-	return placeholder.ReplaceAllStringFunc(s, func(m string) string {
-		path := placeholder.FindStringSubmatch(m)[1]
-		var cur any = scope
-		for _, part := range strings.Split(path, ".") {
-			mm, ok := cur.(map[string]any)
-			if !ok {
-				return ""
-			}
-			cur = mm[part]
-		}
-		switch v := cur.(type) {
-		case nil:
-			return ""
-		case string:
-			return v
-		default:
-			b, err := json.Marshal(v)
-			if err != nil {
-				return ""
-			}
-			return string(b)
-		}
-	})
-}
-
-// message renders side effect n for one recipient.
-func (e *Engine) message(n *domain.NotificationSideEffect, index int, scope map[string]any, ex *models.Execution, at *ActionType, r *models.User) Message {
-	meta := map[string]any{}
-	for k, v := range n.Metadata {
-		if s, ok := v.(string); ok {
-			v = render(s, scope)
-		}
-		meta[k] = v
-	}
-	return Message{SideEffect: index, Effect: n, Recipient: r, ExecutionID: ex.ID, ActionTypeID: at.ID, ActionVersion: at.Version,
-		Title: render(n.Title, scope), Body: render(n.Body, scope), Metadata: meta}
-}
-
-// recipientScopes renders each recipient's notification with what that
-// recipient may read: the target (as the operation found it) and the
-// object (as it left it) are in the scope only for a recipient whose read
-// rule admits them; for another they are absent and their placeholders
-// render empty. So a side effect cannot carry an object's data to someone
-// the object is hidden from. At most two scopes are built per execution.
-type recipientScopes struct {
-	e             *Engine
-	at            *ActionType
-	actor         *models.User
-	before, after *Object
-	params        map[string]any
-	ex            *models.Execution
-	full, bare    map[string]any
-}
-
-func (s *recipientScopes) forUser(u *models.User) map[string]any {
-	readable := func(o *Object) bool { return o == nil || s.e.onto.CanRead(u, o.Marking, o.Organization) }
-	if readable(s.before) && readable(s.after) {
-		if s.full == nil {
-			s.full = templateScope(s.at, s.actor, s.before, s.after, s.params, s.ex)
-		}
-		return s.full
-	}
-	if s.bare == nil {
-		s.bare = templateScope(s.at, s.actor, nil, nil, s.params, s.ex)
-	}
-	return s.bare
-}
-
-// notificationSettings reads the recipients' notification settings by
-// user id; users without settings are absent (they take every channel).
-func (e *Engine) notificationSettings(ctx context.Context, users []*models.User) (map[string]*models.NotificationSettings, error) {
-	ids := make([]string, len(users))
-	for i, u := range users {
-		ids[i] = u.ID
-	}
-	var rows []models.NotificationSettings
-	if len(ids) > 0 {
-		if err := e.db.WithContext(ctx).Where("user_id IN ?", ids).Find(&rows).Error; err != nil {
-			return nil, fmt.Errorf("read recipients' notification settings: %w", err)
-		}
-	}
-	out := make(map[string]*models.NotificationSettings, len(rows))
-	for i := range rows {
-		out[rows[i].UserID] = &rows[i]
-	}
-	return out, nil
-}
-
-// accepts keeps the users whose settings accept channel.
-func accepts(users []*models.User, settings map[string]*models.NotificationSettings, channel string) []*models.User {
-	var out []*models.User
-	for _, u := range users {
-		if settings[u.ID].Accepts(channel) {
-			out = append(out, u)
-		}
-	}
-	return out
-}
+func render(s string, scope map[string]any) string { return rendering.Text(s, scope) }

@@ -1,7 +1,11 @@
 // Package notifications is the in-app inbox: the one reader and marker of
 // models.Notification rows for the API (/notifications) and the console
-// (/ui/notifications), so the two answer alike. The engine's in-app
-// channel writes the rows (engine.InApp).
+// (/ui/notifications), so the two answer alike; the in-app channel, InApp,
+// writes the rows. Below it are the rest of notifications: render (the
+// templates), recipients (who gets one), delivery (the message, its
+// outcome and a remote delivery's progress across attempts), channels
+// (e-mail, Slack, Teams) and senders (the SMTP and webhook transports).
+// The engine's notify step calls them through engine.Channel.
 package notifications
 
 import (

@@ -108,6 +108,15 @@ func (t *Tracing) Transport(rt http.RoundTripper) http.RoundTripper {
 		otelhttp.WithSpanNameFormatter(func(_ string, r *http.Request) string { return "HTTP " + r.Method + " outbound" }))
 }
 
+// Tracer is the tracer of the instrumentation named name (a package
+// path) for spans of our own, e.g. SMTP sessions; nil when tracing is off.
+func (t *Tracing) Tracer(name string) trace.Tracer {
+	if t == nil {
+		return nil
+	}
+	return t.provider.Tracer(name)
+}
+
 // Shutdown sends the spans still buffered.
 func (t *Tracing) Shutdown(ctx context.Context) error {
 	if t == nil {

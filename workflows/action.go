@@ -187,7 +187,7 @@ func (w *Workflows) deliver(ctx workflow.Context, executionID string, d engine.D
 	ctx = workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
 		// Room for hundreds of recipients one after another (an SMTP
 		// exchange may take 10 s); an attempt stops short of it and keeps
-		// its progress for the next one (engine.DeliveryProgress).
+		// its progress for the next one (delivery.DeliveryProgress).
 		StartToCloseTimeout: deliverTimeout,
 		RetryPolicy: &temporal.RetryPolicy{
 			InitialInterval: time.Second, BackoffCoefficient: 2, MaximumInterval: time.Minute,

@@ -1,4 +1,4 @@
-package delivery_test
+package senders_test
 
 import (
 	"context"
@@ -13,7 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ontoflow/ontoflow/delivery"
+	"github.com/ontoflow/ontoflow/notifications/senders"
 	"github.com/ontoflow/ontoflow/outbound"
 )
 
@@ -103,8 +103,8 @@ func get(v any, path ...any) any {
 
 func TestSlackPayload(t *testing.T) {
 	h := newHook(t)
-	s := &delivery.Slack{Client: allowLoopback(t)}
-	msg := delivery.Message{Title: "Ticket <b> & co\nclosed", Body: "Closed by <!channel> & <@U123>\n*bold* stays"}
+	s := &senders.Slack{Client: allowLoopback(t)}
+	msg := senders.Message{Title: "Ticket <b> & co\nclosed", Body: "Closed by <!channel> & <@U123>\n*bold* stays"}
 	if err := s.Send(context.Background(), h.dest(), msg); err != nil {
 		t.Fatal(err)
 	}
@@ -139,8 +139,8 @@ func TestSlackPayload(t *testing.T) {
 
 	// Limits: the header is cut to 150 characters, the section to 3000,
 	// never inside an entity.
-	long := delivery.Message{Title: strings.Repeat("&", 200), Body: strings.Repeat("<", 2000)}
-	b, err := delivery.SlackPayload(long)
+	long := senders.Message{Title: strings.Repeat("&", 200), Body: strings.Repeat("<", 2000)}
+	b, err := senders.SlackPayload(long)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -154,11 +154,11 @@ func TestSlackPayload(t *testing.T) {
 	if n := len([]rune(section)); n > 3000 || !strings.HasSuffix(section, "&lt;…") {
 		t.Errorf("section of %d characters", n)
 	}
-	if _, err := delivery.SlackPayload(delivery.Message{}); err == nil {
+	if _, err := senders.SlackPayload(senders.Message{}); err == nil {
 		t.Error("empty message accepted")
 	}
 	// Only a body: no header block.
-	b, _ = delivery.SlackPayload(delivery.Message{Body: "just this"})
+	b, _ = senders.SlackPayload(senders.Message{Body: "just this"})
 	json.Unmarshal(b, &v)
 	if get(v, "blocks", 0, "type") != "section" || get(v, "blocks", 1) != nil {
 		t.Errorf("body-only payload: %s", b)
@@ -182,8 +182,8 @@ func parseInt(s string) (int, error) {
 func TestTeamsPayload(t *testing.T) {
 	h := newHook(t)
 	h.status = http.StatusAccepted // what Workflows answer
-	tm := &delivery.Teams{Client: allowLoopback(t)}
-	if err := tm.Send(context.Background(), h.dest(), delivery.Message{Title: "Ticket closed", Body: "By <alice> & bob"}); err != nil {
+	tm := &senders.Teams{Client: allowLoopback(t)}
+	if err := tm.Send(context.Background(), h.dest(), senders.Message{Title: "Ticket closed", Body: "By <alice> & bob"}); err != nil {
 		t.Fatal(err)
 	}
 	p := h.last(t)
@@ -218,12 +218,12 @@ func TestTeamsPayload(t *testing.T) {
 
 	// A body too large for 28 KB is cut to fit, escapes included.
 	for _, body := range []string{strings.Repeat("x", 40000), strings.Repeat("<", 40000), strings.Repeat("é", 20000)} {
-		b, err := delivery.TeamsPayload(delivery.Message{Title: "T", Body: body})
+		b, err := senders.TeamsPayload(senders.Message{Title: "T", Body: body})
 		if err != nil {
 			t.Fatal(err)
 		}
-		if len(b) > delivery.TeamsMaxBytes || len(b) < delivery.TeamsMaxBytes-200 {
-			t.Errorf("payload of %d bytes for a %d-byte body; want at most %d and close to it", len(b), len(body), delivery.TeamsMaxBytes)
+		if len(b) > senders.TeamsMaxBytes || len(b) < senders.TeamsMaxBytes-200 {
+			t.Errorf("payload of %d bytes for a %d-byte body; want at most %d and close to it", len(b), len(body), senders.TeamsMaxBytes)
 		}
 		var v map[string]any
 		if err := json.Unmarshal(b, &v); err != nil {
@@ -238,9 +238,9 @@ func TestTeamsPayload(t *testing.T) {
 
 func TestChatErrors(t *testing.T) {
 	h := newHook(t)
-	s := &delivery.Slack{Client: allowLoopback(t)}
+	s := &senders.Slack{Client: allowLoopback(t)}
 	ctx := context.Background()
-	msg := delivery.Message{Title: "t", Body: "b"}
+	msg := senders.Message{Title: "t", Body: "b"}
 	cases := []struct {
 		status     int
 		respond    func(w http.ResponseWriter)
@@ -264,8 +264,8 @@ func TestChatErrors(t *testing.T) {
 		h.status, h.respond = c.status, c.respond
 		h.mu.Unlock()
 		err := s.Send(ctx, h.dest(), msg)
-		e, ok := delivery.AsError(err)
-		if !ok || e.StatusCode != c.status || e.Retryable != c.retryable || delivery.Retryable(err) != c.retryable || e.Channel != "slack" {
+		e, ok := senders.AsError(err)
+		if !ok || e.StatusCode != c.status || e.Retryable != c.retryable || senders.Retryable(err) != c.retryable || e.Channel != "slack" {
 			t.Errorf("status %d: %#v", c.status, err)
 			continue
 		}
@@ -283,9 +283,9 @@ func TestChatErrors(t *testing.T) {
 
 	// The guard: without the allowlist the loopback receiver is refused,
 	// permanently, and never reached.
-	guarded := &delivery.Teams{Client: outbound.NewClient(outbound.Options{})}
+	guarded := &senders.Teams{Client: outbound.NewClient(outbound.Options{})}
 	err := guarded.Send(ctx, h.dest(), msg)
-	if e, ok := delivery.AsError(err); !ok || e.Retryable || !errors.Is(err, outbound.ErrBlocked) || strings.Contains(err.Error(), "SECRET-PATH") {
+	if e, ok := senders.AsError(err); !ok || e.Retryable || !errors.Is(err, outbound.ErrBlocked) || strings.Contains(err.Error(), "SECRET-PATH") {
 		t.Errorf("guarded: %v", err)
 	}
 	if h.count() != before {
@@ -298,7 +298,7 @@ func TestChatErrors(t *testing.T) {
 	ln.Close()
 	start := time.Now()
 	err = s.Send(ctx, closed, msg)
-	if e, ok := delivery.AsError(err); !ok || !e.Retryable || e.StatusCode != 0 || strings.Contains(err.Error(), "SECRET-PATH") || time.Since(start) > 3*time.Second {
+	if e, ok := senders.AsError(err); !ok || !e.Retryable || e.StatusCode != 0 || strings.Contains(err.Error(), "SECRET-PATH") || time.Since(start) > 3*time.Second {
 		t.Errorf("closed port: %v after %v", err, time.Since(start))
 	}
 
@@ -312,15 +312,15 @@ func TestChatErrors(t *testing.T) {
 	}))
 	defer slow.Close()
 	a, _ := outbound.ParseAllowlist("127.0.0.1/32")
-	quick := &delivery.Slack{Client: outbound.NewClient(outbound.Options{Allow: a, Timeout: 300 * time.Millisecond})}
+	quick := &senders.Slack{Client: outbound.NewClient(outbound.Options{Allow: a, Timeout: 300 * time.Millisecond})}
 	err = quick.Send(ctx, slow.URL+"/services/SECRET-PATH", msg)
-	if e, ok := delivery.AsError(err); !ok || !e.Retryable || !strings.Contains(e.Message, "in time") || strings.Contains(err.Error(), "SECRET-PATH") {
+	if e, ok := senders.AsError(err); !ok || !e.Retryable || !strings.Contains(e.Message, "in time") || strings.Contains(err.Error(), "SECRET-PATH") {
 		t.Errorf("timeout: %v", err)
 	}
 
 	for _, bad := range []string{"ftp://127.0.0.1/x", "not a url", "http://user:SECRET-PATH@127.0.0.1/"} {
 		err := s.Send(ctx, bad, msg)
-		if e, ok := delivery.AsError(err); !ok || e.Retryable || strings.Contains(err.Error(), "SECRET-PATH") {
+		if e, ok := senders.AsError(err); !ok || e.Retryable || strings.Contains(err.Error(), "SECRET-PATH") {
 			t.Errorf("%q: %v", bad, err)
 		}
 	}

@@ -1,4 +1,4 @@
-package delivery_test
+package senders_test
 
 import (
 	"bytes"
@@ -26,7 +26,7 @@ import (
 	"github.com/emersion/go-sasl"
 	"github.com/emersion/go-smtp"
 
-	"github.com/ontoflow/ontoflow/delivery"
+	"github.com/ontoflow/ontoflow/notifications/senders"
 )
 
 // mailServer is a real SMTP server (emersion/go-smtp) on 127.0.0.1 in the
@@ -153,9 +153,9 @@ func selfSigned(t *testing.T) (*tls.Config, *x509.CertPool) {
 	return &tls.Config{Certificates: []tls.Certificate{{Certificate: [][]byte{der}, PrivateKey: key}}}, pool
 }
 
-func mailer(t *testing.T, url string, pool *x509.CertPool) *delivery.Mailer {
+func mailer(t *testing.T, url string, pool *x509.CertPool) *senders.Mailer {
 	t.Helper()
-	cfg, err := delivery.ParseSMTPURL(url, "Ontoflow <ontoflow@ontoflow.test>")
+	cfg, err := senders.ParseSMTPURL(url, "Ontoflow <ontoflow@ontoflow.test>")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -163,7 +163,7 @@ func mailer(t *testing.T, url string, pool *x509.CertPool) *delivery.Mailer {
 	if pool != nil {
 		cfg.TLSConfig = &tls.Config{RootCAs: pool}
 	}
-	m, err := delivery.NewMailer(cfg)
+	m, err := senders.NewMailer(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -217,7 +217,7 @@ func TestEmailStartTLSAndPerRecipient(t *testing.T) {
 	ms := startMailServer(t, serverTLS)
 	m := mailer(t, "smtp://mailer:p%40ss%20word@127.0.0.1:"+strconv.Itoa(ms.port), pool)
 	to := []string{"alice@ontoflow.test", "Bob Example <bob@ontoflow.test>", "refused@ontoflow.test", "later@ontoflow.test", "not an address"}
-	msg := delivery.Message{Title: "Ticket <42> closed\r\nBcc: mallory@ontoflow.test", Body: "Closed by alice & bob.\nSee you.\n\nSecond paragraph <b>not bold</b>. Grüße"}
+	msg := senders.Message{Title: "Ticket <42> closed\r\nBcc: mallory@ontoflow.test", Body: "Closed by alice & bob.\nSee you.\n\nSecond paragraph <b>not bold</b>. Grüße"}
 	res, err := m.Send(context.Background(), to, msg)
 	if err != nil {
 		t.Fatalf("send: %v", err)
@@ -278,8 +278,8 @@ func TestEmailStartTLSAndPerRecipient(t *testing.T) {
 func TestEmailTLSRequired(t *testing.T) {
 	ms := startMailServer(t, nil) // offers no STARTTLS
 	m := mailer(t, "smtp://127.0.0.1:"+strconv.Itoa(ms.port), nil)
-	res, err := m.Send(context.Background(), []string{"alice@ontoflow.test"}, delivery.Message{Title: "t", Body: "b"})
-	e, ok := delivery.AsError(err)
+	res, err := m.Send(context.Background(), []string{"alice@ontoflow.test"}, senders.Message{Title: "t", Body: "b"})
+	e, ok := senders.AsError(err)
 	if !ok || e.Retryable || e.Channel != "email" || res[0].Status != "failed" || res[0].Error == "" {
 		t.Fatalf("STARTTLS required, server without it: %v %+v", err, res)
 	}
@@ -288,7 +288,7 @@ func TestEmailTLSRequired(t *testing.T) {
 	}
 	// Said plainly in the URL, plain text is allowed (a local relay).
 	m = mailer(t, "smtp://127.0.0.1:"+strconv.Itoa(ms.port)+"?tls=none", nil)
-	if res, err := m.Send(context.Background(), []string{"alice@ontoflow.test"}, delivery.Message{Title: "t", Body: "b"}); err != nil || res[0].Status != "sent" {
+	if res, err := m.Send(context.Background(), []string{"alice@ontoflow.test"}, senders.Message{Title: "t", Body: "b"}); err != nil || res[0].Status != "sent" {
 		t.Fatalf("tls=none: %v %+v", err, res)
 	}
 	if got := ms.messages(); len(got) != 1 || got[0].tls {
@@ -305,8 +305,8 @@ func TestEmailUnreachable(t *testing.T) {
 	ln.Close()
 	m := mailer(t, "smtp://127.0.0.1:"+strconv.Itoa(port), nil)
 	start := time.Now()
-	res, err := m.Send(context.Background(), []string{"a@ontoflow.test", "b@ontoflow.test"}, delivery.Message{Title: "t", Body: "b"})
-	e, ok := delivery.AsError(err)
+	res, err := m.Send(context.Background(), []string{"a@ontoflow.test", "b@ontoflow.test"}, senders.Message{Title: "t", Body: "b"})
+	e, ok := senders.AsError(err)
 	if !ok || !e.Retryable || len(res) != 2 || res[0].Status != "failed" || !res[1].Retryable || time.Since(start) > 3*time.Second {
 		t.Fatalf("unreachable: %v %+v after %v", err, res, time.Since(start))
 	}
@@ -323,35 +323,35 @@ func TestEmailUnreachable(t *testing.T) {
 			defer c.Close()
 		}
 	}()
-	cfg, _ := delivery.ParseSMTPURL("smtp://"+ln.Addr().String(), "a@ontoflow.test")
+	cfg, _ := senders.ParseSMTPURL("smtp://"+ln.Addr().String(), "a@ontoflow.test")
 	cfg.Timeout = 500 * time.Millisecond
-	m, _ = delivery.NewMailer(cfg)
+	m, _ = senders.NewMailer(cfg)
 	start = time.Now()
-	_, err = m.Send(context.Background(), []string{"a@ontoflow.test"}, delivery.Message{Title: "t", Body: "b"})
-	if e, ok := delivery.AsError(err); !ok || !e.Retryable || time.Since(start) > 3*time.Second {
+	_, err = m.Send(context.Background(), []string{"a@ontoflow.test"}, senders.Message{Title: "t", Body: "b"})
+	if e, ok := senders.AsError(err); !ok || !e.Retryable || time.Since(start) > 3*time.Second {
 		t.Fatalf("silent server: %v after %v", err, time.Since(start))
 	}
 }
 
 func TestParseSMTPURL(t *testing.T) {
-	c, err := delivery.ParseSMTPURL("smtp://u%40x:p%3Aw@mail.ontoflow.test", "a@ontoflow.test")
-	if err != nil || c.Host != "mail.ontoflow.test" || c.Port != 587 || c.TLS != delivery.TLSStartTLS || c.Username != "u@x" || c.Password != "p:w" {
+	c, err := senders.ParseSMTPURL("smtp://u%40x:p%3Aw@mail.ontoflow.test", "a@ontoflow.test")
+	if err != nil || c.Host != "mail.ontoflow.test" || c.Port != 587 || c.TLS != senders.TLSStartTLS || c.Username != "u@x" || c.Password != "p:w" {
 		t.Fatalf("%+v %v", c, err)
 	}
-	c, err = delivery.ParseSMTPURL("smtps://mail.ontoflow.test", "")
-	if err != nil || c.Port != 465 || c.TLS != delivery.TLSImplicit {
+	c, err = senders.ParseSMTPURL("smtps://mail.ontoflow.test", "")
+	if err != nil || c.Port != 465 || c.TLS != senders.TLSImplicit {
 		t.Fatalf("%+v %v", c, err)
 	}
-	c, err = delivery.ParseSMTPURL("smtp://mail.ontoflow.test:25?tls=opportunistic", "")
-	if err != nil || c.Port != 25 || c.TLS != delivery.TLSOpportunistic {
+	c, err = senders.ParseSMTPURL("smtp://mail.ontoflow.test:25?tls=opportunistic", "")
+	if err != nil || c.Port != 25 || c.TLS != senders.TLSOpportunistic {
 		t.Fatalf("%+v %v", c, err)
 	}
 	for _, bad := range []string{"http://mail.ontoflow.test", "smtp://", "smtp://h:0", "smtp://h:99999", "smtp://h?tls=maybe", "smtps://h?tls=none", "smtp://h?x=1", "::"} {
-		if _, err := delivery.ParseSMTPURL(bad, ""); err == nil {
+		if _, err := senders.ParseSMTPURL(bad, ""); err == nil {
 			t.Errorf("%q accepted", bad)
 		}
 	}
-	if _, err := delivery.ParseSMTPURL("smtp://h", "not an address"); err == nil {
+	if _, err := senders.ParseSMTPURL("smtp://h", "not an address"); err == nil {
 		t.Error("bad sender accepted")
 	}
 }
@@ -369,7 +369,7 @@ func TestEmailStopsWhenTheCallersTimeRunsOut(t *testing.T) {
 	ms.mu.Unlock()
 	m := mailer(t, "smtp://mailer:p%40ss%20word@127.0.0.1:"+strconv.Itoa(ms.port), pool)
 	to := []string{"a@ontoflow.test", "b@ontoflow.test", "c@ontoflow.test"}
-	res, err := m.Send(ctx, to, delivery.Message{Title: "t", Body: "b"})
+	res, err := m.Send(ctx, to, senders.Message{Title: "t", Body: "b"})
 	if err != nil {
 		t.Fatalf("send: %v", err)
 	}

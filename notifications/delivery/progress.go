@@ -1,4 +1,9 @@
-package engine
+// Package delivery is what every notification channel and the engine's
+// delivery step share: the rendered Message and a delivery's Result, the
+// outcome statuses recorded on an execution, and the progress of a
+// remote delivery across the attempts of its step (what was settled is
+// not sent again). It knows no channel by name.
+package delivery
 
 import (
 	"context"
@@ -8,8 +13,53 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/ontoflow/ontoflow/domain"
 	"github.com/ontoflow/ontoflow/models"
 )
+
+// Outcome statuses of a side effect or of one recipient's delivery.
+const (
+	Delivered = "delivered"
+	Failed    = "failed"
+	Skipped   = "skipped"
+)
+
+// Message is one rendered notification for one recipient: title, body and
+// metadata rendered with what that recipient may read.
+type Message struct {
+	SideEffect   int // index in the action's notification_side_effects
+	Effect       *domain.NotificationSideEffect
+	Recipient    *models.User
+	ExecutionID  string
+	ActionTypeID string
+	// ActionVersion is the version of the action type rendered: with
+	// SideEffect and Recipient it names the message across attempts.
+	ActionVersion int
+	Title, Body   string
+	Metadata      map[string]any
+	// Settings are the recipient's notification settings (nil: none
+	// stored), e.g. their own chat destinations.
+	Settings *models.NotificationSettings
+}
+
+// Result is the outcome of delivering one message.
+type Result struct {
+	Err       error
+	Retryable bool
+	// Skipped says the message was not sent for a reason that is not a
+	// failure (Err holds it): a recipient without an address.
+	Skipped bool
+	// RetryAfter is the wait the server asked for before another try
+	// (Retry-After), 0 when none.
+	RetryAfter time.Duration
+}
+
+// Sender is the delivering half of a remote channel (engine.RemoteChannel).
+type Sender interface {
+	// Deliver sends msgs and calls report once per message (by its index
+	// in msgs) as soon as its result is known; see engine.RemoteChannel.
+	Deliver(ctx context.Context, msgs []Message, report func(i int, r Result))
+}
 
 // maxDeliveryWait caps the wait a chat service's Retry-After may ask of a
 // delivery step: a notification that arrives hours late has lost its
@@ -74,13 +124,13 @@ const progressEvery = time.Second
 // each with a long answer excerpt must not outgrow it.
 const maxProgressError = 200
 
-// deliverRemote sends the messages earlier attempts left unsettled and
-// returns each message's outcome, saving progress as each is settled. A
+// Remote sends the messages earlier attempts left unsettled (attempt is
+// the step's, from 1) and returns each message's outcome, saving progress as each is settled. A
 // retryable failure before the step's last attempt leaves its message
 // unsettled and asks for another attempt (after the longest Retry-After
 // its servers asked for); so does running out of time. On the last
 // attempt what is still unsettled is recorded failed.
-func deliverRemote(ctx context.Context, remote RemoteChannel, msgs []Message) ([]models.RecipientOutcome, error) {
+func Remote(ctx context.Context, remote Sender, msgs []Message, attempt int32) ([]models.RecipientOutcome, error) {
 	prog := progressOf(ctx)
 	done := prog.Load()
 	var pending []Message
@@ -89,7 +139,7 @@ func deliverRemote(ctx context.Context, remote RemoteChannel, msgs []Message) ([
 			pending = append(pending, m)
 		}
 	}
-	final, attempt := finalAttempt(ctx), Attempt(ctx)
+	final := finalAttempt(ctx)
 	var retry *RetryableDelivery
 	if len(pending) > 0 {
 		dctx, cancel := sendWindow(ctx)
@@ -183,11 +233,11 @@ func clip(s string, n int) string {
 	return s[:n] + "…"
 }
 
-// tally folds the recipients' outcomes into their side effects' outcomes:
+// Tally folds the recipients' outcomes into their side effects' outcomes:
 // a side effect failed when any recipient's delivery failed, skipped when
 // every recipient was skipped, else delivered; each keeps its recipients'
 // outcomes.
-func tally(outcomes []models.NotificationOutcome, msgs []Message, recs []models.RecipientOutcome) []models.NotificationOutcome {
+func Tally(outcomes []models.NotificationOutcome, msgs []Message, recs []models.RecipientOutcome) []models.NotificationOutcome {
 	per := map[int][]models.RecipientOutcome{}
 	for i, r := range recs {
 		per[msgs[i].SideEffect] = append(per[msgs[i].SideEffect], r)

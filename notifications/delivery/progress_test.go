@@ -1,4 +1,4 @@
-package engine
+package delivery
 
 import (
 	"context"
@@ -68,19 +68,19 @@ func TestRemoteDeliveryRetriesOnlyWhatIsLeft(t *testing.T) {
 	ch := &flaky{refuse: map[string]int{"bob": 1}}
 	ctx := WithDeliveryProgress(context.Background(), &memProgress{})
 	msgs := msgsTo("alice", "bob")
-	_, err := deliverRemote(ctx, ch, msgs)
+	_, err := Remote(ctx, ch, msgs, 1)
 	var rd *RetryableDelivery
 	if !errors.As(err, &rd) || rd.Delay != 3*time.Second {
 		t.Fatalf("first attempt: %v, want a RetryableDelivery after 3s", err)
 	}
-	recs, err := deliverRemote(ctx, ch, msgs)
+	recs, err := Remote(ctx, ch, msgs, 1)
 	if err != nil {
 		t.Fatalf("second attempt: %v", err)
 	}
 	if len(ch.sent) != 2 || len(ch.sent[1]) != 1 || ch.sent[1][0] != "bob" {
 		t.Fatalf("sent %v: the second attempt must hand over bob only", ch.sent)
 	}
-	out := tally([]models.NotificationOutcome{{Index: 0, Channel: "slack", Recipients: 2, Status: Delivered}}, msgs, recs)
+	out := Tally([]models.NotificationOutcome{{Index: 0, Channel: "slack", Recipients: 2, Status: Delivered}}, msgs, recs)
 	if out[0].Status != Delivered || len(out[0].Deliveries) != 2 ||
 		out[0].Deliveries[0].RecipientID != "id-alice" || out[0].Deliveries[1].Status != Delivered {
 		t.Errorf("outcome %+v", out[0])
@@ -93,14 +93,14 @@ func TestRemoteDeliveryLastAttemptRecordsFailures(t *testing.T) {
 	ch := &flaky{refuse: map[string]int{"bob": 99}}
 	ctx := WithDeliveryProgress(context.Background(), &memProgress{})
 	msgs := msgsTo("alice", "bob")
-	if _, err := deliverRemote(ctx, ch, msgs); err == nil {
+	if _, err := Remote(ctx, ch, msgs, 1); err == nil {
 		t.Fatal("first attempt: want a retry")
 	}
-	recs, err := deliverRemote(WithFinalAttempt(ctx), ch, msgs)
+	recs, err := Remote(WithFinalAttempt(ctx), ch, msgs, 1)
 	if err != nil {
 		t.Fatal(err)
 	}
-	out := tally([]models.NotificationOutcome{{Index: 0, Channel: "slack", Recipients: 2, Status: Delivered}}, msgs, recs)
+	out := Tally([]models.NotificationOutcome{{Index: 0, Channel: "slack", Recipients: 2, Status: Delivered}}, msgs, recs)
 	d := out[0].Deliveries
 	if out[0].Status != Failed || len(d) != 2 || d[0].Status != Delivered || d[1].Status != Failed || d[1].Error == "" {
 		t.Errorf("outcome %+v", out[0])
@@ -121,7 +121,7 @@ func TestRemoteDeliveryStopsBeforeItsDeadline(t *testing.T) {
 	msgs := msgsTo("alice", "bob", "carol")
 	ctx, cancel := context.WithTimeout(base, 300*time.Millisecond)
 	defer cancel()
-	_, err := deliverRemote(ctx, ch, msgs)
+	_, err := Remote(ctx, ch, msgs, 1)
 	var rd *RetryableDelivery
 	if !errors.As(err, &rd) || ctx.Err() != nil {
 		t.Fatalf("attempt cut short: %v (ctx %v), want a RetryableDelivery before the deadline", err, ctx.Err())
@@ -130,7 +130,7 @@ func TestRemoteDeliveryStopsBeforeItsDeadline(t *testing.T) {
 		t.Fatalf("progress %v: alice's delivery must be kept", prog.m)
 	}
 	ch.hang = ""
-	recs, err := deliverRemote(base, ch, msgs)
+	recs, err := Remote(base, ch, msgs, 1)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -146,7 +146,7 @@ func TestRemoteDeliveryStopsBeforeItsDeadline(t *testing.T) {
 	ch2, prog2 := &flaky{hang: "bob"}, &memProgress{}
 	ctx2, cancel2 := context.WithTimeout(WithFinalAttempt(WithDeliveryProgress(context.Background(), prog2)), 300*time.Millisecond)
 	defer cancel2()
-	recs, err = deliverRemote(ctx2, ch2, msgs)
+	recs, err = Remote(ctx2, ch2, msgs, 1)
 	if err != nil || recs[0].Status != Delivered || recs[1].Status != Failed || recs[2].Status != Failed {
 		t.Errorf("last attempt cut short: %+v, %v; want alice delivered, bob and carol failed", recs, err)
 	}

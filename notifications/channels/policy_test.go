@@ -10,8 +10,8 @@ import (
 
 	"github.com/ontoflow/ontoflow/apperr"
 	"github.com/ontoflow/ontoflow/domain"
-	"github.com/ontoflow/ontoflow/engine"
 	"github.com/ontoflow/ontoflow/models"
+	"github.com/ontoflow/ontoflow/notifications/delivery"
 	"github.com/ontoflow/ontoflow/outbound"
 	"github.com/ontoflow/ontoflow/secrets"
 )
@@ -60,12 +60,12 @@ func TestChatUsePolicyAtCallTime(t *testing.T) {
 	}
 	other := httptest.NewServer(http.NotFoundHandler())
 	other.Close() // only its address is used: a port nothing is sent to
-	send := func(p secrets.Policy, settings *models.NotificationSettings, ref string) engine.Result {
+	send := func(p secrets.Policy, settings *models.NotificationSettings, ref string) delivery.Result {
 		s := &policySecrets{url: rx.URL + "/slack/T0/B0/tokenpart", policy: p}
-		var got engine.Result
-		Slack(client, s).Deliver(context.Background(), []engine.Message{{Title: "t", Body: "b",
+		var got delivery.Result
+		Slack(client, s).Deliver(context.Background(), []delivery.Message{{Title: "t", Body: "b",
 			Effect: &domain.NotificationSideEffect{SlackWebhook: ref}, Settings: settings}},
-			func(_ int, r engine.Result) { got = r })
+			func(_ int, r delivery.Result) { got = r })
 		return got
 	}
 	if r := send(secrets.Policy{Channel: "slack"}, nil, "{{ secrets.HOOK }}"); r.Err != nil || hits.Load() != 1 {

@@ -1,4 +1,4 @@
-package delivery
+package senders
 
 import (
 	"bytes"
@@ -16,6 +16,9 @@ import (
 	"time"
 
 	gomail "github.com/wneessen/go-mail"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/trace"
 )
 
 // SMTP transport security, chosen by the URL (see ParseSMTPURL).
@@ -116,7 +119,13 @@ type RecipientResult struct {
 }
 
 // Mailer sends e-mail over SMTP.
-type Mailer struct{ cfg SMTPConfig }
+type Mailer struct {
+	cfg SMTPConfig
+	// Tracer, when set, records a client span for each SMTP session, as
+	// the outbound HTTP transport does for webhooks, Slack and Teams
+	// (nil: tracing is off).
+	Tracer trace.Tracer
+}
 
 // NewMailer checks cfg and returns a Mailer.
 func NewMailer(cfg SMTPConfig) (*Mailer, error) {
@@ -168,6 +177,38 @@ func (m *Mailer) client() (*gomail.Client, error) {
 // result is then failed with it): unreachable, TLS or authentication
 // refused.
 func (m *Mailer) Send(ctx context.Context, to []string, msg Message) ([]RecipientResult, error) {
+	if m.Tracer == nil {
+		return m.send(ctx, to, msg)
+	}
+	ctx, span := m.Tracer.Start(ctx, "SMTP send outbound", trace.WithSpanKind(trace.SpanKindClient),
+		trace.WithAttributes(attribute.String("server.address", m.cfg.Host), attribute.Int("server.port", m.cfg.Port),
+			attribute.Int("ontoflow.smtp.recipients", len(to))))
+	defer span.End()
+	results, err := m.send(ctx, to, msg)
+	traceOutcome(span, results, err)
+	return results, err
+}
+
+// traceOutcome marks span failed when the session failed or a message
+// was not sent. Its description never holds an address: a trace is read
+// by operators, not by the recipients' owners.
+func traceOutcome(span trace.Span, results []RecipientResult, err error) {
+	if err != nil {
+		span.SetStatus(codes.Error, err.Error())
+		return
+	}
+	failed := 0
+	for _, r := range results {
+		if r.Status != "sent" {
+			failed++
+		}
+	}
+	if failed > 0 {
+		span.SetStatus(codes.Error, fmt.Sprintf("%d of %d messages not sent", failed, len(results)))
+	}
+}
+
+func (m *Mailer) send(ctx context.Context, to []string, msg Message) ([]RecipientResult, error) {
 	results := make([]RecipientResult, len(to))
 	var msgs []*gomail.Msg
 	var idx []int

@@ -1,6 +1,7 @@
-package engine
+package delivery
 
 import (
+	"bufio"
 	"context"
 	"errors"
 	"net"
@@ -10,16 +11,16 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ontoflow/ontoflow/delivery"
 	"github.com/ontoflow/ontoflow/models"
+	"github.com/ontoflow/ontoflow/notifications/senders"
 	"github.com/ontoflow/ontoflow/outbound"
 )
 
 // chatTo is a remote channel posting each message with a chat sender to
-// one URL, reporting as channels.Chat does.
+// one URL, reporting as the Slack and Teams channels do.
 type chatTo struct {
 	name string
-	s    delivery.Sender
+	s    senders.Sender
 	url  string
 }
 
@@ -27,8 +28,8 @@ func (c chatTo) Name() string { return c.name }
 
 func (c chatTo) Deliver(ctx context.Context, msgs []Message, report func(int, Result)) {
 	for i, m := range msgs {
-		err := c.s.Send(ctx, c.url, delivery.Message{Title: "t", Body: m.Body})
-		report(i, Result{Err: err, Retryable: delivery.Retryable(err)})
+		err := c.s.Send(ctx, c.url, senders.Message{Title: "t", Body: m.Body})
+		report(i, Result{Err: err, Retryable: senders.Retryable(err)})
 	}
 }
 
@@ -89,8 +90,8 @@ func TestChatFailureShapesAreRecorded(t *testing.T) {
 	}
 	for _, sender := range []struct {
 		name string
-		s    delivery.Sender
-	}{{"slack", &delivery.Slack{Client: client}}, {"teams", &delivery.Teams{Client: client}}} {
+		s    senders.Sender
+	}{{"slack", &senders.Slack{Client: client}}, {"teams", &senders.Teams{Client: client}}} {
 		for _, tc := range cases {
 			t.Run(sender.name+"/"+tc.name, func(t *testing.T) {
 				ch := chatTo{name: sender.name, s: sender.s, url: tc.url}
@@ -101,23 +102,23 @@ func TestChatFailureShapesAreRecorded(t *testing.T) {
 					last = 1
 				}
 				for n := int32(1); n < last; n++ {
-					ctx := WithAttempt(WithDeliveryProgress(context.Background(), prog), n)
+					ctx := WithDeliveryProgress(context.Background(), prog)
 					var rd *RetryableDelivery
-					if _, err := deliverRemote(ctx, ch, msgs); !errors.As(err, &rd) {
+					if _, err := Remote(ctx, ch, msgs, n); !errors.As(err, &rd) {
 						t.Fatalf("attempt %d: %v, want a retry", n, err)
 					}
 				}
-				ctx := WithAttempt(WithDeliveryProgress(context.Background(), prog), last)
+				ctx := WithDeliveryProgress(context.Background(), prog)
 				want := "failed on attempt 1, not retried: " + sender.name + ": "
 				if !tc.final {
 					ctx = WithFinalAttempt(ctx)
 					want = "failed after 5 attempts: " + sender.name + ": "
 				}
-				recs, err := deliverRemote(ctx, ch, msgs)
+				recs, err := Remote(ctx, ch, msgs, last)
 				if err != nil {
 					t.Fatalf("attempt %d: %v, want the failure recorded", last, err)
 				}
-				out := tally([]models.NotificationOutcome{{Index: 0, Channel: sender.name, Recipients: 1, Status: Delivered}}, msgs, recs)
+				out := Tally([]models.NotificationOutcome{{Index: 0, Channel: sender.name, Recipients: 1, Status: Delivered}}, msgs, recs)
 				d := out[0].Deliveries
 				if out[0].Status != Failed || len(d) != 1 || d[0].Status != Failed ||
 					!strings.HasPrefix(d[0].Error, want) || !strings.Contains(d[0].Error, tc.want) {
@@ -126,4 +127,40 @@ func TestChatFailureShapesAreRecorded(t *testing.T) {
 			})
 		}
 	}
+}
+
+func handlerServer(t *testing.T, h http.HandlerFunc) *httptest.Server {
+	t.Helper()
+	srv := httptest.NewUnstartedServer(h)
+	srv.Config.ErrorLog = nil
+	srv.Start()
+	t.Cleanup(srv.Close)
+	return srv
+}
+
+// rawServer answers every connection on loopback with answer, which gets
+// the connection once the request's head is read.
+func rawServer(t *testing.T, answer func(c *net.TCPConn)) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go func() {
+				defer c.Close()
+				if _, err := http.ReadRequest(bufio.NewReader(c)); err != nil {
+					return
+				}
+				answer(c.(*net.TCPConn))
+			}()
+		}
+	}()
+	return "http://" + ln.Addr().String() + "/hook"
 }

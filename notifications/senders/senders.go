@@ -1,11 +1,11 @@
-// Package delivery sends notifications to people outside Ontoflow: e-mail
+// Package senders sends notifications to people outside Ontoflow: e-mail
 // over SMTP, Slack incoming webhooks and Microsoft Teams Workflows
 // webhooks. The chat senders post through the SSRF-guarded client of
 // package outbound. Every failure is an *Error that says whether trying
 // again may help (network trouble, 408, 429, 5xx, SMTP 4xx) or not (other
 // 4xx, 3xx, SMTP 5xx, a refused address), and never carries the
 // destination URL, which is a secret.
-package delivery
+package senders
 
 import (
 	"bytes"

@@ -30,6 +30,8 @@ import (
 // Files is what the picker needs of the WebDAV handler (*webdav.Handler).
 type Files interface {
 	ReadDir(ctx context.Context, userID, p string) ([]webdav.FileInfo, error)
+	// Recent lists the user's most recently modified files, newest first.
+	Recent(ctx context.Context, userID string, limit int) ([]webdav.FileInfo, error)
 	ServeFor(w http.ResponseWriter, r *http.Request, u *models.User)
 }
 
@@ -37,6 +39,8 @@ type Files interface {
 const (
 	searchMaxDirs    = 200
 	searchMaxResults = 50
+	// recentMax is how many recently modified files the picker offers.
+	recentMax = 10
 )
 
 // refOf is the media reference naming path p of the user's tree.
@@ -46,8 +50,10 @@ func refOf(p string) string {
 
 type fileEntry struct {
 	Name, Path, Ref, Href string
-	Dir                   bool
-	Size                  int64
+	// Modified is shown for recent files.
+	Modified string
+	Dir      bool
+	Size     int64
 }
 
 type filesView struct {
@@ -55,7 +61,10 @@ type filesView struct {
 	Crumbs                  []fileEntry
 	Entries                 []fileEntry
 	Searched, Truncated     bool
-	Message, Error          string
+	// Recent: Entries are the user's most recently modified files, across
+	// folders.
+	Recent         bool
+	Message, Error string
 	// Picked is the reference an upload just made: console.js fills the
 	// field with it.
 	Picked string
@@ -70,10 +79,14 @@ func (c *Console) filesFragment(g *gin.Context) {
 	}
 	ctx, u := g.Request.Context(), principal(g).User
 	var err error
-	if v.Query != "" {
+	switch {
+	case g.Query("recent") != "":
+		v.Recent, v.Query = true, ""
+		v.Entries, err = c.recentFiles(ctx, u.ID)
+	case v.Query != "":
 		v.Searched = true
 		v.Entries, v.Truncated, err = c.searchFiles(ctx, u.ID, v.Dir, strings.ToLower(v.Query))
-	} else {
+	default:
 		v.Entries, err = c.listFiles(ctx, u.ID, v.Dir)
 	}
 	if errors.Is(err, fs.ErrNotExist) || errors.Is(err, fs.ErrInvalid) {
@@ -170,6 +183,22 @@ func (c *Console) searchFiles(ctx context.Context, userID, dir, q string) ([]fil
 		}
 	}
 	return out, false, nil
+}
+
+// recentFiles lists the user's recentMax most recently modified files
+// (the store's bounds apply: webdav.RecentMaxDirs in the POSIX store).
+func (c *Console) recentFiles(ctx context.Context, userID string) ([]fileEntry, error) {
+	fis, err := c.d.Files.Recent(ctx, userID, recentMax)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]fileEntry, 0, len(fis))
+	for _, fi := range fis {
+		e := entryOf(fi)
+		e.Modified = fi.ModTime.UTC().Format("2006-01-02 15:04 UTC")
+		out = append(out, e)
+	}
+	return out, nil
 }
 
 func entryOf(fi webdav.FileInfo) fileEntry {

@@ -107,6 +107,36 @@ func TestFilePickerInBrowser(t *testing.T) {
 		until(`!!document.querySelector('#p-report-preview a')`),
 	)
 
+	// Recent files: across folders, newest first, keyboard reachable, the
+	// user's own only; picking one fills the input.
+	s.davPut("admin", adminPassword, "/reports/deep", nil)
+	s.davPut("admin", adminPassword, "/reports/deep/latest.txt", []byte("newest"))
+	run(t, ctx, "pick from recent files",
+		// Picking re-rendered the form: open the picker again, by keyboard.
+		chromedp.Evaluate(`document.querySelector('#p-report-picker summary').focus()`, nil),
+		chromedp.KeyEvent("\r"),
+		until(`!!document.querySelector('#p-report-files button.recent')`),
+		quiet(),
+		chromedp.Evaluate(`document.querySelector('#p-report-files button.recent').focus()`, nil),
+		chromedp.KeyEvent("\r"),
+		until(`!!document.querySelector('#p-report-files ul.recent [data-media-pick="webdav:/reports/deep/latest.txt"]')`),
+		until(`document.querySelector('#p-report-files ul.recent button.file').textContent === '/reports/deep/latest.txt'`),
+		until(`document.querySelector('#p-report-files ul.recent').textContent.includes('/reports/q3 report.txt')`),
+		until(noViewer),
+		quiet(),
+		sh.take(ctx, "picker-02b-recent"),
+		chromedp.EmulateViewport(390, 844),
+		until(`document.documentElement.scrollWidth <= 390`),
+		chromedp.Focus(`#p-report-files ul.recent [data-media-pick="webdav:/reports/deep/latest.txt"]`, chromedp.ByQuery),
+		chromedp.KeyEvent("\r"),
+		until(`document.querySelector('#p-report').value === 'webdav:/reports/deep/latest.txt'`),
+		chromedp.EmulateViewport(1280, 900),
+		// Back to the file the run pins below.
+		click(`#p-report-files ul.recent [data-media-pick="webdav:/reports/q3%20report.txt"]`),
+		until(`document.querySelector('#p-report').value === 'webdav:/reports/q3%20report.txt'`),
+		quiet(),
+	)
+
 	run(t, ctx, "search never finds another user's file",
 		click("#p-photo-picker summary"),
 		until(`!!document.querySelector('#p-photo-fq')`),

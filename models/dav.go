@@ -62,13 +62,15 @@ type DavChecksum struct {
 // one row, whatever lies below it.
 type DavNode struct {
 	ID     int64  `gorm:"primaryKey;autoIncrement"`
-	UserID string `gorm:"size:36;not null;uniqueIndex:idx_dav_nodes_name,priority:1"`
+	UserID string `gorm:"size:36;not null;uniqueIndex:idx_dav_nodes_name,priority:1;index:idx_dav_nodes_recent,priority:1"`
 	// ParentID is the collection holding the node; 0 for a user's root.
 	ParentID int64  `gorm:"not null;uniqueIndex:idx_dav_nodes_name,priority:2"`
 	Name     string `gorm:"not null;uniqueIndex:idx_dav_nodes_name,priority:3"`
-	Dir      bool   `gorm:"not null;default:false"`
+	Dir      bool   `gorm:"not null;default:false;index:idx_dav_nodes_recent,priority:2"`
 	Size     int64  `gorm:"not null;default:0"`
-	MtimeNs  int64  `gorm:"not null;default:0"`
+	// idx_dav_nodes_recent serves a user's most recently modified files
+	// (webdav.Handler.Recent).
+	MtimeNs int64 `gorm:"not null;default:0;index:idx_dav_nodes_recent,priority:3"`
 	// CreatedNs is the creation time (creationdate).
 	CreatedNs int64  `gorm:"not null;default:0"`
 	SHA1      string `gorm:"column:sha1;size:40"`

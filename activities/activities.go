@@ -18,8 +18,8 @@ import (
 	"github.com/ontoflow/ontoflow/apperr"
 	"github.com/ontoflow/ontoflow/engine"
 	"github.com/ontoflow/ontoflow/models"
-	"github.com/ontoflow/ontoflow/telemetry"
 	"github.com/ontoflow/ontoflow/notifications/delivery"
+	"github.com/ontoflow/ontoflow/telemetry"
 )
 
 // Activities are the engine's steps, as methods on a struct holding their

@@ -9,7 +9,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/ontoflow/ontoflow/internal/testdb"
+	"github.com/ontoflow/ontoflow/internal/harness/testdb"
 )
 
 // apiSeries are the ontoflow_api_* series of a /metrics page (names and

@@ -26,6 +26,7 @@ import (
 
 	"github.com/ontoflow/ontoflow/apperr"
 	"github.com/ontoflow/ontoflow/auth"
+	"github.com/ontoflow/ontoflow/defaults"
 )
 
 // Deps are what the API needs from the process that serves it.
@@ -68,9 +69,9 @@ func init() { gin.SetMode(gin.ReleaseMode) }
 // Defaults of Deps, and of the flags that set them (config uses these
 // constants: one source).
 const (
-	DefaultMaxBodyBytes = 4 << 20
-	DefaultTokenTTL     = 24 * time.Hour
-	DefaultMaxTokenTTL  = 30 * 24 * time.Hour
+	DefaultMaxBodyBytes = defaults.MaxBodyBytes
+	DefaultTokenTTL     = defaults.TokenTTL
+	DefaultMaxTokenTTL  = defaults.MaxTokenTTL
 )
 
 // New builds the router.

@@ -14,7 +14,7 @@ import (
 	"go.temporal.io/sdk/converter"
 
 	"github.com/ontoflow/ontoflow/app"
-	"github.com/ontoflow/ontoflow/internal/testdb"
+	"github.com/ontoflow/ontoflow/internal/harness/testdb"
 )
 
 // TestActionAPIForPrograms covers what a program (not the console) needs

@@ -13,7 +13,7 @@ import (
 
 	"github.com/emersion/go-smtp"
 
-	"github.com/ontoflow/ontoflow/internal/testdb"
+	"github.com/ontoflow/ontoflow/internal/harness/testdb"
 )
 
 // smtpSink is a real SMTP server (emersion/go-smtp) on loopback that keeps

@@ -16,7 +16,7 @@ import (
 	"time"
 
 	"github.com/ontoflow/ontoflow/functions/runtime/cputime"
-	"github.com/ontoflow/ontoflow/internal/testdb"
+	"github.com/ontoflow/ontoflow/internal/harness/testdb"
 )
 
 // TestFunctionsOnDev runs invoke_function actions over HTTP on a whole dev

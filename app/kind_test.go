@@ -13,8 +13,8 @@ import (
 	"github.com/ontoflow/ontoflow/app"
 	"github.com/ontoflow/ontoflow/domain"
 	"github.com/ontoflow/ontoflow/engine"
-	"github.com/ontoflow/ontoflow/internal/devtest"
-	"github.com/ontoflow/ontoflow/internal/testdb"
+	"github.com/ontoflow/ontoflow/internal/harness/devtest"
+	"github.com/ontoflow/ontoflow/internal/harness/testdb"
 	"github.com/ontoflow/ontoflow/models"
 )
 

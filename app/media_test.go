@@ -15,9 +15,9 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/ontoflow/ontoflow/internal/devtest"
-	"github.com/ontoflow/ontoflow/internal/s3test"
-	"github.com/ontoflow/ontoflow/internal/testdb"
+	"github.com/ontoflow/ontoflow/internal/harness/devtest"
+	"github.com/ontoflow/ontoflow/internal/harness/s3test"
+	"github.com/ontoflow/ontoflow/internal/harness/testdb"
 )
 
 // TestMediaReferencesOnDev runs actions whose media_reference parameters

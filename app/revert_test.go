@@ -9,7 +9,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/ontoflow/ontoflow/internal/testdb"
+	"github.com/ontoflow/ontoflow/internal/harness/testdb"
 )
 
 // TestRevertOnDev reverts executions of every built-in operation kind over

@@ -14,7 +14,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/ontoflow/ontoflow/domain"
-	"github.com/ontoflow/ontoflow/internal/testdb"
+	"github.com/ontoflow/ontoflow/internal/harness/testdb"
 	"github.com/ontoflow/ontoflow/models"
 	"github.com/ontoflow/ontoflow/secrets"
 )

@@ -22,8 +22,8 @@ import (
 	"gorm.io/gorm/logger"
 
 	"github.com/ontoflow/ontoflow/app"
-	"github.com/ontoflow/ontoflow/internal/devtest"
-	"github.com/ontoflow/ontoflow/internal/testdb"
+	"github.com/ontoflow/ontoflow/internal/harness/devtest"
+	"github.com/ontoflow/ontoflow/internal/harness/testdb"
 )
 
 // syncBuffer is a log sink safe for the process's goroutines.

@@ -13,7 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ontoflow/ontoflow/internal/testdb"
+	"github.com/ontoflow/ontoflow/internal/harness/testdb"
 	"github.com/ontoflow/ontoflow/outbound"
 )
 

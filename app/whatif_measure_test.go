@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/ontoflow/ontoflow/app"
-	"github.com/ontoflow/ontoflow/internal/testdb"
+	"github.com/ontoflow/ontoflow/internal/harness/testdb"
 )
 
 // TestWhatIfCost measures (WHATIF_MEASURE=1) what a what-if costs beside

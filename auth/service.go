@@ -24,6 +24,7 @@ import (
 	"gorm.io/gorm"
 
 	"github.com/ontoflow/ontoflow/apperr"
+	"github.com/ontoflow/ontoflow/defaults"
 	"github.com/ontoflow/ontoflow/models"
 )
 
@@ -135,7 +136,7 @@ type Options struct {
 
 // DefaultUserCacheTTL is Options.UserCacheTTL's default and the
 // --user-cache-ttl flag's (one source).
-const DefaultUserCacheTTL = 2 * time.Second
+const DefaultUserCacheTTL = defaults.UserCacheTTL
 
 // NewService returns a Service over db.
 func NewService(db *gorm.DB, opts Options) *Service {

@@ -13,17 +13,12 @@ import (
 	"strings"
 	"time"
 
-	"github.com/ontoflow/ontoflow/api"
 	"github.com/ontoflow/ontoflow/auth"
-	"github.com/ontoflow/ontoflow/devserver"
-	"github.com/ontoflow/ontoflow/engine"
-	"github.com/ontoflow/ontoflow/executions"
+	"github.com/ontoflow/ontoflow/defaults"
 	"github.com/ontoflow/ontoflow/notifications/senders"
 	"github.com/ontoflow/ontoflow/outbound"
 	"github.com/ontoflow/ontoflow/secrets"
-	"github.com/ontoflow/ontoflow/telemetry"
-	"github.com/ontoflow/ontoflow/webdav"
-	"github.com/ontoflow/ontoflow/workflows"
+	"github.com/ontoflow/ontoflow/webdav/storeurl"
 )
 
 // Config is the configuration of every subcommand; each uses the part it
@@ -190,63 +185,63 @@ func Bind(fs *flag.FlagSet, mode Mode) (*Config, func() error) {
 	c := &Config{}
 	b := &bindings{fs: fs}
 	var markings, outboundAllow string
-	b.str(&c.DataDir, "data-dir", "ONTOFLOW_DATA_DIR", "./data", "directory for the embedded database, Temporal's state and WebDAV files")
-	b.str(&c.LogLevel, "log-level", "ONTOFLOW_LOG_LEVEL", "info", "log level: debug, info, warn, error")
-	b.str(&c.LogFormat, "log-format", "ONTOFLOW_LOG_FORMAT", "text", "log format: text or json")
-	b.str(&markings, "markings", "ONTOFLOW_MARKINGS", "public,confidential,pii", "ordered classification levels, lowest first (object markings and user clearances)")
+	b.str(&c.DataDir, "data-dir", "ONTOFLOW_DATA_DIR", defaults.DataDir, "directory for the embedded database, Temporal's state and WebDAV files")
+	b.str(&c.LogLevel, "log-level", "ONTOFLOW_LOG_LEVEL", defaults.LogLevel, "log level: debug, info, warn, error")
+	b.str(&c.LogFormat, "log-format", "ONTOFLOW_LOG_FORMAT", defaults.LogFormat, "log format: text or json")
+	b.str(&markings, "markings", "ONTOFLOW_MARKINGS", defaults.Markings, "ordered classification levels, lowest first (object markings and user clearances)")
 	b.str(&c.SecretKeyFile, "secret-key-file", "ONTOFLOW_SECRET_KEY_FILE", "", "file holding the base64 32-byte key secrets are encrypted with; or set the key itself in ONTOFLOW_SECRET_KEY (dev default: <data-dir>/"+secrets.DevKeyFile+", generated once)")
 	b.str(&c.SecretKeyPreviousFile, "secret-key-previous-file", "ONTOFLOW_SECRET_KEY_PREVIOUS_FILE", "", "file holding earlier secret keys, one a line, still read during a key rotation; or set them comma-separated in ONTOFLOW_SECRET_KEY_PREVIOUS")
 	// No default: dev and admin derive it from data-dir in check.
 	b.str(&c.DatabaseURL, "database-url", "DATABASE_URL", "", "database: postgres://... or sqlite:PATH (dev default: sqlite:<data-dir>/ontoflow.db)")
 	if mode != ModeAdmin {
-		b.str(&c.TemporalNamespace, "temporal-namespace", "TEMPORAL_NAMESPACE", "default", "Temporal namespace")
-		b.str(&c.TaskQueue, "task-queue", "ONTOFLOW_TASK_QUEUE", "ontoflow-actions", "Temporal task queue of the action engine")
-		b.dur(&c.ShutdownTimeout, "shutdown-timeout", "ONTOFLOW_SHUTDOWN_TIMEOUT", 30*time.Second, "how long in-flight requests and activities get to finish on SIGTERM")
-		b.int(&c.BatchChildItems, "batch-child-items", "ONTOFLOW_BATCH_CHILD_ITEMS", workflows.DefaultBatchChildItems, "batch items carried by one child workflow")
-		b.int(&c.BatchConcurrency, "batch-concurrency", "ONTOFLOW_BATCH_CONCURRENCY", workflows.DefaultBatchConcurrency, "child workflows a batch runs at once")
+		b.str(&c.TemporalNamespace, "temporal-namespace", "TEMPORAL_NAMESPACE", defaults.TemporalNamespace, "Temporal namespace")
+		b.str(&c.TaskQueue, "task-queue", "ONTOFLOW_TASK_QUEUE", defaults.TaskQueue, "Temporal task queue of the action engine")
+		b.dur(&c.ShutdownTimeout, "shutdown-timeout", "ONTOFLOW_SHUTDOWN_TIMEOUT", defaults.ShutdownTimeout, "how long in-flight requests and activities get to finish on SIGTERM")
+		b.int(&c.BatchChildItems, "batch-child-items", "ONTOFLOW_BATCH_CHILD_ITEMS", defaults.BatchChildItems, "batch items carried by one child workflow")
+		b.int(&c.BatchConcurrency, "batch-concurrency", "ONTOFLOW_BATCH_CONCURRENCY", defaults.BatchConcurrency, "child workflows a batch runs at once")
 		b.str(&outboundAllow, "outbound-allow", "ONTOFLOW_OUTBOUND_ALLOW", "", "internal targets outbound calls (webhooks, Slack, Teams) may reach, comma-separated CIDRs, IP:port and host:port; loopback, private, link-local and other special addresses are refused otherwise")
 		b.str(&c.SMTPURL, "smtp-url", "ONTOFLOW_SMTP_URL", "", "SMTP server for e-mail notifications: smtp://user:pass@host:587 (STARTTLS required), smtps://host:465 (TLS), ?tls=opportunistic or ?tls=none to relax it; empty = no e-mail")
 		b.str(&c.SMTPFrom, "smtp-from", "ONTOFLOW_SMTP_FROM", "", "sender address of e-mail notifications, e.g. \"Ontoflow <ontoflow@example.com>\"; required with --smtp-url")
-		b.int(&c.MaxRecipients, "max-recipients", "ONTOFLOW_MAX_RECIPIENTS", engine.DefaultMaxRecipients, "most recipients one notification side effect may have; one with more is recorded failed")
+		b.int(&c.MaxRecipients, "max-recipients", "ONTOFLOW_MAX_RECIPIENTS", defaults.MaxRecipients, "most recipients one notification side effect may have; one with more is recorded failed")
 		b.str(&c.PublicURL, "public-url", "ONTOFLOW_PUBLIC_URL", "", "the server's public base URL, e.g. https://ontoflow.example.com: media references to its WebDAV files may be absolute under it, and notifications link pinned files with it (empty = relative links /webdav/...)")
 	}
 	if mode == ModeServe || mode == ModeWorker {
-		b.str(&c.TemporalAddress, "temporal-address", "TEMPORAL_ADDRESS", "127.0.0.1:7233", "Temporal frontend host:port")
+		b.str(&c.TemporalAddress, "temporal-address", "TEMPORAL_ADDRESS", defaults.TemporalAddress, "Temporal frontend host:port")
 	}
 	if mode == ModeDev || mode == ModeServe {
-		b.str(&c.HTTPAddr, "http-addr", "ONTOFLOW_HTTP_ADDR", "127.0.0.1:8080", "API and WebDAV listen address")
+		b.str(&c.HTTPAddr, "http-addr", "ONTOFLOW_HTTP_ADDR", defaults.HTTPAddr, "API and WebDAV listen address")
 		b.str(&c.TLSCert, "tls-cert", "ONTOFLOW_TLS_CERT", "", "serve HTTPS with this certificate (PEM); needs --tls-key")
 		b.str(&c.TLSKey, "tls-key", "ONTOFLOW_TLS_KEY", "", "private key (PEM) for --tls-cert")
-		b.bytes(&c.MaxBodyBytes, "max-body", "ONTOFLOW_MAX_BODY", api.DefaultMaxBodyBytes, "largest JSON request body")
-		b.dur(&c.TokenTTL, "token-ttl", "ONTOFLOW_TOKEN_TTL", api.DefaultTokenTTL, "default lifetime of issued API tokens")
-		b.dur(&c.UserCacheTTL, "user-cache-ttl", "ONTOFLOW_USER_CACHE_TTL", auth.DefaultUserCacheTTL, "how long a user row read for Basic authentication is reused; changes made on other replicas are seen after at most this long (negative = off)")
-		b.bytes(&c.WebDAVMaxUpload, "webdav-max-upload", "ONTOFLOW_WEBDAV_MAX_UPLOAD", 10<<30, "largest WebDAV upload (413 beyond)")
-		b.bytes(&c.WebDAVQuota, "webdav-quota", "ONTOFLOW_WEBDAV_QUOTA", 0, "default per-user WebDAV quota; 0 = unlimited (a user's own quota_bytes wins)")
-		b.dur(&c.WebDAVMaxLockTTL, "webdav-max-lock-timeout", "ONTOFLOW_WEBDAV_MAX_LOCK_TIMEOUT", webdav.DefaultMaxLockTimeout, "cap on WebDAV lock timeouts")
-		b.bool(&c.WebDAVFsync, "webdav-fsync", "ONTOFLOW_WEBDAV_FSYNC", false, "flush each WebDAV upload and copy to disk (file and directory) before answering, so it survives a power loss; off, as in Apache mod_dav_fs, the kernel writes it back within seconds")
-		b.int(&c.WebDAVMaxLocks, "webdav-max-locks", "ONTOFLOW_WEBDAV_MAX_LOCKS", webdav.DefaultMaxLocksPerUser, "most active WebDAV locks one user may hold (507 beyond)")
-		b.str(&c.WebDAVChecksums, "webdav-checksums", "ONTOFLOW_WEBDAV_CHECKSUMS", "auto", "where WebDAV content checksums are kept: auto (on the files as extended attributes where the filesystem supports them, else the database) or db")
-		b.str(&c.WebDAVStore, "webdav-store", "ONTOFLOW_WEBDAV_STORE", "posix", "where WebDAV trees live: posix (a directory per user under --data-dir) or s3://bucket/prefix?endpoint=URL&region=R&path_style=true (the tree in the database, contents in S3; credentials from the AWS chain: AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY, shared files, or secret=NAME for an Ontoflow secret holding ACCESS_KEY:SECRET_KEY)")
-		b.dur(&c.WebDAVSweepEvery, "webdav-sweep-interval", "ONTOFLOW_WEBDAV_SWEEP_INTERVAL", webdav.DefaultSweepInterval, "how often each replica sweeps S3 objects no file references and abandoned uploads (S3 mode)")
-		b.int(&c.BatchMaxItems, "batch-max-items", "ONTOFLOW_BATCH_MAX_ITEMS", 10000, "largest batch accepted by execute-batch (413 beyond)")
-		b.int(&c.BatchSyncMax, "batch-sync-max", "ONTOFLOW_BATCH_SYNC_MAX", 100, "batches up to this size answer synchronously; larger ones answer 202")
-		b.dur(&c.ExecuteTimeout, "execute-timeout", "ONTOFLOW_EXECUTE_TIMEOUT", 60*time.Second, "how long a synchronous execute waits before answering 202")
-		b.dur(&c.BranchTTL, "branch-ttl", "ONTOFLOW_BRANCH_TTL", executions.DefaultBranchTTL, "how long a what-if branch lives; expired branches are purged")
-		b.dur(&c.AbandonAfter, "abandon-after", "ONTOFLOW_ABANDON_AFTER", executions.DefaultAbandonAfter, "how long an execution whose workflow could not be started waits for the retry with its Idempotency-Key before it is recorded failed")
+		b.bytes(&c.MaxBodyBytes, "max-body", "ONTOFLOW_MAX_BODY", defaults.MaxBodyBytes, "largest JSON request body")
+		b.dur(&c.TokenTTL, "token-ttl", "ONTOFLOW_TOKEN_TTL", defaults.TokenTTL, "default lifetime of issued API tokens")
+		b.dur(&c.UserCacheTTL, "user-cache-ttl", "ONTOFLOW_USER_CACHE_TTL", defaults.UserCacheTTL, "how long a user row read for Basic authentication is reused; changes made on other replicas are seen after at most this long (negative = off)")
+		b.bytes(&c.WebDAVMaxUpload, "webdav-max-upload", "ONTOFLOW_WEBDAV_MAX_UPLOAD", defaults.WebDAVMaxUpload, "largest WebDAV upload (413 beyond)")
+		b.bytes(&c.WebDAVQuota, "webdav-quota", "ONTOFLOW_WEBDAV_QUOTA", defaults.WebDAVQuota, "default per-user WebDAV quota; 0 = unlimited (a user's own quota_bytes wins)")
+		b.dur(&c.WebDAVMaxLockTTL, "webdav-max-lock-timeout", "ONTOFLOW_WEBDAV_MAX_LOCK_TIMEOUT", defaults.MaxLockTimeout, "cap on WebDAV lock timeouts")
+		b.bool(&c.WebDAVFsync, "webdav-fsync", "ONTOFLOW_WEBDAV_FSYNC", defaults.WebDAVFsync, "flush each WebDAV upload and copy to disk (file and directory) before answering, so it survives a power loss; off, as in Apache mod_dav_fs, the kernel writes it back within seconds")
+		b.int(&c.WebDAVMaxLocks, "webdav-max-locks", "ONTOFLOW_WEBDAV_MAX_LOCKS", defaults.MaxLocksPerUser, "most active WebDAV locks one user may hold (507 beyond)")
+		b.str(&c.WebDAVChecksums, "webdav-checksums", "ONTOFLOW_WEBDAV_CHECKSUMS", defaults.WebDAVChecksums, "where WebDAV content checksums are kept: auto (on the files as extended attributes where the filesystem supports them, else the database) or db")
+		b.str(&c.WebDAVStore, "webdav-store", "ONTOFLOW_WEBDAV_STORE", defaults.WebDAVStore, "where WebDAV trees live: posix (a directory per user under --data-dir) or s3://bucket/prefix?endpoint=URL&region=R&path_style=true (the tree in the database, contents in S3; credentials from the AWS chain: AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY, shared files, or secret=NAME for an Ontoflow secret holding ACCESS_KEY:SECRET_KEY)")
+		b.dur(&c.WebDAVSweepEvery, "webdav-sweep-interval", "ONTOFLOW_WEBDAV_SWEEP_INTERVAL", defaults.SweepInterval, "how often each replica sweeps S3 objects no file references and abandoned uploads (S3 mode)")
+		b.int(&c.BatchMaxItems, "batch-max-items", "ONTOFLOW_BATCH_MAX_ITEMS", defaults.BatchMaxItems, "largest batch accepted by execute-batch (413 beyond)")
+		b.int(&c.BatchSyncMax, "batch-sync-max", "ONTOFLOW_BATCH_SYNC_MAX", defaults.BatchSyncMax, "batches up to this size answer synchronously; larger ones answer 202")
+		b.dur(&c.ExecuteTimeout, "execute-timeout", "ONTOFLOW_EXECUTE_TIMEOUT", defaults.ExecuteTimeout, "how long a synchronous execute waits before answering 202")
+		b.dur(&c.BranchTTL, "branch-ttl", "ONTOFLOW_BRANCH_TTL", defaults.BranchTTL, "how long a what-if branch lives; expired branches are purged")
+		b.dur(&c.AbandonAfter, "abandon-after", "ONTOFLOW_ABANDON_AFTER", defaults.AbandonAfter, "how long an execution whose workflow could not be started waits for the retry with its Idempotency-Key before it is recorded failed")
 		b.str(&c.UIURL, "temporal-ui-url", "ONTOFLOW_TEMPORAL_UI_URL", "", "Temporal Web UI base URL for workflow links (dev: the embedded UI)")
 	}
 	switch mode {
 	case ModeWorker:
-		b.str(&c.MetricsAddr, "metrics-addr", "ONTOFLOW_METRICS_ADDR", telemetry.DefaultWorkerMetricsAddr, "listen address of /metrics (Prometheus; empty = off)")
+		b.str(&c.MetricsAddr, "metrics-addr", "ONTOFLOW_METRICS_ADDR", defaults.WorkerMetricsAddr, "listen address of /metrics (Prometheus; empty = off)")
 	case ModeDev:
 		b.str(&c.MetricsAddr, "metrics-addr", "ONTOFLOW_METRICS_ADDR", "", "also serve /metrics on this address (it is always on --http-addr)")
 	}
 	if mode == ModeDev {
-		b.int(&c.TemporalPort, "temporal-port", "ONTOFLOW_TEMPORAL_PORT", 7233, "embedded Temporal frontend port (0 = any free port)")
-		b.int(&c.TemporalCacheSize, "temporal-cache-size", "ONTOFLOW_TEMPORAL_CACHE_SIZE", devserver.DefaultHistoryCacheSize,
+		b.int(&c.TemporalPort, "temporal-port", "ONTOFLOW_TEMPORAL_PORT", defaults.TemporalPort, "embedded Temporal frontend port (0 = any free port)")
+		b.int(&c.TemporalCacheSize, "temporal-cache-size", "ONTOFLOW_TEMPORAL_CACHE_SIZE", defaults.HistoryCacheSize,
 			"workflows whose state the embedded Temporal server keeps cached (about 50 KB each); raise it for a dev process given more memory")
-		b.int(&c.UIPort, "ui-port", "ONTOFLOW_UI_PORT", 8233, "embedded Temporal Web UI port (0 = any free port, -1 = off)")
-		b.str(&c.AdminUser, "admin-user", "ONTOFLOW_ADMIN_USER", "admin", "admin user created on first start")
+		b.int(&c.UIPort, "ui-port", "ONTOFLOW_UI_PORT", defaults.UIPort, "embedded Temporal Web UI port (0 = any free port, -1 = off)")
+		b.str(&c.AdminUser, "admin-user", "ONTOFLOW_ADMIN_USER", defaults.AdminUser, "admin user created on first start")
 		b.str(&c.AdminPassword, "admin-password", "ONTOFLOW_ADMIN_PASSWORD", "", "password of that admin user (generated and printed once if empty)")
 	}
 	check := func() error {
@@ -282,7 +277,7 @@ func Bind(fs *flag.FlagSet, mode Mode) (*Config, func() error) {
 			return fmt.Errorf("--webdav-checksums: %q is neither auto nor db", c.WebDAVChecksums)
 		}
 		if mode == ModeDev || mode == ModeServe {
-			if _, err := webdav.ParseStoreURL(c.WebDAVStore); err != nil {
+			if _, err := storeurl.Parse(c.WebDAVStore); err != nil {
 				return fmt.Errorf("--webdav-store: %w", err)
 			}
 		}

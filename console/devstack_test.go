@@ -8,7 +8,7 @@ import (
 	"testing"
 
 	"github.com/ontoflow/ontoflow/app"
-	"github.com/ontoflow/ontoflow/internal/devtest"
+	"github.com/ontoflow/ontoflow/internal/harness/devtest"
 )
 
 const adminPassword = "console-test-password-1"

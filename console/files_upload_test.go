@@ -10,7 +10,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/ontoflow/ontoflow/internal/devtest"
+	"github.com/ontoflow/ontoflow/internal/harness/devtest"
 )
 
 var uploadCSRF = regexp.MustCompile(`"X-CSRF-Token": "([0-9a-f]+)"`)

@@ -29,6 +29,8 @@ import (
 
 	// SQLite's process-wide options, set before the first connection.
 	_ "github.com/ontoflow/ontoflow/internal/sqliteconf"
+
+	"github.com/ontoflow/ontoflow/defaults"
 )
 
 // Config configures an embedded Temporal dev server.
@@ -102,7 +104,7 @@ const (
 
 // DefaultHistoryCacheSize is the default of Config.HistoryCacheSize: about
 // 100 MiB of heap at the ~50 KB a cached action execution takes.
-const DefaultHistoryCacheSize = 2000
+const DefaultHistoryCacheSize = defaults.HistoryCacheSize
 
 // defaultDynamicConfig are the settings that make the SQLite-backed server fast
 // and silent, and size its caches for a process that shares a laptop with an

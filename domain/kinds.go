@@ -14,9 +14,10 @@ import (
 // OperationKind is the definition-time half of an operation kind: what
 // the ontology store needs to accept or refuse an action type of the kind,
 // without knowing how the kind runs. The engine's Kind embeds it and adds
-// preview, apply and inversion; implementations live one per file in
-// package engine (engine/kind_*.go) and are registered at assembly
-// (app/app.go), so the store receives them as a *Kinds at construction.
+// preview, apply and inversion; implementations live one package a kind
+// under engine/kinds/ (engine/kinds/<kind>), are listed by
+// engine/kinds.Builtin and registered at assembly (app/app.go), so the
+// store receives them as a *Kinds at construction.
 type OperationKind interface {
 	// Name is the kind's operation_kind value, e.g. "update_object".
 	Name() string

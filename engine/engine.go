@@ -15,6 +15,7 @@ import (
 	"gorm.io/gorm"
 
 	"github.com/ontoflow/ontoflow/auth"
+	"github.com/ontoflow/ontoflow/defaults"
 	"github.com/ontoflow/ontoflow/domain"
 	"github.com/ontoflow/ontoflow/execstore"
 	"github.com/ontoflow/ontoflow/media"
@@ -100,7 +101,7 @@ type Deps struct {
 
 // DefaultMaxRecipients is the default of Deps.MaxRecipients (and of the
 // --max-recipients flag).
-const DefaultMaxRecipients = 500
+const DefaultMaxRecipients = defaults.MaxRecipients
 
 // Engine runs action steps.
 type Engine struct {

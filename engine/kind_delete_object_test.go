@@ -15,7 +15,7 @@ import (
 	"github.com/ontoflow/ontoflow/engine/kinds/createobject"
 	"github.com/ontoflow/ontoflow/engine/kinds/deleteobject"
 	"github.com/ontoflow/ontoflow/engine/kinds/updateobject"
-	"github.com/ontoflow/ontoflow/internal/testdb"
+	"github.com/ontoflow/ontoflow/internal/harness/testdb"
 	"github.com/ontoflow/ontoflow/models"
 	"github.com/ontoflow/ontoflow/ontology"
 )

@@ -9,7 +9,7 @@ import (
 	"gorm.io/gorm"
 
 	"github.com/ontoflow/ontoflow/execstore"
-	"github.com/ontoflow/ontoflow/internal/testdb"
+	"github.com/ontoflow/ontoflow/internal/harness/testdb"
 	"github.com/ontoflow/ontoflow/models"
 )
 

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/ontoflow/ontoflow/apperr"
+	"github.com/ontoflow/ontoflow/defaults"
 	"github.com/ontoflow/ontoflow/engine"
 	"github.com/ontoflow/ontoflow/models"
 )
@@ -15,7 +16,7 @@ import (
 // started waits for the retry with its Idempotency-Key before the sweep
 // records it failed: long enough for any client's retry loop, short
 // enough that the action log does not show it queued for good.
-const DefaultAbandonAfter = time.Hour
+const DefaultAbandonAfter = defaults.AbandonAfter
 
 // abandonedPage is how many rows one query of the sweep reads; one
 // sweep reads at most abandonedPages of them and gives up after

@@ -11,6 +11,7 @@ import (
 	"gorm.io/gorm"
 
 	"github.com/ontoflow/ontoflow/apperr"
+	"github.com/ontoflow/ontoflow/defaults"
 	"github.com/ontoflow/ontoflow/engine"
 	"github.com/ontoflow/ontoflow/models"
 	"github.com/ontoflow/ontoflow/ontology"
@@ -18,7 +19,7 @@ import (
 
 // DefaultBranchTTL is how long a what-if branch lives unless configured
 // (config's --branch-ttl uses it: one source).
-const DefaultBranchTTL = 7 * 24 * time.Hour
+const DefaultBranchTTL = defaults.BranchTTL
 
 // WhatIfResult is a what-if's outcome: the branch (Created when this
 // request opened it), the execution as it finished (or still runs), and

@@ -12,7 +12,7 @@ import (
 
 	"github.com/ontoflow/ontoflow/execstore"
 	"github.com/ontoflow/ontoflow/insights"
-	"github.com/ontoflow/ontoflow/internal/testdb"
+	"github.com/ontoflow/ontoflow/internal/harness/testdb"
 	"github.com/ontoflow/ontoflow/models"
 )
 

@@ -11,11 +11,13 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/ontoflow/ontoflow/defaults"
 )
 
 // DefaultWorkerMetricsAddr is where `ontoflow worker` serves /metrics
 // unless --metrics-addr says otherwise.
-const DefaultWorkerMetricsAddr = "127.0.0.1:9464"
+const DefaultWorkerMetricsAddr = defaults.WorkerMetricsAddr
 
 // MetricsServer serves /metrics on its own listener.
 type MetricsServer struct {

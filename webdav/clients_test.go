@@ -16,7 +16,7 @@ import (
 
 	"gorm.io/gorm"
 
-	"github.com/ontoflow/ontoflow/internal/testdb"
+	"github.com/ontoflow/ontoflow/internal/harness/testdb"
 )
 
 // chunkedPut sends a PUT whose body goes out with Transfer-Encoding:

@@ -30,6 +30,7 @@ import (
 	"gorm.io/gorm"
 
 	"github.com/ontoflow/ontoflow/auth"
+	"github.com/ontoflow/ontoflow/defaults"
 	"github.com/ontoflow/ontoflow/internal/printable"
 	"github.com/ontoflow/ontoflow/models"
 )
@@ -113,8 +114,8 @@ type Handler struct {
 // constants: one source; the lock timeout cap was 24 h here and 1 h in
 // config).
 const (
-	DefaultMaxLocksPerUser = 1000
-	DefaultMaxLockTimeout  = time.Hour
+	DefaultMaxLocksPerUser = defaults.MaxLocksPerUser
+	DefaultMaxLockTimeout  = defaults.MaxLockTimeout
 )
 
 // New returns a Handler serving users authenticated by authn.

@@ -8,7 +8,7 @@ import (
 
 	"gorm.io/gorm"
 
-	"github.com/ontoflow/ontoflow/internal/testdb"
+	"github.com/ontoflow/ontoflow/internal/harness/testdb"
 )
 
 // A folder opened in a browser reads as an index: name, size and time per

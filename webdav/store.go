@@ -3,11 +3,9 @@ package webdav
 import (
 	"context"
 	"errors"
-	"fmt"
 	"io"
-	"net/url"
-	"strconv"
-	"strings"
+
+	"github.com/ontoflow/ontoflow/webdav/storeurl"
 )
 
 // The storage seam. A Handler keeps each user's tree in one of two ways,
@@ -67,47 +65,9 @@ var ErrNoObject = errors.New("no such object")
 // answer them with 503 and Retry-After.
 var ErrStoreUnavailable = errors.New("object store unavailable")
 
-// StoreURL is a parsed --webdav-store value.
-type StoreURL struct {
-	// Kind is "posix" or "s3".
-	Kind      string
-	Bucket    string
-	Prefix    string // without leading or trailing slash
-	Endpoint  string // "" = AWS's own
-	Region    string
-	PathStyle bool
-	// Secret names an Ontoflow secret holding "ACCESS_KEY:SECRET_KEY";
-	// "" = the standard AWS credential chain.
-	Secret string
-}
+// StoreURL is a parsed --webdav-store value (package storeurl, which
+// config reads too).
+type StoreURL = storeurl.URL
 
-// ParseStoreURL reads "posix" or
-// "s3://bucket/prefix?endpoint=http://host:port&region=us-east-1&path_style=true&secret=name".
-func ParseStoreURL(s string) (StoreURL, error) {
-	if s == "" || s == "posix" {
-		return StoreURL{Kind: "posix"}, nil
-	}
-	u, err := url.Parse(s)
-	if err != nil || u.Scheme != "s3" || u.Host == "" {
-		return StoreURL{}, fmt.Errorf("webdav store %q: want posix or s3://bucket/prefix?endpoint=...&region=...", s)
-	}
-	q := u.Query()
-	st := StoreURL{Kind: "s3", Bucket: u.Host, Prefix: strings.Trim(u.Path, "/"),
-		Endpoint: q.Get("endpoint"), Region: q.Get("region"), Secret: q.Get("secret")}
-	if v := q.Get("path_style"); v != "" {
-		if st.PathStyle, err = strconv.ParseBool(v); err != nil {
-			return StoreURL{}, fmt.Errorf("webdav store: path_style %q: %w", v, err)
-		}
-	}
-	for k := range q {
-		switch k {
-		case "endpoint", "region", "path_style", "secret":
-		default:
-			return StoreURL{}, fmt.Errorf("webdav store: unknown parameter %q", k)
-		}
-	}
-	if st.Region == "" {
-		st.Region = "us-east-1"
-	}
-	return st, nil
-}
+// ParseStoreURL reads "posix" or an s3:// URL (storeurl.Parse).
+func ParseStoreURL(s string) (StoreURL, error) { return storeurl.Parse(s) }

@@ -10,11 +10,11 @@ import (
 
 	"gorm.io/gorm"
 
-	"github.com/ontoflow/ontoflow/internal/s3test"
-	"github.com/ontoflow/ontoflow/internal/testdb"
+	"github.com/ontoflow/ontoflow/internal/harness/s3test"
+	"github.com/ontoflow/ontoflow/internal/harness/testdb"
 )
 
-// testS3 is the S3 server a test runs against: internal/s3test's
+// testS3 is the S3 server a test runs against: internal/harness/s3test's
 // versitygw on loopback (skipped without the binary, a failure under
 // CI=true).
 type testS3 struct{ *s3test.Server }

@@ -9,6 +9,7 @@ import (
 
 	"gorm.io/gorm"
 
+	"github.com/ontoflow/ontoflow/defaults"
 	"github.com/ontoflow/ontoflow/models"
 )
 
@@ -41,7 +42,7 @@ type SweepOptions struct {
 const DefaultSweepGrace = time.Hour
 
 // DefaultSweepInterval is how often RunSweeper sweeps by default.
-const DefaultSweepInterval = 5 * time.Minute
+const DefaultSweepInterval = defaults.SweepInterval
 
 // SweepStats counts what a pass removed.
 type SweepStats struct {

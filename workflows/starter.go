@@ -10,6 +10,7 @@ import (
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/temporal"
 
+	"github.com/ontoflow/ontoflow/defaults"
 	"github.com/ontoflow/ontoflow/models"
 )
 
@@ -29,8 +30,8 @@ type StarterOptions struct {
 // Defaults of StarterOptions, and of the flags that set them (config
 // uses these constants: one source).
 const (
-	DefaultBatchChildItems  = 100
-	DefaultBatchConcurrency = 8
+	DefaultBatchChildItems  = defaults.BatchChildItems
+	DefaultBatchConcurrency = defaults.BatchConcurrency
 )
 
 // NewStarter returns a Starter over c.

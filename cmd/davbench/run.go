@@ -73,7 +73,7 @@ func run(ctx context.Context, args []string) error {
 	fs.IntVar(&cfg.s3Port, "s3-ontoflow-port", 8093, "the S3-mode Ontoflow's loopback port")
 	fs.IntVar(&cfg.bigPutN, "bigput-n", 8, "concurrent PUTs of the bigput benchmark (not in the default -only: it writes n x bigput-mib to each Ontoflow server)")
 	fs.IntVar(&cfg.bigPutMiB, "bigput-mib", 1024, "size of each bigput PUT in MiB")
-	fs.StringVar(&cfg.versitygw, "versitygw", "", "versitygw binary for -store versitygw (default: as internal/s3test finds it)")
+	fs.StringVar(&cfg.versitygw, "versitygw", "", "versitygw binary for -store versitygw (default: as internal/harness/s3test finds it)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}

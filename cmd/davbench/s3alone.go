@@ -18,7 +18,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
-	"github.com/ontoflow/ontoflow/internal/s3test"
+	"github.com/ontoflow/ontoflow/internal/harness/s3test"
 )
 
 // s3Alone drives the S3 server of a -store versitygw run with the AWS SDK

@@ -15,7 +15,7 @@ import (
 	"sync"
 	"sync/atomic"
 
-	"github.com/ontoflow/ontoflow/internal/s3test"
+	"github.com/ontoflow/ontoflow/internal/harness/s3test"
 )
 
 // startOntoflowS3 starts the third server of a run with -store: the same

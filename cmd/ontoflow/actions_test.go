@@ -15,7 +15,7 @@ import (
 	tclient "go.temporal.io/sdk/client"
 	tlog "go.temporal.io/sdk/log"
 
-	"github.com/ontoflow/ontoflow/internal/testdb"
+	"github.com/ontoflow/ontoflow/internal/harness/testdb"
 )
 
 // The action engine's acceptance tests, through real HTTP against real

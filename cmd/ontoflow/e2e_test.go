@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ontoflow/ontoflow/internal/testdb"
+	"github.com/ontoflow/ontoflow/internal/harness/testdb"
 )
 
 // devArgs runs `dev` on free ports with its state under dir.

@@ -16,7 +16,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ontoflow/ontoflow/internal/s3test"
+	"github.com/ontoflow/ontoflow/internal/harness/s3test"
 	"github.com/ontoflow/ontoflow/models"
 	"github.com/ontoflow/ontoflow/webdav"
 )

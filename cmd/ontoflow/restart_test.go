@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ontoflow/ontoflow/internal/testdb"
+	"github.com/ontoflow/ontoflow/internal/harness/testdb"
 )
 
 // TestBatchSurvivesKilledDev is the restart-survival check at process level:

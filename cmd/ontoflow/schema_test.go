@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/ontoflow/ontoflow/internal/testdb"
+	"github.com/ontoflow/ontoflow/internal/harness/testdb"
 	"github.com/ontoflow/ontoflow/models"
 )
 

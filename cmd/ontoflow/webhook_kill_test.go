@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ontoflow/ontoflow/internal/testdb"
+	"github.com/ontoflow/ontoflow/internal/harness/testdb"
 )
 
 // dedupReceiver is a webhook receiver on loopback that deduplicates by

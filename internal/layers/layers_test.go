@@ -53,6 +53,37 @@ func TestImportsFollowTheLayers(t *testing.T) {
 	}
 }
 
+// harnesses is the folder of the test harnesses; harnessUsers are the
+// only packages whose non-test code may import one (the benchmarks).
+const harnesses = "internal/harness/"
+
+var harnessUsers = []string{"cmd/", harnesses}
+
+// TestHarnessesServeOnlyTests fails when a package's own (non-test) code
+// imports a test harness, so that internal/'s leaves and its harnesses
+// stay apart: a harness starts servers and databases no process should.
+func TestHarnessesServeOnlyTests(t *testing.T) {
+	for path, imports := range listPackages(t) {
+		if mayUseHarness(path) {
+			continue
+		}
+		for _, imp := range imports {
+			if strings.HasPrefix(imp, harnesses) {
+				t.Errorf("%s imports the test harness %s outside its tests", path, imp)
+			}
+		}
+	}
+}
+
+func mayUseHarness(path string) bool {
+	for _, p := range harnessUsers {
+		if strings.HasPrefix(path, p) {
+			return true
+		}
+	}
+	return false
+}
+
 // TestLayerOfMatchesFolders pins the table's patterns: a name is the
 // package itself, name/... the folder and everything below it.
 func TestLayerOfMatchesFolders(t *testing.T) {

@@ -6,7 +6,7 @@
 //
 //	cd tools/versitygw && go build -o BIN github.com/versity/versitygw/cmd/versitygw
 //
-// (.ci/run does this once and keeps the binary; see internal/s3test).
+// (.ci/run does this once and keeps the binary; see internal/harness/s3test).
 package tools
 
 import _ "github.com/versity/versitygw/cmd/versitygw"

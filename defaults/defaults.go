@@ -1,0 +1,79 @@
+// Package defaults holds the default of every setting: the flags and
+// environment variables of package config show these values in --help,
+// and the packages they configure fall back to the same constants when
+// an option is left zero. It imports nothing, so config can read them
+// without importing the packages it configures (docs/architecture.md,
+// layer 0).
+package defaults
+
+import "time"
+
+// Process and logging.
+const (
+	DataDir         = "./data"
+	LogLevel        = "info"
+	LogFormat       = "text"
+	Markings        = "public,confidential,pii"
+	ShutdownTimeout = 30 * time.Second
+	// WorkerMetricsAddr is where `ontoflow worker` serves /metrics unless
+	// --metrics-addr says otherwise (dev serves it on --http-addr only).
+	WorkerMetricsAddr = "127.0.0.1:9464"
+)
+
+// Temporal.
+const (
+	TemporalAddress   = "127.0.0.1:7233"
+	TemporalNamespace = "default"
+	TaskQueue         = "ontoflow-actions"
+	// TemporalPort and UIPort are the embedded server's (dev only).
+	TemporalPort = 7233
+	UIPort       = 8233
+	// HistoryCacheSize is the embedded server's history cache: about
+	// 100 MiB of heap at the ~50 KB a cached action execution takes.
+	HistoryCacheSize = 2000
+	AdminUser        = "admin"
+)
+
+// HTTP API.
+const (
+	HTTPAddr     = "127.0.0.1:8080"
+	MaxBodyBytes = 4 << 20
+	TokenTTL     = 24 * time.Hour
+	MaxTokenTTL  = 30 * 24 * time.Hour
+	// UserCacheTTL is how long a user row read for Basic authentication
+	// is reused.
+	UserCacheTTL = 2 * time.Second
+)
+
+// WebDAV.
+const (
+	WebDAVMaxUpload = 10 << 30
+	WebDAVQuota     = 0 // unlimited
+	// MaxLockTimeout was 24 h in webdav and 1 h in config before both
+	// read it here.
+	MaxLockTimeout  = time.Hour
+	MaxLocksPerUser = 1000
+	WebDAVChecksums = "auto"
+	WebDAVStore     = "posix"
+	WebDAVFsync     = false
+	SweepInterval   = 5 * time.Minute
+)
+
+// Executions, batches and notifications.
+const (
+	BatchMaxItems    = 10000
+	BatchSyncMax     = 100
+	BatchChildItems  = 100
+	BatchConcurrency = 8
+	ExecuteTimeout   = 60 * time.Second
+	// BranchTTL is how long a what-if branch lives before it is purged.
+	BranchTTL = 7 * 24 * time.Hour
+	// AbandonAfter is how long a keyed execution whose workflow never
+	// started waits for the retry with its Idempotency-Key before the
+	// sweep records it failed: long enough for any client's retry loop,
+	// short enough that the action log does not show it queued for good.
+	AbandonAfter = time.Hour
+	// MaxRecipients bounds the recipients of one notification side
+	// effect; one with more is recorded failed.
+	MaxRecipients = 500
+)

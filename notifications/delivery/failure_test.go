@@ -1,7 +1,6 @@
 package delivery
 
 import (
-	"bufio"
 	"context"
 	"errors"
 	"net"
@@ -11,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ontoflow/ontoflow/internal/harness/loopback"
 	"github.com/ontoflow/ontoflow/models"
 	"github.com/ontoflow/ontoflow/notifications/senders"
 	"github.com/ontoflow/ontoflow/outbound"
@@ -46,13 +46,13 @@ func TestChatFailureShapesAreRecorded(t *testing.T) {
 		}
 		return outbound.NewClient(outbound.Options{Allow: a, Timeout: 300 * time.Millisecond, DialTimeout: time.Second})
 	}()
-	late := handlerServer(t, func(w http.ResponseWriter, r *http.Request) {
+	late := loopback.HandlerServer(t, func(w http.ResponseWriter, r *http.Request) {
 		select {
 		case <-r.Context().Done():
 		case <-time.After(3 * time.Second):
 		}
 	})
-	unavailableDrip := handlerServer(t, func(w http.ResponseWriter, r *http.Request) {
+	unavailableDrip := loopback.HandlerServer(t, func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Length", "1000")
 		w.WriteHeader(http.StatusServiceUnavailable)
 		for r.Context().Err() == nil {
@@ -61,7 +61,7 @@ func TestChatFailureShapesAreRecorded(t *testing.T) {
 			time.Sleep(50 * time.Millisecond)
 		}
 	})
-	badRequest := handlerServer(t, func(w http.ResponseWriter, r *http.Request) {
+	badRequest := loopback.HandlerServer(t, func(w http.ResponseWriter, r *http.Request) {
 		w.WriteHeader(http.StatusBadRequest)
 		_, _ = w.Write([]byte("invalid_payload"))
 	})
@@ -69,12 +69,12 @@ func TestChatFailureShapesAreRecorded(t *testing.T) {
 	tlsSrv.Config.ErrorLog = nil
 	tlsSrv.StartTLS()
 	t.Cleanup(tlsSrv.Close)
-	resetMidBody := rawServer(t, func(c *net.TCPConn) {
+	resetMidBody := loopback.RawServer(t, func(c *net.TCPConn) {
 		_, _ = c.Write([]byte("HTTP/1.1 502 Bad Gateway\r\nContent-Length: 100\r\n\r\npartial"))
 		time.Sleep(50 * time.Millisecond)
 		_ = c.SetLinger(0)
 	})
-	resetBeforeAnswer := rawServer(t, func(c *net.TCPConn) { _ = c.SetLinger(0) })
+	resetBeforeAnswer := loopback.RawServer(t, func(c *net.TCPConn) { _ = c.SetLinger(0) })
 
 	cases := []struct {
 		name, url string
@@ -127,40 +127,4 @@ func TestChatFailureShapesAreRecorded(t *testing.T) {
 			})
 		}
 	}
-}
-
-func handlerServer(t *testing.T, h http.HandlerFunc) *httptest.Server {
-	t.Helper()
-	srv := httptest.NewUnstartedServer(h)
-	srv.Config.ErrorLog = nil
-	srv.Start()
-	t.Cleanup(srv.Close)
-	return srv
-}
-
-// rawServer answers every connection on loopback with answer, which gets
-// the connection once the request's head is read.
-func rawServer(t *testing.T, answer func(c *net.TCPConn)) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { ln.Close() })
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			go func() {
-				defer c.Close()
-				if _, err := http.ReadRequest(bufio.NewReader(c)); err != nil {
-					return
-				}
-				answer(c.(*net.TCPConn))
-			}()
-		}
-	}()
-	return "http://" + ln.Addr().String() + "/hook"
 }

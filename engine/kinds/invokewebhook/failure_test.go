@@ -1,7 +1,6 @@
 package invokewebhook
 
 import (
-	"bufio"
 	"context"
 	"errors"
 	"net"
@@ -14,6 +13,7 @@ import (
 	"github.com/ontoflow/ontoflow/apperr"
 	"github.com/ontoflow/ontoflow/domain"
 	"github.com/ontoflow/ontoflow/engine"
+	"github.com/ontoflow/ontoflow/internal/harness/loopback"
 	"github.com/ontoflow/ontoflow/models"
 	"github.com/ontoflow/ontoflow/outbound"
 	"github.com/ontoflow/ontoflow/secrets"
@@ -52,49 +52,13 @@ func webhookAttempt(t *testing.T, url string, n, max int32) error {
 	return err
 }
 
-// rawServer answers every connection on loopback with answer, which gets
-// the connection once the request's head is read.
-func rawServer(t *testing.T, answer func(c *net.TCPConn)) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { ln.Close() })
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			go func() {
-				defer c.Close()
-				if _, err := http.ReadRequest(bufio.NewReader(c)); err != nil {
-					return
-				}
-				answer(c.(*net.TCPConn))
-			}()
-		}
-	}()
-	return "http://" + ln.Addr().String() + "/hook"
-}
-
-func handlerServer(t *testing.T, h http.HandlerFunc) *httptest.Server {
-	t.Helper()
-	srv := httptest.NewUnstartedServer(h)
-	srv.Config.ErrorLog = nil
-	srv.Start()
-	t.Cleanup(srv.Close)
-	return srv
-}
-
 // Every way an attempt can fail after the request left ends typed: a
 // retry before the last attempt, WebhookFailed naming the attempts on the
 // last one — never an untyped error that the workflow would record as
 // Internal once Temporal's attempts are spent. An oversize answer is final
 // at once (the same answer would come again).
 func TestWebhookFailureShapesAreTyped(t *testing.T) {
-	drip := handlerServer(t, func(w http.ResponseWriter, r *http.Request) {
+	drip := loopback.HandlerServer(t, func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Length", "1000")
 		w.WriteHeader(http.StatusOK)
 		for r.Context().Err() == nil {
@@ -103,25 +67,25 @@ func TestWebhookFailureShapesAreTyped(t *testing.T) {
 			time.Sleep(50 * time.Millisecond)
 		}
 	})
-	late := handlerServer(t, func(w http.ResponseWriter, r *http.Request) {
+	late := loopback.HandlerServer(t, func(w http.ResponseWriter, r *http.Request) {
 		select {
 		case <-r.Context().Done():
 		case <-time.After(3 * time.Second):
 		}
 	})
-	huge := handlerServer(t, func(w http.ResponseWriter, r *http.Request) {
+	huge := loopback.HandlerServer(t, func(w http.ResponseWriter, r *http.Request) {
 		_, _ = w.Write([]byte(strings.Repeat("a", webhookResponseMax+1)))
 	})
 	tlsSrv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {}))
 	tlsSrv.Config.ErrorLog = nil
 	tlsSrv.StartTLS()
 	t.Cleanup(tlsSrv.Close)
-	resetMidBody := rawServer(t, func(c *net.TCPConn) {
+	resetMidBody := loopback.RawServer(t, func(c *net.TCPConn) {
 		_, _ = c.Write([]byte("HTTP/1.1 200 OK\r\nContent-Length: 100\r\nContent-Type: application/json\r\n\r\n{\"partial\":"))
 		time.Sleep(50 * time.Millisecond)
 		_ = c.SetLinger(0) // close with a reset
 	})
-	resetBeforeAnswer := rawServer(t, func(c *net.TCPConn) { _ = c.SetLinger(0) })
+	resetBeforeAnswer := loopback.RawServer(t, func(c *net.TCPConn) { _ = c.SetLinger(0) })
 
 	cases := []struct {
 		name, url string

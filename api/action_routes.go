@@ -218,6 +218,7 @@ func (h *actionRoutes) view(ctx context.Context, ex *models.Execution, items boo
 // execution can finish before the answer is written, and such a client
 // polls the Location whatever the state.
 func (h *actionRoutes) answer(c *gin.Context, ex *models.Execution, async bool) {
+	answeredExecution(c, ex)
 	v, err := h.view(c.Request.Context(), ex, ex.TotalItems <= min(h.BatchSyncMax, maxInlineItems))
 	if err != nil {
 		fail(c, err)

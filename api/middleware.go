@@ -1,6 +1,7 @@
 package api
 
 import (
+	"context"
 	"fmt"
 	"net/http"
 	"runtime/debug"
@@ -14,6 +15,8 @@ import (
 	"github.com/ontoflow/ontoflow/apperr"
 	"github.com/ontoflow/ontoflow/auth"
 	"github.com/ontoflow/ontoflow/internal/printable"
+	"github.com/ontoflow/ontoflow/models"
+	"github.com/ontoflow/ontoflow/telemetry"
 )
 
 const principalKey = "ontoflow.principal"
@@ -150,8 +153,30 @@ func (s *Server) accessLog(c *gin.Context) {
 	if p := principal(c); p != nil {
 		user = p.User.Username
 	}
-	s.deps.Logger.LogAttrs(c.Request.Context(), levelFor(status), "http",
+	s.deps.Logger.LogAttrs(loggedExecution(c), levelFor(status), "http",
 		slogAttrs(c.Request.Method, c.Request.URL.Path, status, c.Writer.Size(), d, user)...)
+}
+
+// answeredExecutionKey is the gin context key under which a route that
+// answers with an execution leaves it for the access line.
+const answeredExecutionKey = "ontoflow.execution"
+
+// answeredExecution marks the request as answering with ex: its access
+// line then names the execution and its workflow (the trace id comes from
+// the request's span), so the request leads to the execution's record,
+// history and trace.
+func answeredExecution(c *gin.Context, ex *models.Execution) {
+	c.Set(answeredExecutionKey, ex)
+}
+
+// loggedExecution is the request's context, naming the execution it
+// answered with, if any.
+func loggedExecution(c *gin.Context) context.Context {
+	ctx := c.Request.Context()
+	if ex, ok := c.Value(answeredExecutionKey).(*models.Execution); ok && ex != nil {
+		return telemetry.WithExecution(ctx, ex.ID, ex.WorkflowID)
+	}
+	return ctx
 }
 
 // metricLabels are a request's method and route as metric labels. Anyone

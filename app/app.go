@@ -21,7 +21,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/interceptor"
-	sdklog "go.temporal.io/sdk/log"
 	sdkworker "go.temporal.io/sdk/worker"
 	"gorm.io/gorm"
 
@@ -639,7 +638,7 @@ func Dial(ctx context.Context, addr, ns string, log *slog.Logger, opts DialOptio
 		c, err = client.DialContext(ctx, client.Options{
 			HostPort:       addr,
 			Namespace:      ns,
-			Logger:         sdklog.NewStructuredLogger(log.With("component", "temporal-sdk")),
+			Logger:         telemetry.SDKLogger(log.With("component", "temporal-sdk"), workflows.ExecutionIDOf),
 			MetricsHandler: opts.Metrics,
 			Interceptors:   opts.Interceptors,
 		})

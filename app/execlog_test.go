@@ -98,13 +98,13 @@ func logLinesNameExecution(t *testing.T, c devClient, logs *lockedBuffer) {
 	}
 
 	byTrace := map[string][]map[string]any{}
-	for _, l := range logs.lines(t) {
-		// The request's access line is logged by the HTTP layer after
-		// the handler, outside any step: it carries the trace only.
-		if id, ok := l["trace_id"].(string); ok && l["msg"] != "http" {
+	lines := logs.lines(t)
+	for _, l := range lines {
+		if id, ok := l["trace_id"].(string); ok {
 			byTrace[id] = append(byTrace[id], l)
 		}
 	}
+	sdkLinesNameExecution(t, lines, ex, batch)
 	// The sync execute: every line of its trace names it.
 	exLines := byTrace[ex.TraceID]
 	if len(exLines) == 0 {
@@ -133,5 +133,32 @@ func logLinesNameExecution(t *testing.T, c devClient, logs *lockedBuffer) {
 	}
 	if !seen[batch.ID] || len(seen) != 3 {
 		t.Errorf("the batch's lines name executions %v; want the batch %s and its two items", seen, batch.ID)
+	}
+}
+
+// sdkLinesNameExecution checks the Temporal SDK's own lines (they carry
+// no trace): each that tags a workflow of the two executions names the
+// execution too, and there are such lines (the SDK logs at debug level).
+func sdkLinesNameExecution(t *testing.T, lines []map[string]any, ex, batch execRecord) {
+	t.Helper()
+	tagged := 0
+	for _, l := range lines {
+		wf, _ := l["WorkflowID"].(string)
+		want := ""
+		switch {
+		case wf == ex.WorkflowID:
+			want = ex.ID
+		case strings.HasPrefix(wf, batch.WorkflowID):
+			want = batch.ID
+		default:
+			continue
+		}
+		tagged++
+		if l["execution_id"] != want || l["workflow_id"] != wf {
+			t.Errorf("an SDK line of workflow %s names execution %v, workflow %v; want %s: %v", wf, l["execution_id"], l["workflow_id"], want, l)
+		}
+	}
+	if tagged == 0 {
+		t.Error("no SDK line tags the executions' workflows: the check above checked nothing")
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 
 	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/api/serviceerror"
@@ -156,4 +157,15 @@ func (s *Starter) StartBatch(ctx context.Context, batch *models.Execution) (clie
 // Run returns a handle on an existing workflow run (to wait on it).
 func (s *Starter) Run(workflowID, runID string) client.WorkflowRun {
 	return s.c.GetWorkflow(context.Background(), workflowID, runID)
+}
+
+// ExecutionIDOf is the id of the execution whose workflow (or batch chunk,
+// WorkflowID + "/chunk-N") workflowID names, "" for any other workflow:
+// the SDK's log lines name workflows, and are given the execution's id.
+func ExecutionIDOf(workflowID string) string {
+	parts := strings.SplitN(workflowID, "/", 4)
+	if len(parts) < 3 || parts[0] != "action" {
+		return ""
+	}
+	return parts[2]
 }

@@ -86,6 +86,14 @@ func TestMediaArrayPins(t *testing.T) {
 		t.Fatalf("checkPins = %v", err)
 	}
 
+	// Arrays of arrays too.
+	nested := domain.ArrayOf(domain.ArrayOf(domain.T(domain.TypeMediaReference)))
+	in.keepPins = false
+	inner, dav, err := e.pinValue(context.Background(), in, nested, []any{[]any{"webdav:/a.txt"}})
+	if pin, _ := inner.([]any)[0].([]any)[0].(map[string]any); err != nil || !dav || pin["sha256"] != "s2" {
+		t.Fatalf("nested: %v %v %v", inner, dav, err)
+	}
+
 	// An element naming no file: the parameter is invalid with the one
 	// message of a single reference.
 	params = map[string]any{"files": []any{"webdav:/a.txt", "webdav:/missing.txt"}}

@@ -219,7 +219,7 @@ func mediaSuite(t *testing.T, c devClient, filesDir string) {
 		d, _ := json.Marshal(m["error"]["details"])
 		return string(b), string(d)
 	}
-	var singleDetails string // a single reference's refusal, for the array's
+	var single, singleDetails string // a single reference's refusal, for the array's
 	t.Run("a bad reference is the same 400 naming the parameter, whatever makes it bad", func(t *testing.T) {
 		var first string
 		for _, ref := range bad {
@@ -231,7 +231,7 @@ func mediaSuite(t *testing.T, c devClient, filesDir string) {
 			// sent, every byte is the same.
 			b, d := refusal(t, body)
 			if first == "" {
-				first, singleDetails = b, d
+				first, single, singleDetails = b, b, d
 			} else if b != first {
 				t.Fatalf("%s answers\n%s\nnot\n%s", ref, b, first)
 			}
@@ -412,8 +412,8 @@ func mediaSuite(t *testing.T, c devClient, filesDir string) {
 				t.Fatalf("%s: %d %s", ref, st, body)
 			}
 			b, d := refusal(t, body)
-			if d != singleDetails {
-				t.Fatalf("%s: details %s, not the single reference's %s", ref, d, singleDetails)
+			if d != singleDetails || b != single {
+				t.Fatalf("%s: details %s, not the single reference's %s\n%s\n%s", ref, d, singleDetails, b, single)
 			}
 			if first == "" {
 				first = b

@@ -399,6 +399,13 @@ func mediaSuite(t *testing.T, c devClient, filesDir string) {
 		if got := fmt.Sprint(c.object(obj.ID)["attachments"]); got != fmt.Sprint(items) {
 			t.Fatalf("attachments = %s", got)
 		}
+		// An edit of an element's file leaves the record alone.
+		put("admin", adminPassword, "/reports/q4.txt", []byte("quarter four: restated\n"))
+		c.must(http.StatusOK, "GET", "/api/v1/ontology/executions/"+ex.ID, nil, &rec)
+		if a, b := fmt.Sprint(rec.Parameters["report"]), fmt.Sprint(items); a != b {
+			t.Fatalf("after an edit the record holds %s, not %s", a, b)
+		}
+		put("admin", adminPassword, "/reports/q4.txt", q4)
 	})
 
 	t.Run("an array with one bad reference is the single reference's 400, whatever makes it bad", func(t *testing.T) {

@@ -311,7 +311,21 @@ func (a *App) dialTemporal(ctx context.Context, addr string) error {
 // their built-in zero values.
 func (a *App) assemble(ctx context.Context, o options) error {
 	cfg := a.Cfg
-	a.Functions = functions.New(a.DB, functions.Options{Log: a.Log, Registerer: a.Registry, TestHost: invokefunction.TestHost})
+	// The store the WebDAV handler serves (handler below), opened first
+	// because every process running the engine reads media references
+	// from it, the worker too, and functions' test runs read it
+	// (ctx.media).
+	contents, err := a.webdavContents(ctx)
+	if err != nil {
+		return err
+	}
+	a.davContents = contents
+	media, mediaErr := a.mediaFiles(contents)
+	if mediaErr != nil {
+		a.Log.Error("media references to WebDAV files are off", "err", mediaErr)
+	}
+	a.Functions = functions.New(a.DB, functions.Options{Log: a.Log, Registerer: a.Registry,
+		TestHost: invokefunction.TestHostOver(media, cfg.PublicURL)})
 	reads := &functions.Reads{}
 	withDeps := []engine.Kind{invokewebhook.InvokeWebhook{Client: a.Outbound, Secrets: a.Secrets},
 		invokefunction.InvokeFunction{Functions: a.Functions, Reads: reads, Client: a.Outbound}}
@@ -320,18 +334,7 @@ func (a *App) assemble(ctx context.Context, o options) error {
 	a.Store.UseSecretPolicy(a.Secrets)
 	a.kinds = kinds
 	reads.Store = a.Store
-	// The store the WebDAV handler serves (handler below), opened here
-	// because every process running the engine reads media references
-	// from it, the worker too.
-	contents, err := a.webdavContents(ctx)
-	if err != nil {
-		return err
-	}
-	a.davContents = contents
-	media, err := a.mediaFiles(contents)
-	if err != nil {
-		a.Log.Error("media references to WebDAV files are off", "err", err)
-	} else {
+	if mediaErr == nil {
 		a.Store.UseMedia(mediaCheck(media, cfg.PublicURL))
 	}
 	a.Engine = engine.New(engine.Deps{DB: a.DB, Ontology: a.Store, Kinds: kinds, Levels: cfg.Markings, Log: a.Log,

@@ -111,28 +111,24 @@ func mediaRefused(name string) string {
 }
 
 // resolveMedia pins the WebDAV references among params (materialize's
-// last step), marking an unresolvable one invalid. With keepPins, a value
-// already pinned (the validate step's, read back from the row) is kept:
-// checkPins compares it with the file.
+// last step), marking an unresolvable one invalid: a media_reference
+// input, or each element of an array of them. One element naming no file
+// the actor may read makes the whole parameter invalid, with the one
+// message of a top-level reference (the answer does not say which
+// element, nor why). With keepPins, a value already pinned (the validate
+// step's, read back from the row) is kept: checkPins compares it with the
+// file.
 func (e *Engine) resolveMedia(ctx context.Context, in *input, params map[string]any, v *Validation) {
 	for i, field := range in.Action.Inputs {
-		if field.Type.Base != domain.TypeMediaReference || i >= len(v.Parameters) || v.Parameters[i].Result != Valid {
+		if !holdsMedia(field.Type) || i >= len(v.Parameters) || v.Parameters[i].Result != Valid {
 			continue
 		}
 		val, ok := params[field.Name]
-		raw, isURI := mediaURI(val)
-		if !ok || !isURI {
-			continue
-		}
-		p, dav := e.media.treePath(raw)
-		if !dav {
-			continue
-		}
-		if m, pinned := val.(map[string]any); pinned && in.keepPins && m[pinSHA256] != nil {
+		if !ok {
 			continue
 		}
 		pr := &v.Parameters[i]
-		f, err := e.statMedia(ctx, in, p)
+		pinned, dav, err := e.pinValue(ctx, in, field.Type, val)
 		if err != nil {
 			msg := mediaRefused(field.Name)
 			if !errors.Is(err, media.ErrNoFile) {
@@ -144,10 +140,80 @@ func (e *Engine) resolveMedia(ctx context.Context, in *input, params map[string]
 			v.Result = Invalid
 			continue
 		}
-		params[field.Name] = e.media.pin(raw, f)
-		pr.Value = params[field.Name]
+		if !dav {
+			continue
+		}
+		params[field.Name] = pinned
+		pr.Value = pinned
 		pr.Constraints = append(pr.Constraints, Constraint{Type: "media", Result: Valid})
 	}
+}
+
+// holdsMedia reports whether values of t are media references or arrays
+// (of arrays) of them: the types whose values resolveMedia pins.
+func holdsMedia(t domain.PropertyType) bool {
+	for t.Base == domain.TypeArray && t.ElementType != nil {
+		t = *t.ElementType
+	}
+	return t.Base == domain.TypeMediaReference
+}
+
+// pinValue is val, a type-checked value of t, with each reference to a
+// file of the actor's tree replaced by its pin; dav reports whether it
+// held one. The first reference naming no readable file ends it with
+// media.ErrNoFile (or the store's error). An array is copied, never
+// changed in place.
+func (e *Engine) pinValue(ctx context.Context, in *input, t domain.PropertyType, val any) (any, bool, error) {
+	if t.Base == domain.TypeArray && t.ElementType != nil {
+		items, ok := val.([]any)
+		if !ok {
+			return val, false, nil
+		}
+		out := make([]any, len(items))
+		var dav bool
+		for i, x := range items {
+			p, d, err := e.pinValue(ctx, in, *t.ElementType, x)
+			if err != nil {
+				return nil, true, err
+			}
+			out[i], dav = p, dav || d
+		}
+		return out, dav, nil
+	}
+	raw, isURI := mediaURI(val)
+	if t.Base != domain.TypeMediaReference || !isURI {
+		return val, false, nil
+	}
+	p, dav := e.media.treePath(raw)
+	if !dav {
+		return val, false, nil
+	}
+	if m, pinned := val.(map[string]any); pinned && in.keepPins && m[pinSHA256] != nil {
+		return val, true, nil
+	}
+	f, err := e.statMedia(ctx, in, p)
+	if err != nil {
+		return nil, true, err
+	}
+	return e.media.pin(raw, f), true, nil
+}
+
+// eachPin calls fn with every pinned reference of val, a value of t (a
+// media reference, or an array of them), until fn fails.
+func eachPin(t domain.PropertyType, val any, fn func(pin map[string]any) error) error {
+	if t.Base == domain.TypeArray && t.ElementType != nil {
+		items, _ := val.([]any)
+		for _, x := range items {
+			if err := eachPin(*t.ElementType, x, fn); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	if m, ok := val.(map[string]any); ok && t.Base == domain.TypeMediaReference && m[pinSHA256] != nil {
+		return fn(m)
+	}
+	return nil
 }
 
 // statMedia describes the file at p of the actor's tree. A guest has no
@@ -159,10 +225,14 @@ func (e *Engine) statMedia(ctx context.Context, in *input, p string) (media.File
 	return e.media.store.Stat(ctx, in.Actor.ID, p)
 }
 
+// errPinFound stops eachPin at the first pin (hasPins).
+var errPinFound = errors.New("pinned")
+
 // hasPins reports whether params hold a pinned WebDAV reference.
 func hasPins(at *ActionType, params map[string]any) bool {
 	for _, field := range at.Inputs {
-		if m, ok := params[field.Name].(map[string]any); ok && field.Type.Base == domain.TypeMediaReference && m[pinSHA256] != nil {
+		found := func(map[string]any) error { return errPinFound }
+		if holdsMedia(field.Type) && eachPin(field.Type, params[field.Name], found) != nil {
 			return true
 		}
 	}
@@ -170,23 +240,29 @@ func hasPins(at *ActionType, params map[string]any) bool {
 }
 
 // checkPins refuses, with 409 Conflict naming the parameter, an execution
-// whose pinned file is no longer the version validated (changed, moved,
-// deleted): the operation would otherwise act on other bytes than the
-// record says. Called by the effect and run steps before the operation.
+// whose pinned file (a parameter's, or one element's of an array) is no
+// longer the version validated (changed, moved, deleted): the operation
+// would otherwise act on other bytes than the record says. Called by the
+// effect and run steps before the operation.
 func (e *Engine) checkPins(ctx context.Context, in *input) error {
 	for _, field := range in.Action.Inputs {
-		m, ok := in.Params[field.Name].(map[string]any)
-		if !ok || field.Type.Base != domain.TypeMediaReference || m[pinSHA256] == nil {
+		if !holdsMedia(field.Type) {
 			continue
 		}
-		p, _ := m[pinPath].(string)
-		f, err := e.statMedia(ctx, in, p)
-		if err != nil && !errors.Is(err, media.ErrNoFile) {
-			return fmt.Errorf("check the file of parameter %s: %w", field.Name, err)
-		}
-		if err != nil || !samePin(m, f) {
-			return apperr.New(apperr.Conflict, "parameter %q: the file %s changed after the action was validated; nothing was applied", field.Name, p).
-				WithDetails(apperr.Detail{Field: "parameters." + field.Name, Reason: "stale_media", Message: "the file changed since it was validated"})
+		err := eachPin(field.Type, in.Params[field.Name], func(m map[string]any) error {
+			p, _ := m[pinPath].(string)
+			f, err := e.statMedia(ctx, in, p)
+			if err != nil && !errors.Is(err, media.ErrNoFile) {
+				return fmt.Errorf("check the file of parameter %s: %w", field.Name, err)
+			}
+			if err != nil || !samePin(m, f) {
+				return apperr.New(apperr.Conflict, "parameter %q: the file %s changed after the action was validated; nothing was applied", field.Name, p).
+					WithDetails(apperr.Detail{Field: "parameters." + field.Name, Reason: "stale_media", Message: "the file changed since it was validated"})
+			}
+			return nil
+		})
+		if err != nil {
+			return err
 		}
 	}
 	return nil

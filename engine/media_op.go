@@ -1,7 +1,6 @@
 package engine
 
 import (
-	"github.com/ontoflow/ontoflow/domain"
 	"github.com/ontoflow/ontoflow/media"
 )
 
@@ -27,13 +26,25 @@ func (op *Op) MediaPath(uri string) (string, bool) { return op.media.treePath(ur
 // MediaPin is the pinned value of a reference uri to file f.
 func (op *Op) MediaPin(uri string, f media.File) map[string]any { return op.media.pin(uri, f) }
 
-// PinnedParam is the media_reference parameter of op whose pin names the
-// file at path p, and that pin ("", nil: none does).
+// PinnedParam is the media_reference parameter of op whose pin (its
+// value's, or an element's of an array) names the file at path p, and
+// that pin ("", nil: none does, or op runs outside an action, such as a
+// function's test run).
 func (op *Op) PinnedParam(p string) (string, map[string]any) {
+	if op.Action == nil {
+		return "", nil
+	}
 	for _, field := range op.Action.Inputs {
-		m, ok := op.Params[field.Name].(map[string]any)
-		if ok && field.Type.Base == domain.TypeMediaReference && m[pinSHA256] != nil && m[pinPath] == p {
-			return field.Name, m
+		var pin map[string]any
+		_ = eachPin(field.Type, op.Params[field.Name], func(m map[string]any) error {
+			if m[pinPath] == p {
+				pin = m
+				return errPinFound
+			}
+			return nil
+		})
+		if pin != nil {
+			return field.Name, pin
 		}
 	}
 	return "", nil

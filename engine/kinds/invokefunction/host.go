@@ -12,6 +12,7 @@ import (
 	"github.com/ontoflow/ontoflow/engine"
 	"github.com/ontoflow/ontoflow/functions"
 	"github.com/ontoflow/ontoflow/functions/runtime"
+	"github.com/ontoflow/ontoflow/media"
 	"github.com/ontoflow/ontoflow/models"
 	"github.com/ontoflow/ontoflow/outbound"
 )
@@ -54,6 +55,17 @@ type functionHost struct {
 // transaction, without network.
 func TestHost(actor *models.User, reads *functions.Reads) runtime.Host {
 	return &functionHost{op: &engine.Op{Actor: actor, Ontology: reads.Store}, reads: reads, seen: map[string]string{}}
+}
+
+// TestHostOver is TestHost with ctx.media over the tester's own tree in
+// store (nil: none; publicURL as engine.Op.WithMedia). A test run has no
+// execution, so no parameter is pinned: ctx.media reads files as they
+// are now (docs/functions.md, "Files").
+func TestHostOver(store media.Store, publicURL string) func(*models.User, *functions.Reads) runtime.Host {
+	return func(actor *models.User, reads *functions.Reads) runtime.Host {
+		return &functionHost{op: (&engine.Op{Actor: actor, Ontology: reads.Store}).WithMedia(store, publicURL),
+			reads: reads, seen: map[string]string{}}
+	}
 }
 
 // updatedStamp is what a read of o records: its update time, or "" when

@@ -25,6 +25,24 @@ func mediaLink(t domain.PropertyType, v any) string {
 	return fileHref(v)
 }
 
+// fileLink is one element of an array of media references on an object's
+// page: its text, and the link to its WebDAV file when it names one.
+type fileLink struct{ Text, Href string }
+
+// mediaLinks are the elements of an array of media references, each
+// linked to the WebDAV file it names (nil for any other type).
+func mediaLinks(t domain.PropertyType, v any) []fileLink {
+	if t.Base != domain.TypeArray || t.ElementType == nil || t.ElementType.Base != domain.TypeMediaReference {
+		return nil
+	}
+	xs, _ := v.([]any)
+	out := make([]fileLink, 0, len(xs))
+	for _, x := range xs {
+		out = append(out, fileLink{Text: valueText(x), Href: fileHref(x)})
+	}
+	return out
+}
+
 // fileHref is the /webdav/... path of a reference value (a string, or an
 // object with uri/url, pinned or not); "" for any other URL.
 func fileHref(v any) string {
@@ -58,8 +76,17 @@ func escapedTreePath(p string) string {
 
 // pinnedFile renders a parameter's value on the execution page: a pinned
 // file as a link with its name, size and checksum (the version the
-// execution used), anything else as valueText.
+// execution used), an array holding pinned files as a list of them,
+// anything else as valueText.
 func pinnedFile(v any) template.HTML {
+	if xs, ok := v.([]any); ok && holdsPin(xs) {
+		var b strings.Builder
+		b.WriteString(`<ul class="pinned-files">`)
+		for _, x := range xs {
+			b.WriteString("<li>" + string(pinnedFile(x)) + "</li>")
+		}
+		return template.HTML(b.String() + "</ul>")
+	}
 	m, ok := v.(map[string]any)
 	if !ok || m["sha256"] == nil {
 		return template.HTML(template.HTMLEscapeString(valueText(v)))
@@ -70,4 +97,18 @@ func pinnedFile(v any) template.HTML {
 	return template.HTML(fmt.Sprintf(`<a class="pinned-file" href="%s">%s</a> <span class="muted">%s bytes · SHA-256 <code>%s</code> · modified %s · ETag <code>%s</code> (the version this execution used)</span>`,
 		template.HTMLEscapeString(fileHref(m)), template.HTMLEscapeString(name), template.HTMLEscapeString(valueText(m["size"])),
 		template.HTMLEscapeString(sha), template.HTMLEscapeString(modified), template.HTMLEscapeString(valueText(m["etag"]))))
+}
+
+// holdsPin reports whether an array parameter holds a pinned file (arrays
+// of media references are pinned element by element).
+func holdsPin(xs []any) bool {
+	for _, x := range xs {
+		if m, ok := x.(map[string]any); ok && m["sha256"] != nil {
+			return true
+		}
+		if inner, ok := x.([]any); ok && holdsPin(inner) {
+			return true
+		}
+	}
+	return false
 }

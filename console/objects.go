@@ -31,7 +31,10 @@ type propertyRow struct {
 	ExecutionID        string
 	CSRF               string
 	// Link is the WebDAV file a media_reference value names (media.go).
-	Link    string
+	Link string
+	// Links are the elements of an array of media references, each
+	// linked to its file.
+	Links   []fileLink
 	Options []string
 }
 
@@ -63,7 +66,8 @@ func (c *Console) objectPage(g *gin.Context) {
 func (c *Console) propertyRow(g *gin.Context, ot *ontology.ObjectTypeView, o *models.Object, pr models.Property) propertyRow {
 	row := propertyRow{TypeName: ot.Name, ObjectID: o.ID, Name: pr.Name, Label: displayName(pr.DisplayName, pr.Name),
 		Kind: kindOf(pr.Type.V), Value: formText(pr.Type.V, o.Properties.V[pr.Name]), Editable: pr.InlineEdit.V != nil,
-		CSRF: g.GetString(csrfKey), Link: mediaLink(pr.Type.V, o.Properties.V[pr.Name])}
+		CSRF: g.GetString(csrfKey), Link: mediaLink(pr.Type.V, o.Properties.V[pr.Name]),
+		Links: mediaLinks(pr.Type.V, o.Properties.V[pr.Name])}
 	if row.Kind == "select" {
 		row.Options = c.d.Levels
 	}

@@ -44,6 +44,7 @@ import (
 	"github.com/ontoflow/ontoflow/notifications/senders"
 	"github.com/ontoflow/ontoflow/ontology"
 	"github.com/ontoflow/ontoflow/outbound"
+	"github.com/ontoflow/ontoflow/revert"
 	"github.com/ontoflow/ontoflow/secrets"
 	"github.com/ontoflow/ontoflow/telemetry"
 	"github.com/ontoflow/ontoflow/telemetry/storegauges"
@@ -346,7 +347,7 @@ func (a *App) startWorker() error {
 	a.Worker = worker.New(a.Temporal, worker.Options{
 		TaskQueue:       a.Cfg.TaskQueue,
 		StopTimeout:     a.Cfg.ShutdownTimeout,
-		Activities:      activities.New(a.Engine),
+		Activities:      activities.New(a.Engine, revert.New(a.DB, a.Store, a.Engine)),
 		Registerer:      a.Registry,
 		BatchChildItems: a.Cfg.BatchChildItems,
 	})

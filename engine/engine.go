@@ -52,19 +52,12 @@ type Ontology interface {
 	// CreateLink links source to target with linkTypeID, enforcing
 	// cardinality, and returns the link id.
 	CreateLink(ctx context.Context, tx *gorm.DB, linkTypeID, sourceID, targetID string) (string, error)
-	// RestoreObject and RestoreLink recreate a deleted object or link
-	// exactly (same id); DeleteLink deletes a link. Revert uses them.
-	RestoreObject(ctx context.Context, tx *gorm.DB, o domain.Object) error
-	RestoreLink(ctx context.Context, tx *gorm.DB, l domain.Link) error
+	// DeleteLink deletes a link (a function's unlink; a revert's undo).
 	DeleteLink(ctx context.Context, tx *gorm.DB, id string) error
 	// LockObject locks the object's row in tx until it ends (Postgres; on
 	// SQLite the write transaction already excludes other writers), so a
 	// check of its update time holds until the write that relies on it.
 	LockObject(ctx context.Context, tx *gorm.DB, id string) error
-	// SetUpdatedAt sets the object's update time to at: a revert that put
-	// back every property an edit changed restores the time the object
-	// had before that edit, since it is again exactly as it was then.
-	SetUpdatedAt(ctx context.Context, tx *gorm.DB, id string, at time.Time) error
 }
 
 // ActionType and Object are the ontology's records as the engine sees

@@ -50,6 +50,7 @@ import (
 	"github.com/ontoflow/ontoflow/telemetry/storegauges"
 	"github.com/ontoflow/ontoflow/users"
 	"github.com/ontoflow/ontoflow/webdav"
+	"github.com/ontoflow/ontoflow/whatif"
 	"github.com/ontoflow/ontoflow/worker"
 	"github.com/ontoflow/ontoflow/workflows"
 )
@@ -338,7 +339,7 @@ func (a *App) assemble(ctx context.Context, o options) error {
 	}
 	a.Engine = engine.New(engine.Deps{DB: a.DB, Ontology: a.Store, Kinds: kinds, Levels: cfg.Markings, Log: a.Log,
 		Registerer: a.Registry, Channels: a.channels(), MaxRecipients: cfg.MaxRecipients,
-		Media: media, PublicURL: cfg.PublicURL})
+		Media: media, PublicURL: cfg.PublicURL, Branches: whatif.New(a.DB, a.Store)})
 	return nil
 }
 

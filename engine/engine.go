@@ -90,6 +90,9 @@ type Deps struct {
 	// links use (media.go).
 	Media     media.Store
 	PublicURL string
+	// Branches runs what-if executions (package whatif; nil: this process
+	// refuses them).
+	Branches Branches
 }
 
 // DefaultMaxRecipients is the default of Deps.MaxRecipients (and of the
@@ -112,6 +115,7 @@ type Engine struct {
 	// maxRecipients bounds a side effect's recipients.
 	maxRecipients int
 	media         mediaFiles
+	branches      Branches
 }
 
 // Log is the engine's logger, for the activities running its steps.
@@ -131,12 +135,15 @@ func New(d Deps) *Engine {
 	if d.Channels == nil {
 		d.Channels = []Channel{notifications.InApp{}}
 	}
+	if d.Branches == nil {
+		d.Branches = noBranches{}
+	}
 	if d.MaxRecipients <= 0 {
 		d.MaxRecipients = DefaultMaxRecipients
 	}
 	e := &Engine{db: d.DB, execs: execstore.New(d.DB), onto: d.Ontology, kinds: d.Kinds, levels: d.Levels, log: d.Log,
 		metrics: newMetrics(d.Registerer), now: func() time.Time { return time.Now().UTC() },
-		channels: map[string]Channel{}, maxRecipients: d.MaxRecipients, media: newMediaFiles(d.Media, d.PublicURL)}
+		channels: map[string]Channel{}, maxRecipients: d.MaxRecipients, media: newMediaFiles(d.Media, d.PublicURL), branches: d.Branches}
 	for _, ch := range d.Channels {
 		e.channels[ch.Name()] = ch
 	}

@@ -22,14 +22,15 @@ import (
 	"github.com/ontoflow/ontoflow/models"
 	"github.com/ontoflow/ontoflow/ontology"
 	"github.com/ontoflow/ontoflow/revert"
+	"github.com/ontoflow/ontoflow/whatif"
 )
 
 // Admin is the user every helper acts as (New creates it).
 var Admin = &models.User{ID: "00000000-0000-4000-8000-0000000000ad", Username: "admin", PasswordHash: "x",
 	Roles: models.NewJSON([]string{"admin"}), Clearance: "pii", Organization: "acme"}
 
-// Env is an engine over an ontology store on DB, and the revert step over
-// both.
+// Env is an engine (what-if assembled) over an ontology store on DB, and
+// the revert step over both.
 type Env struct {
 	DB       *gorm.DB
 	Store    *ontology.Store
@@ -53,7 +54,7 @@ func New(t *testing.T, db *gorm.DB, extra ...engine.Kind) *Env {
 func On(db *gorm.DB, extra ...engine.Kind) *Env {
 	reg := kinds.Registry(extra...)
 	store := ontology.NewStore(db, nil, reg.Domain())
-	eng := engine.New(engine.Deps{DB: db, Ontology: store, Kinds: reg, Levels: store.Levels()})
+	eng := engine.New(engine.Deps{DB: db, Ontology: store, Kinds: reg, Levels: store.Levels(), Branches: whatif.New(db, store)})
 	return &Env{DB: db, Store: store, Eng: eng, Reverter: revert.New(db, store, eng)}
 }
 

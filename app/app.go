@@ -315,14 +315,15 @@ func (a *App) dialTemporal(ctx context.Context, addr string) error {
 func (a *App) assemble(ctx context.Context, o options) error {
 	cfg := a.Cfg
 	a.Functions = functions.New(a.DB, functions.Options{Log: a.Log, Registerer: a.Registry, TestHost: invokefunction.TestHost})
-	reads := &functions.Reads{}
+	// The function kind's reads go through a store of their own, built
+	// before the kinds (reads consult none) that a.Store is built with.
+	reads := functions.NewReads(ontology.NewStore(a.DB, cfg.Markings, nil))
 	withDeps := []engine.Kind{invokewebhook.InvokeWebhook{Client: a.Outbound, Secrets: a.Secrets},
 		invokefunction.InvokeFunction{Functions: a.Functions, Reads: reads, Client: a.Outbound}}
 	kinds := kinds.Registry(append(withDeps, o.kinds...)...)
 	a.Store = ontology.NewStore(a.DB, cfg.Markings, kinds.Domain())
 	a.Store.UseSecretPolicy(a.Secrets)
 	a.kinds = kinds
-	reads.Store = a.Store
 	// The store the WebDAV handler serves (handler below), opened here
 	// because every process running the engine reads media references
 	// from it, the worker too.

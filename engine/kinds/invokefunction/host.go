@@ -53,7 +53,7 @@ type functionHost struct {
 // as an action's run, as actor, over the ontology store outside any
 // transaction, without network.
 func TestHost(actor *models.User, reads *functions.Reads) runtime.Host {
-	return &functionHost{op: &engine.Op{Actor: actor, Ontology: reads.Store}, reads: reads, seen: map[string]string{}}
+	return &functionHost{op: &engine.Op{Actor: actor, Ontology: reads.Store()}, reads: reads, seen: map[string]string{}}
 }
 
 // updatedStamp is what a read of o records: its update time, or "" when

@@ -60,7 +60,7 @@ func TestFunctionStaleRead(t *testing.T) {
 		ctx := context.Background()
 		e := enginetest.New(t, db)
 		svc := functions.New(db, functions.Options{})
-		k := invokefunction.InvokeFunction{Functions: svc, Reads: &functions.Reads{Store: e.Store}}
+		k := invokefunction.InvokeFunction{Functions: svc, Reads: functions.NewReads(e.Store)}
 		must(e.Store.CreateObjectType(ctx, admin.ID, ontology.ObjectTypeSpec{Name: "Ticket", Properties: []ontology.PropertySpec{
 			{Name: "notes", Type: domain.T(domain.TypeString)}}}))(t)
 		obj := must(e.Store.CreateObjectAs(ctx, admin, "Ticket", ontology.ObjectSpec{Properties: map[string]any{"notes": "a"}}))(t)
@@ -176,7 +176,7 @@ func TestFunctionPreviewEffect(t *testing.T) {
 	db := testdb.Open(t, "sqlite")
 	e := enginetest.New(t, db)
 	svc := functions.New(db, functions.Options{})
-	k := invokefunction.InvokeFunction{Functions: svc, Reads: &functions.Reads{Store: e.Store}}
+	k := invokefunction.InvokeFunction{Functions: svc, Reads: functions.NewReads(e.Store)}
 	must(e.Store.CreateObjectType(ctx, admin.ID, ontology.ObjectTypeSpec{Name: "Ticket", Properties: []ontology.PropertySpec{
 		{Name: "notes", Type: domain.T(domain.TypeString)}}}))(t)
 	obj := must(e.Store.CreateObjectAs(ctx, admin, "Ticket", ontology.ObjectSpec{Properties: map[string]any{"notes": "a"}}))(t)
@@ -196,7 +196,7 @@ func TestFunctionPreviewEffect(t *testing.T) {
 	if !call.Preview || string(call.Result) != `"undefined"` || call.Version != "1.0.0" {
 		t.Fatalf("preview: %s", raw)
 	}
-	runs := must(svc.Runs(ctx, admin, &functions.Reads{Store: e.Store}, "p", functions.RunFilter{Limit: 10}))(t)
+	runs := must(svc.Runs(ctx, admin, functions.NewReads(e.Store), "p", functions.RunFilter{Limit: 10}))(t)
 	if len(runs) != 1 || runs[0].Kind != functions.RunWhatIf {
 		t.Fatalf("runs: %+v", runs)
 	}
@@ -210,7 +210,7 @@ func TestFunctionEditReferenceReadRule(t *testing.T) {
 	testdb.Each(t, func(t *testing.T, db *gorm.DB) {
 		ctx := context.Background()
 		e := enginetest.New(t, db)
-		k := invokefunction.InvokeFunction{Functions: functions.New(db, functions.Options{}), Reads: &functions.Reads{Store: e.Store}}
+		k := invokefunction.InvokeFunction{Functions: functions.New(db, functions.Options{}), Reads: functions.NewReads(e.Store)}
 		ot := must(e.Store.CreateObjectType(ctx, admin.ID, ontology.ObjectTypeSpec{Name: "Ticket", Properties: []ontology.PropertySpec{
 			{Name: "title", Type: domain.T(domain.TypeString)}}}))(t)
 		must(e.Store.CreateProperty(ctx, ot.ID, ontology.PropertySpec{Name: "owner",
@@ -256,7 +256,7 @@ func TestFunctionExecutionRedactedByReads(t *testing.T) {
 	testdb.Each(t, func(t *testing.T, db *gorm.DB) {
 		ctx := context.Background()
 		e := enginetest.New(t, db)
-		k := invokefunction.InvokeFunction{Functions: functions.New(db, functions.Options{}), Reads: &functions.Reads{Store: e.Store}}
+		k := invokefunction.InvokeFunction{Functions: functions.New(db, functions.Options{}), Reads: functions.NewReads(e.Store)}
 		must(e.Store.CreateObjectType(ctx, admin.ID, ontology.ObjectTypeSpec{Name: "Ticket", Properties: []ontology.PropertySpec{
 			{Name: "title", Type: domain.T(domain.TypeString)}}}))(t)
 		open := must(e.Store.CreateObjectAs(ctx, admin, "Ticket", ontology.ObjectSpec{Properties: map[string]any{"title": "open"}}))(t)
@@ -295,7 +295,7 @@ func TestFunctionPreviewReadsTheBranch(t *testing.T) {
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
 		e := enginetest.New(t, db)
-		k := invokefunction.InvokeFunction{Functions: functions.New(db, functions.Options{}), Reads: &functions.Reads{Store: e.Store}}
+		k := invokefunction.InvokeFunction{Functions: functions.New(db, functions.Options{}), Reads: functions.NewReads(e.Store)}
 		ot := must(e.Store.CreateObjectType(ctx, admin.ID, ontology.ObjectTypeSpec{Name: "Ticket", Properties: []ontology.PropertySpec{
 			{Name: "title", Type: domain.T(domain.TypeString)}}}))(t)
 		lt := must(e.Store.CreateLinkType(ctx, admin.ID, ontology.LinkTypeSpec{Name: "relates", SourceObjectTypeID: ot.ID,
@@ -343,7 +343,7 @@ func TestFunctionReadsLockedUntilCommit(t *testing.T) {
 	ctx := context.Background()
 	e := enginetest.New(t, db)
 	svc := functions.New(db, functions.Options{})
-	k := invokefunction.InvokeFunction{Functions: svc, Reads: &functions.Reads{Store: e.Store}}
+	k := invokefunction.InvokeFunction{Functions: svc, Reads: functions.NewReads(e.Store)}
 	must(e.Store.CreateObjectType(ctx, admin.ID, ontology.ObjectTypeSpec{Name: "Ticket", Properties: []ontology.PropertySpec{
 		{Name: "notes", Type: domain.T(domain.TypeString)}}}))(t)
 	target := must(e.Store.CreateObjectAs(ctx, admin, "Ticket", ontology.ObjectSpec{Properties: map[string]any{"notes": "a"}}))(t)

@@ -62,10 +62,8 @@ func On(db *gorm.DB, extra ...engine.Kind) *Env {
 // service (reading the ontology through the Env's store).
 func NewFunctions(t *testing.T, db *gorm.DB) *Env {
 	t.Helper()
-	reads := &functions.Reads{}
-	e := New(t, db, invokefunction.InvokeFunction{Functions: functions.New(db, functions.Options{}), Reads: reads})
-	reads.Store = e.Store
-	return e
+	reads := functions.NewReads(ontology.NewStore(db, nil, nil))
+	return New(t, db, invokefunction.InvokeFunction{Functions: functions.New(db, functions.Options{}), Reads: reads})
 }
 
 // Execution writes an execution row as the API does before it starts the

@@ -14,6 +14,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"time"
 
 	"github.com/gin-gonic/gin"
@@ -71,8 +72,9 @@ const (
 type Option func(*options)
 
 type options struct {
-	kinds   []engine.Kind
-	tracing *telemetry.Tracing
+	kinds    []engine.Kind
+	channels []engine.Channel
+	tracing  *telemetry.Tracing
 }
 
 // WithTracing traces into t instead of what the OTEL_* environment says
@@ -86,6 +88,14 @@ func WithTracing(t *telemetry.Tracing) Option {
 // only its own file and one registration.
 func ExtraKinds(ks ...engine.Kind) Option {
 	return func(o *options) { o.kinds = append(o.kinds, ks...) }
+}
+
+// ExtraChannels registers notification channels beside the built-in
+// ones; one with a built-in channel's name replaces it (a definition
+// names only known channels). Tests use it to prove a channel needs only
+// its own file and one registration.
+func ExtraChannels(cs ...engine.Channel) Option {
+	return func(o *options) { o.channels = append(o.channels, cs...) }
 }
 
 // App is a running Ontoflow process.
@@ -339,7 +349,7 @@ func (a *App) assemble(ctx context.Context, o options) error {
 		a.Store.UseMedia(mediaCheck(media, cfg.PublicURL))
 	}
 	a.Engine = engine.New(engine.Deps{DB: a.DB, Ontology: a.Store, Kinds: kinds, Levels: cfg.Markings, Log: a.Log,
-		Registerer: a.Registry, Channels: a.channels(), MaxRecipients: cfg.MaxRecipients,
+		Registerer: a.Registry, Channels: a.channels(o.channels), MaxRecipients: cfg.MaxRecipients,
 		Media: media, PublicURL: cfg.PublicURL, Branches: whatif.New(a.DB, a.Store)})
 	return nil
 }
@@ -494,11 +504,21 @@ func (a *App) setUpOutbound() error {
 
 // channels are the notification channels this process delivers to:
 // in-app, Slack and Teams always (their destinations are on the action),
-// e-mail when an SMTP server is configured (otherwise recorded skipped).
-func (a *App) channels() []engine.Channel {
+// e-mail when an SMTP server is configured (otherwise recorded skipped),
+// and extra (ExtraChannels), each in place of the built-in one of its name
+// or added.
+func (a *App) channels(extra []engine.Channel) []engine.Channel {
 	cs := []engine.Channel{notifications.InApp{}, channels.Slack(a.Outbound, a.Secrets), channels.Teams(a.Outbound, a.Secrets)}
 	if a.Mailer != nil {
 		cs = append(cs, &channels.Email{Mailer: a.Mailer})
+	}
+	for _, ch := range extra {
+		i := slices.IndexFunc(cs, func(c engine.Channel) bool { return c.Name() == ch.Name() })
+		if i < 0 {
+			cs = append(cs, ch)
+			continue
+		}
+		cs[i] = ch
 	}
 	return cs
 }

@@ -18,6 +18,7 @@ import (
 	"github.com/ontoflow/ontoflow/engine"
 	"github.com/ontoflow/ontoflow/engine/kinds"
 	"github.com/ontoflow/ontoflow/engine/kinds/invokefunction"
+	"github.com/ontoflow/ontoflow/execstore"
 	"github.com/ontoflow/ontoflow/functions"
 	"github.com/ontoflow/ontoflow/models"
 	"github.com/ontoflow/ontoflow/ontology"
@@ -67,13 +68,13 @@ func NewFunctions(t *testing.T, db *gorm.DB) *Env {
 }
 
 // Execution writes an execution row as the API does before it starts the
-// workflow.
+// workflow (through execstore, the only writer of execution rows).
 func (e *Env) Execution(t *testing.T, at *domain.ActionType, kind, target string, params map[string]any, batch *string, index int) string {
 	t.Helper()
 	ex := models.Execution{ID: uuid.NewString(), Kind: kind, ActionTypeID: at.ID, ActionTypeName: at.Name, ActorID: Admin.ID,
 		ActorName: Admin.Username, TargetObjectID: target, Parameters: models.NewNumJSON(params), Status: models.StatusQueued,
 		BatchID: batch, BatchIndex: index}
-	if err := e.DB.Create(&ex).Error; err != nil {
+	if err := execstore.New(e.DB).Create(context.Background(), &ex); err != nil {
 		t.Fatal(err)
 	}
 	return ex.ID
@@ -136,7 +137,7 @@ func (e *Env) Revert(ctx context.Context, t *testing.T, at *domain.ActionType, o
 	t.Helper()
 	rv := models.Execution{ID: uuid.NewString(), Kind: models.KindRevert, ActionTypeID: at.ID, ActionTypeName: at.Name,
 		ActorID: Admin.ID, ActorName: Admin.Username, Status: models.StatusQueued, RevertOf: &orig}
-	if err := e.DB.Create(&rv).Error; err != nil {
+	if err := execstore.New(e.DB).Create(ctx, &rv); err != nil {
 		t.Fatal(err)
 	}
 	_, err := e.Reverter.Revert(ctx, rv.ID)

@@ -19,6 +19,7 @@ import (
 	"github.com/ontoflow/ontoflow/engine"
 	"github.com/ontoflow/ontoflow/models"
 	"github.com/ontoflow/ontoflow/notifications/delivery"
+	"github.com/ontoflow/ontoflow/revert"
 	"github.com/ontoflow/ontoflow/telemetry"
 )
 
@@ -28,10 +29,14 @@ import (
 // names recorded in histories: renaming one is a workflow change.
 type Activities struct {
 	eng *engine.Engine
+	rev *revert.Reverter
 }
 
-// New returns the activities over eng.
-func New(eng *engine.Engine) *Activities { return &Activities{eng: eng} }
+// New returns the activities over eng; rev runs the revert step (nil in
+// a process that runs no revert workflow, such as a test's).
+func New(eng *engine.Engine, rev *revert.Reverter) *Activities {
+	return &Activities{eng: eng, rev: rev}
+}
 
 // Validate materializes and type-checks the execution's parameters.
 func (a *Activities) Validate(ctx context.Context, executionID string) (*engine.Prepared, error) {
@@ -91,18 +96,19 @@ func retryLater(err error) error {
 }
 
 // Revert applies the inverse of an execution's edits for a revert
-// execution, exactly once (engine.Revert). Like Apply, its result in the
-// history is the small result and the delivery steps that follow.
-func (a *Activities) Revert(ctx context.Context, revertID string) (*engine.Reverted, error) {
+// execution, exactly once (revert.Reverter.Revert). Like Apply, its
+// result in the history is the small result and the delivery steps that
+// follow.
+func (a *Activities) Revert(ctx context.Context, revertID string) (*revert.Reverted, error) {
 	ctx = a.run(ctx, revertID, "revert")
 	if err := a.eng.MarkRunning(ctx, revertID); err != nil {
 		return nil, typed(err)
 	}
-	o, err := a.eng.Revert(ctx, revertID)
+	o, err := a.rev.Revert(ctx, revertID)
 	if err != nil {
 		return nil, typed(err)
 	}
-	return &engine.Reverted{Outcome: engine.Outcome{Result: o.Result}, Deliveries: o.Deliveries}, nil
+	return &revert.Reverted{Outcome: engine.Outcome{Result: o.Result}, Deliveries: o.Deliveries}, nil
 }
 
 // Notify is the single notify step of workflows recorded before one

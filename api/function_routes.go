@@ -18,7 +18,7 @@ import (
 // publishing, deleting versions and test runs need functions:write and a
 // full session.
 func FunctionRoutes(svc *functions.Service, store *ontology.Store) func(g *gin.RouterGroup) {
-	h := &functionsAPI{svc: svc, reads: &functions.Reads{Store: store}}
+	h := &functionsAPI{svc: svc, reads: functions.NewReads(store)}
 	return func(g *gin.RouterGroup) {
 		g.GET("/functions", h.read, h.list)
 		g.POST("/functions", h.write, h.create)

@@ -14,6 +14,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"time"
 
 	"github.com/gin-gonic/gin"
@@ -43,11 +44,13 @@ import (
 	"github.com/ontoflow/ontoflow/notifications/senders"
 	"github.com/ontoflow/ontoflow/ontology"
 	"github.com/ontoflow/ontoflow/outbound"
+	"github.com/ontoflow/ontoflow/revert"
 	"github.com/ontoflow/ontoflow/secrets"
 	"github.com/ontoflow/ontoflow/telemetry"
 	"github.com/ontoflow/ontoflow/telemetry/storegauges"
 	"github.com/ontoflow/ontoflow/users"
 	"github.com/ontoflow/ontoflow/webdav"
+	"github.com/ontoflow/ontoflow/whatif"
 	"github.com/ontoflow/ontoflow/worker"
 	"github.com/ontoflow/ontoflow/workflows"
 )
@@ -68,8 +71,9 @@ const (
 type Option func(*options)
 
 type options struct {
-	kinds   []engine.Kind
-	tracing *telemetry.Tracing
+	kinds    []engine.Kind
+	channels []engine.Channel
+	tracing  *telemetry.Tracing
 }
 
 // WithTracing traces into t instead of what the OTEL_* environment says
@@ -83,6 +87,14 @@ func WithTracing(t *telemetry.Tracing) Option {
 // only its own file and one registration.
 func ExtraKinds(ks ...engine.Kind) Option {
 	return func(o *options) { o.kinds = append(o.kinds, ks...) }
+}
+
+// ExtraChannels registers notification channels beside the built-in
+// ones; one with a built-in channel's name replaces it (a definition
+// names only known channels). Tests use it to prove a channel needs only
+// its own file and one registration.
+func ExtraChannels(cs ...engine.Channel) Option {
+	return func(o *options) { o.channels = append(o.channels, cs...) }
 }
 
 // App is a running Ontoflow process.
@@ -326,20 +338,21 @@ func (a *App) assemble(ctx context.Context, o options) error {
 	}
 	a.Functions = functions.New(a.DB, functions.Options{Log: a.Log, Registerer: a.Registry,
 		TestHost: invokefunction.TestHostOver(media, cfg.PublicURL)})
-	reads := &functions.Reads{}
+	// The function kind's reads go through a store of their own, built
+	// before the kinds (reads consult none) that a.Store is built with.
+	reads := functions.NewReads(ontology.NewStore(a.DB, cfg.Markings, nil))
 	withDeps := []engine.Kind{invokewebhook.InvokeWebhook{Client: a.Outbound, Secrets: a.Secrets},
 		invokefunction.InvokeFunction{Functions: a.Functions, Reads: reads, Client: a.Outbound}}
 	kinds := kinds.Registry(append(withDeps, o.kinds...)...)
 	a.Store = ontology.NewStore(a.DB, cfg.Markings, kinds.Domain())
 	a.Store.UseSecretPolicy(a.Secrets)
 	a.kinds = kinds
-	reads.Store = a.Store
 	if mediaErr == nil {
 		a.Store.UseMedia(mediaCheck(media, cfg.PublicURL))
 	}
 	a.Engine = engine.New(engine.Deps{DB: a.DB, Ontology: a.Store, Kinds: kinds, Levels: cfg.Markings, Log: a.Log,
-		Registerer: a.Registry, Channels: a.channels(), MaxRecipients: cfg.MaxRecipients,
-		Media: media, PublicURL: cfg.PublicURL})
+		Registerer: a.Registry, Channels: a.channels(o.channels), MaxRecipients: cfg.MaxRecipients,
+		Media: media, PublicURL: cfg.PublicURL, Branches: whatif.New(a.DB, a.Store)})
 	return nil
 }
 
@@ -348,7 +361,7 @@ func (a *App) startWorker() error {
 	a.Worker = worker.New(a.Temporal, worker.Options{
 		TaskQueue:       a.Cfg.TaskQueue,
 		StopTimeout:     a.Cfg.ShutdownTimeout,
-		Activities:      activities.New(a.Engine),
+		Activities:      activities.New(a.Engine, revert.New(a.DB, a.Store, a.Engine)),
 		Registerer:      a.Registry,
 		BatchChildItems: a.Cfg.BatchChildItems,
 	})
@@ -493,11 +506,21 @@ func (a *App) setUpOutbound() error {
 
 // channels are the notification channels this process delivers to:
 // in-app, Slack and Teams always (their destinations are on the action),
-// e-mail when an SMTP server is configured (otherwise recorded skipped).
-func (a *App) channels() []engine.Channel {
+// e-mail when an SMTP server is configured (otherwise recorded skipped),
+// and extra (ExtraChannels), each in place of the built-in one of its name
+// or added.
+func (a *App) channels(extra []engine.Channel) []engine.Channel {
 	cs := []engine.Channel{notifications.InApp{}, channels.Slack(a.Outbound, a.Secrets), channels.Teams(a.Outbound, a.Secrets)}
 	if a.Mailer != nil {
 		cs = append(cs, &channels.Email{Mailer: a.Mailer})
+	}
+	for _, ch := range extra {
+		i := slices.IndexFunc(cs, func(c engine.Channel) bool { return c.Name() == ch.Name() })
+		if i < 0 {
+			cs = append(cs, ch)
+			continue
+		}
+		cs[i] = ch
 	}
 	return cs
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/ontoflow/ontoflow/engine"
 	"github.com/ontoflow/ontoflow/executions"
 	"github.com/ontoflow/ontoflow/models"
+	"github.com/ontoflow/ontoflow/revert"
 )
 
 // resultView is the answer to Run: the execution as recorded, or why it
@@ -194,7 +195,7 @@ func (c *Console) titlePreview(g *gin.Context, res *PreviewResult) {
 }
 
 // canUndo says whether the page offers Undo for ex: the revert service
-// would take it now (engine.CheckRevert: the kind, success, not reverted,
+// would take it now (revert.Check: the kind, success, not reverted,
 // the action's allow_revert, the actor or executions:revert). A revert
 // may still be refused when it runs (an object changed since).
 func (c *Console) canUndo(ctx context.Context, u *models.User, ex *models.Execution) bool {
@@ -205,7 +206,7 @@ func (c *Console) canUndo(ctx context.Context, u *models.User, ex *models.Execut
 	if err != nil {
 		at = nil // a deleted action type: the revert service decides
 	}
-	return engine.CheckRevert(u, ex, at) == nil
+	return revert.Check(u, ex, at) == nil
 }
 
 // undo reverts an execution through Deps.Undo (when wired).

@@ -6,10 +6,10 @@ import (
 	"fmt"
 
 	"github.com/ontoflow/ontoflow/apperr"
-	"github.com/ontoflow/ontoflow/engine"
 	"github.com/ontoflow/ontoflow/engine/kinds/invokewebhook"
 	"github.com/ontoflow/ontoflow/executions"
 	"github.com/ontoflow/ontoflow/models"
+	"github.com/ontoflow/ontoflow/whatif"
 )
 
 // WhatIfPreview is the console's Preview through what-if: the same
@@ -56,7 +56,7 @@ func refusal(ex *models.Execution) error {
 // after values).
 func previewResult(pv *executions.WhatIfPreview) *PreviewResult {
 	res := &PreviewResult{}
-	ops := map[string]string{engine.Created: models.EditCreateObject, engine.Updated: models.EditUpdateObject, engine.Deleted: models.EditDeleteObject}
+	ops := map[string]string{whatif.Created: models.EditCreateObject, whatif.Updated: models.EditUpdateObject, whatif.Deleted: models.EditDeleteObject}
 	for _, o := range pv.Objects {
 		po := PreviewObject{ObjectTypeID: o.ObjectTypeID, ObjectID: o.ObjectID, Op: ops[o.Change], Before: map[string]any{}, After: map[string]any{}}
 		for _, d := range o.Diff {

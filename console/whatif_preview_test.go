@@ -5,8 +5,8 @@ import (
 	"reflect"
 	"testing"
 
-	"github.com/ontoflow/ontoflow/engine"
 	"github.com/ontoflow/ontoflow/executions"
+	"github.com/ontoflow/ontoflow/whatif"
 )
 
 // TestPreviewResult: a what-if's preview as the console's fragment shows
@@ -14,11 +14,11 @@ import (
 // each notification, the webhook request.
 func TestPreviewResult(t *testing.T) {
 	pv := &executions.WhatIfPreview{
-		Objects: []engine.ObjectChange{
-			{ObjectID: "a", ObjectTypeID: "T", Change: engine.Updated, Diff: []engine.PropertyDiff{{Property: "status", Before: "open", After: "closed"}}},
-			{ObjectID: "b", ObjectTypeID: "T", Change: engine.Deleted, Diff: []engine.PropertyDiff{{Property: "title", Before: "t", After: nil}}},
+		Objects: []whatif.ObjectChange{
+			{ObjectID: "a", ObjectTypeID: "T", Change: whatif.Updated, Diff: []whatif.PropertyDiff{{Property: "status", Before: "open", After: "closed"}}},
+			{ObjectID: "b", ObjectTypeID: "T", Change: whatif.Deleted, Diff: []whatif.PropertyDiff{{Property: "title", Before: "t", After: nil}}},
 		},
-		Notifications: []engine.NotificationPreview{{Channel: "in_app", Username: "ann", Title: "closed"}},
+		Notifications: []whatif.NotificationPreview{{Channel: "in_app", Username: "ann", Title: "closed"}},
 		Effect:        json.RawMessage(`{"method":"POST","url":"https://crm.example/sync","preview":true}`),
 	}
 	got := previewResult(pv)

@@ -10,7 +10,7 @@ import (
 
 // DeleteObject deletes the object id and its links through onto inside tx,
 // and returns the edit that records it: the whole object and every link
-// removed with it, so InvertEdit can recreate them exactly. The
+// removed with it, so revert.Invert can recreate them exactly. The
 // delete_object kind and a function's delete edit both write it.
 func DeleteObject(ctx context.Context, onto Ontology, tx *gorm.DB, id string) (models.Edit, error) {
 	obj, links, err := onto.DeleteObject(ctx, tx, id)

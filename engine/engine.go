@@ -52,19 +52,12 @@ type Ontology interface {
 	// CreateLink links source to target with linkTypeID, enforcing
 	// cardinality, and returns the link id.
 	CreateLink(ctx context.Context, tx *gorm.DB, linkTypeID, sourceID, targetID string) (string, error)
-	// RestoreObject and RestoreLink recreate a deleted object or link
-	// exactly (same id); DeleteLink deletes a link. Revert uses them.
-	RestoreObject(ctx context.Context, tx *gorm.DB, o domain.Object) error
-	RestoreLink(ctx context.Context, tx *gorm.DB, l domain.Link) error
+	// DeleteLink deletes a link (a function's unlink; a revert's undo).
 	DeleteLink(ctx context.Context, tx *gorm.DB, id string) error
 	// LockObject locks the object's row in tx until it ends (Postgres; on
 	// SQLite the write transaction already excludes other writers), so a
 	// check of its update time holds until the write that relies on it.
 	LockObject(ctx context.Context, tx *gorm.DB, id string) error
-	// SetUpdatedAt sets the object's update time to at: a revert that put
-	// back every property an edit changed restores the time the object
-	// had before that edit, since it is again exactly as it was then.
-	SetUpdatedAt(ctx context.Context, tx *gorm.DB, id string, at time.Time) error
 }
 
 // ActionType and Object are the ontology's records as the engine sees
@@ -97,6 +90,9 @@ type Deps struct {
 	// links use (media.go).
 	Media     media.Store
 	PublicURL string
+	// Branches runs what-if executions (package whatif; nil: this process
+	// refuses them).
+	Branches Branches
 }
 
 // DefaultMaxRecipients is the default of Deps.MaxRecipients (and of the
@@ -119,6 +115,7 @@ type Engine struct {
 	// maxRecipients bounds a side effect's recipients.
 	maxRecipients int
 	media         mediaFiles
+	branches      Branches
 }
 
 // Log is the engine's logger, for the activities running its steps.
@@ -138,12 +135,15 @@ func New(d Deps) *Engine {
 	if d.Channels == nil {
 		d.Channels = []Channel{notifications.InApp{}}
 	}
+	if d.Branches == nil {
+		d.Branches = noBranches{}
+	}
 	if d.MaxRecipients <= 0 {
 		d.MaxRecipients = DefaultMaxRecipients
 	}
 	e := &Engine{db: d.DB, execs: execstore.New(d.DB), onto: d.Ontology, kinds: d.Kinds, levels: d.Levels, log: d.Log,
 		metrics: newMetrics(d.Registerer), now: func() time.Time { return time.Now().UTC() },
-		channels: map[string]Channel{}, maxRecipients: d.MaxRecipients, media: newMediaFiles(d.Media, d.PublicURL)}
+		channels: map[string]Channel{}, maxRecipients: d.MaxRecipients, media: newMediaFiles(d.Media, d.PublicURL), branches: d.Branches}
 	for _, ch := range d.Channels {
 		e.channels[ch.Name()] = ch
 	}

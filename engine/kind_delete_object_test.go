@@ -15,6 +15,7 @@ import (
 	"github.com/ontoflow/ontoflow/engine/kinds/createobject"
 	"github.com/ontoflow/ontoflow/engine/kinds/deleteobject"
 	"github.com/ontoflow/ontoflow/engine/kinds/updateobject"
+	"github.com/ontoflow/ontoflow/internal/harness/enginetest"
 	"github.com/ontoflow/ontoflow/internal/harness/testdb"
 	"github.com/ontoflow/ontoflow/models"
 	"github.com/ontoflow/ontoflow/ontology"
@@ -28,8 +29,8 @@ import (
 func TestDeleteObjectEditRecreatesTheObject(t *testing.T) {
 	testdb.Each(t, func(t *testing.T, db *gorm.DB) {
 		ctx := context.Background()
-		e := newEnv(t, db)
-		s := e.store
+		e := enginetest.New(t, db)
+		s := e.Store
 		creator := &models.User{ID: "00000000-0000-4000-8000-0000000000c1", Username: "carol", PasswordHash: "x",
 			Clearance: "confidential", Organization: "acme"}
 		if err := db.Create(creator).Error; err != nil {
@@ -80,11 +81,11 @@ func TestDeleteObjectEditRecreatesTheObject(t *testing.T) {
 			t.Fatalf("links before: %v, %v", beforeLinks, err)
 		}
 
-		id := e.execution(t, at, models.KindExecute, victim.ID, nil, nil, 0)
-		if err := e.run(ctx, id); err != nil {
+		id := e.Execution(t, at, models.KindExecute, victim.ID, nil, nil, 0)
+		if err := e.Run(ctx, id); err != nil {
 			t.Fatal(err)
 		}
-		ex := e.row(t, id) // the edit as recorded, read back from the database
+		ex := e.Row(t, id) // the edit as recorded, read back from the database
 		if ex.Status != models.StatusSucceeded || len(ex.Edits.V) != 1 {
 			t.Fatalf("execution = %s %s %+v", ex.Status, ex.ErrorMessage, ex.Edits.V)
 		}
@@ -191,8 +192,8 @@ func TestDeleteObjectEditRecreatesTheObject(t *testing.T) {
 func TestEditsOfTheOtherKindsInvert(t *testing.T) {
 	testdb.Each(t, func(t *testing.T, db *gorm.DB) {
 		ctx := context.Background()
-		e := newEnv(t, db)
-		s := e.store
+		e := enginetest.New(t, db)
+		s := e.Store
 		ot := must(s.CreateObjectType(ctx, admin.ID, ontology.ObjectTypeSpec{Name: "Doc", Properties: []ontology.PropertySpec{
 			{Name: "title", Type: domain.T(domain.TypeString)}, {Name: "state", Type: domain.T(domain.TypeString)}}}))(t)
 		lt := must(s.CreateLinkType(ctx, admin.ID, ontology.LinkTypeSpec{Name: "cites", SourceObjectTypeID: ot.ID, TargetObjectTypeID: ot.ID,
@@ -213,11 +214,11 @@ func TestEditsOfTheOtherKindsInvert(t *testing.T) {
 
 		edit := func(at *domain.ActionType, target string, params map[string]any) models.Edit {
 			t.Helper()
-			id := e.execution(t, at, models.KindExecute, target, params, nil, 0)
-			if err := e.run(ctx, id); err != nil {
+			id := e.Execution(t, at, models.KindExecute, target, params, nil, 0)
+			if err := e.Run(ctx, id); err != nil {
 				t.Fatal(err)
 			}
-			ex := e.row(t, id)
+			ex := e.Row(t, id)
 			if ex.Status != models.StatusSucceeded || len(ex.Edits.V) != 1 {
 				t.Fatalf("%s: %s %s", at.Name, ex.Status, ex.ErrorMessage)
 			}

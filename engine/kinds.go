@@ -29,7 +29,7 @@ type Kind interface {
 	// records the execution as succeeded, so they commit exactly once. The
 	// edits it returns are recorded on the execution and must hold what
 	// Invert needs (see models.Edit). For a what-if op.Tx holds the
-	// branch's replayed edits and is rolled back (whatif.go): Apply must
+	// branch's replayed edits and is rolled back (package whatif): Apply must
 	// write only through op.Tx, which the contract already asks.
 	Apply(ctx context.Context, op *Op) (*Outcome, error)
 	// Invert returns the edits that undo ed, an edit this kind's Apply

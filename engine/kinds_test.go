@@ -8,13 +8,12 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/google/uuid"
 	"gorm.io/gorm"
 
 	"github.com/ontoflow/ontoflow/apperr"
 	"github.com/ontoflow/ontoflow/domain"
 	"github.com/ontoflow/ontoflow/engine"
-	"github.com/ontoflow/ontoflow/engine/kinds"
+	"github.com/ontoflow/ontoflow/internal/harness/enginetest"
 	"github.com/ontoflow/ontoflow/internal/harness/testdb"
 	"github.com/ontoflow/ontoflow/models"
 	"github.com/ontoflow/ontoflow/ontology"
@@ -93,24 +92,8 @@ func asInt(v any) int64 {
 	return 0
 }
 
-var admin = &models.User{ID: "00000000-0000-4000-8000-0000000000ad", Username: "admin", PasswordHash: "x",
-	Roles: models.NewJSON([]string{"admin"}), Clearance: "pii", Organization: "acme"}
-
-type env struct {
-	db    *gorm.DB
-	store *ontology.Store
-	eng   *engine.Engine
-}
-
-func newEnv(t *testing.T, db *gorm.DB, extra ...engine.Kind) *env {
-	t.Helper()
-	kinds := kinds.Registry(extra...)
-	store := ontology.NewStore(db, nil, kinds.Domain())
-	if err := db.Create(admin).Error; err != nil {
-		t.Fatal(err)
-	}
-	return &env{db: db, store: store, eng: engine.New(engine.Deps{DB: db, Ontology: store, Kinds: kinds, Levels: store.Levels()})}
-}
+// The engine these tests run on is internal/harness/enginetest's.
+var admin = enginetest.Admin
 
 func must[T any](v T, err error) func(t *testing.T) T {
 	return func(t *testing.T) T {
@@ -132,61 +115,14 @@ func decode(t *testing.T, s string, out any) {
 	}
 }
 
-// execution writes an execution row as the API does before it starts the
-// workflow.
-func (e *env) execution(t *testing.T, at *domain.ActionType, kind, target string, params map[string]any, batch *string, index int) string {
-	t.Helper()
-	ex := models.Execution{ID: uuid.NewString(), Kind: kind, ActionTypeID: at.ID, ActionTypeName: at.Name, ActorID: admin.ID,
-		ActorName: admin.Username, TargetObjectID: target, Parameters: models.NewNumJSON(params), Status: models.StatusQueued,
-		BatchID: batch, BatchIndex: index}
-	if err := e.db.Create(&ex).Error; err != nil {
-		t.Fatal(err)
-	}
-	return ex.ID
-}
-
-// run takes an execution through the steps in the action workflow's order.
-func (e *env) run(ctx context.Context, id string) error {
-	p, err := e.eng.Validate(ctx, id)
-	if err == nil {
-		err = e.eng.Authorize(ctx, p)
-	}
-	if err == nil {
-		_, err = e.eng.Run(ctx, p, len(p.Deliveries) == 0)
-	}
-	if err != nil {
-		ae, _ := apperr.As(err)
-		f := engine.Failure{Code: string(apperr.CodeOf(err)), Message: err.Error()}
-		if ae != nil {
-			f.Message = ae.Message
-		}
-		return e.eng.RecordFailure(ctx, id, f)
-	}
-	for i, d := range p.Deliveries {
-		if err := e.eng.Deliver(ctx, id, d.Channel, i == len(p.Deliveries)-1); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-func (e *env) row(t *testing.T, id string) models.Execution {
-	t.Helper()
-	var ex models.Execution
-	if err := e.db.Take(&ex, "id = ?", id).Error; err != nil {
-		t.Fatal(err)
-	}
-	return ex
-}
-
 // A kind defined only in this file, registered beside the built-in ones,
 // is checked at definition time, previewed by validate, executed, run in a
 // batch, and inverted — with no change anywhere but its registration.
 func TestKindDefinedOnlyInTheTest(t *testing.T) {
 	testdb.Each(t, func(t *testing.T, db *gorm.DB) {
 		ctx := context.Background()
-		e := newEnv(t, db, addToCount{})
-		ot := must(e.store.CreateObjectType(ctx, admin.ID, ontology.ObjectTypeSpec{Name: "Counter", Properties: []ontology.PropertySpec{
+		e := enginetest.New(t, db, addToCount{})
+		ot := must(e.Store.CreateObjectType(ctx, admin.ID, ontology.ObjectTypeSpec{Name: "Counter", Properties: []ontology.PropertySpec{
 			{Name: "label", Type: domain.T(domain.TypeString)}, {Name: "count", Type: domain.T(domain.TypeInteger)}}}))(t)
 		def := func(property string) domain.ActionDefinition {
 			var d domain.ActionDefinition
@@ -198,80 +134,80 @@ func TestKindDefinedOnlyInTheTest(t *testing.T) {
 
 		// Definition time: the kind's own checks, and the strict decoding
 		// of its config, answer as the built-in kinds' do.
-		_, err := e.store.CreateActionType(ctx, admin.ID, def("label"))
+		_, err := e.Store.CreateActionType(ctx, admin.ID, def("label"))
 		if ae, ok := apperr.As(err); !ok || ae.Code != apperr.InvalidDefinition || ae.Details[0].Field != "config.operation.property" {
 			t.Fatalf("a string property: %v, want InvalidDefinition naming config.operation.property", err)
 		}
 		bad := def("count")
 		bad.Config.Operation = json.RawMessage(`{"property":"count","by_input":"by","url":"https://x"}`)
-		_, err = e.store.CreateActionType(ctx, admin.ID, bad)
+		_, err = e.Store.CreateActionType(ctx, admin.ID, bad)
 		if ae, ok := apperr.As(err); !ok || ae.Code != apperr.InvalidDefinition || ae.Details[0].Field != "config.operation.url" || ae.Details[0].Reason != "not_allowed" {
 			t.Fatalf("a member of another kind: %v, want not_allowed naming config.operation.url", err)
 		}
-		view := must(e.store.CreateActionType(ctx, admin.ID, def("count")))(t)
+		view := must(e.Store.CreateActionType(ctx, admin.ID, def("count")))(t)
 		// The property is referenced by the action: deleting it is refused.
-		if err := e.store.DeleteProperty(ctx, "Counter", "count"); !apperr.Is(err, apperr.DependentsExist) {
+		if err := e.Store.DeleteProperty(ctx, "Counter", "count"); !apperr.Is(err, apperr.DependentsExist) {
 			t.Fatalf("deleting a property the kind references: %v, want DependentsExist", err)
 		}
-		at := must(e.store.ActionType(ctx, view.ID))(t)
+		at := must(e.Store.ActionType(ctx, view.ID))(t)
 
 		objs := make([]string, 4)
 		for i := range objs {
-			o := must(e.store.CreateObject(ctx, nil, ot.ID, map[string]any{"label": fmt.Sprint(i), "count": json.Number("10")}, "", admin.ID, "acme"))(t)
+			o := must(e.Store.CreateObject(ctx, nil, ot.ID, map[string]any{"label": fmt.Sprint(i), "count": json.Number("10")}, "", admin.ID, "acme"))(t)
 			objs[i] = o.ID
 		}
 
 		// Validate: the kind's preview.
-		v := must(e.eng.Check(ctx, engine.Request{Action: at, Actor: admin, TargetID: objs[0], Parameters: map[string]any{"by": json.Number("5")}}))(t)
+		v := must(e.Eng.Check(ctx, engine.Request{Action: at, Actor: admin, TargetID: objs[0], Parameters: map[string]any{"by": json.Number("5")}}))(t)
 		if v.Result != engine.Valid || len(v.Edits) != 1 || v.Edits[0].Op != "add_to_count" ||
 			fmt.Sprint(v.Edits[0].Before["count"], v.Edits[0].After["count"]) != "10 15" {
 			t.Fatalf("preview = %+v", v)
 		}
-		if got := must(e.store.Object(ctx, nil, objs[0]))(t).Properties["count"]; fmt.Sprint(got) != "10" {
+		if got := must(e.Store.Object(ctx, nil, objs[0]))(t).Properties["count"]; fmt.Sprint(got) != "10" {
 			t.Fatalf("validate wrote: count = %v", got)
 		}
 
 		// Execute.
-		id := e.execution(t, at, models.KindExecute, objs[0], map[string]any{"by": json.Number("5")}, nil, 0)
-		if err := e.run(ctx, id); err != nil {
+		id := e.Execution(t, at, models.KindExecute, objs[0], map[string]any{"by": json.Number("5")}, nil, 0)
+		if err := e.Run(ctx, id); err != nil {
 			t.Fatal(err)
 		}
-		ex := e.row(t, id)
+		ex := e.Row(t, id)
 		if ex.Status != models.StatusSucceeded || len(ex.Edits.V) != 1 || ex.Edits.V[0].Op != "add_to_count" {
 			t.Fatalf("execution = %+v", ex)
 		}
-		if got := must(e.store.Object(ctx, nil, objs[0]))(t).Properties["count"]; fmt.Sprint(got) != "15" {
+		if got := must(e.Store.Object(ctx, nil, objs[0]))(t).Properties["count"]; fmt.Sprint(got) != "15" {
 			t.Fatalf("after execute: count = %v, want 15", got)
 		}
 		// Run again (a retried activity): the edit is not applied twice.
-		if _, err := e.eng.Run(ctx, &engine.Prepared{ExecutionID: id, ActionTypeID: at.ID, ActorID: admin.ID, TargetID: objs[0]}, true); err != nil {
+		if _, err := e.Eng.Run(ctx, &engine.Prepared{ExecutionID: id, ActionTypeID: at.ID, ActorID: admin.ID, TargetID: objs[0]}, true); err != nil {
 			t.Fatal(err)
 		}
-		if got := must(e.store.Object(ctx, nil, objs[0]))(t).Properties["count"]; fmt.Sprint(got) != "15" {
+		if got := must(e.Store.Object(ctx, nil, objs[0]))(t).Properties["count"]; fmt.Sprint(got) != "15" {
 			t.Fatalf("after a replayed run: count = %v, want 15", got)
 		}
 
 		// A batch over three objects, chunked and closed as the batch
 		// workflow does.
-		batch := e.execution(t, at, models.KindBatch, "", nil, nil, 0)
+		batch := e.Execution(t, at, models.KindBatch, "", nil, nil, 0)
 		for i, o := range objs[1:] {
-			e.execution(t, at, models.KindBatchItem, o, map[string]any{"by": json.Number(fmt.Sprint(i + 1))}, &batch, i)
+			e.Execution(t, at, models.KindBatchItem, o, map[string]any{"by": json.Number(fmt.Sprint(i + 1))}, &batch, i)
 		}
-		ids := must(e.eng.ListBatchChunk(ctx, batch, 0, 3))(t)
+		ids := must(e.Eng.ListBatchChunk(ctx, batch, 0, 3))(t)
 		if len(ids) != 3 {
 			t.Fatalf("chunk = %v", ids)
 		}
 		for _, id := range ids {
-			if err := e.run(ctx, id); err != nil {
+			if err := e.Run(ctx, id); err != nil {
 				t.Fatal(err)
 			}
 		}
-		tot := must(e.eng.FinishBatch(ctx, batch))(t)
+		tot := must(e.Eng.FinishBatch(ctx, batch))(t)
 		if tot.Succeeded != 3 || tot.Status != models.StatusSucceeded {
 			t.Fatalf("batch totals = %+v", tot)
 		}
 		for i, o := range objs[1:] {
-			if got := must(e.store.Object(ctx, nil, o))(t).Properties["count"]; fmt.Sprint(got) != fmt.Sprint(10+i+1) {
+			if got := must(e.Store.Object(ctx, nil, o))(t).Properties["count"]; fmt.Sprint(got) != fmt.Sprint(10+i+1) {
 				t.Fatalf("batch item %d: count = %v", i, got)
 			}
 		}
@@ -279,8 +215,8 @@ func TestKindDefinedOnlyInTheTest(t *testing.T) {
 		// Inversion: the kind's inverse, applied through the store, puts
 		// the count back.
 		inv := must(addToCount{}.Invert(ex.Edits.V[0]))(t)
-		must(e.store.UpdateObject(ctx, nil, inv[0].ObjectID, inv[0].After))(t)
-		if got := must(e.store.Object(ctx, nil, objs[0]))(t).Properties["count"]; fmt.Sprint(got) != "10" {
+		must(e.Store.UpdateObject(ctx, nil, inv[0].ObjectID, inv[0].After))(t)
+		if got := must(e.Store.Object(ctx, nil, objs[0]))(t).Properties["count"]; fmt.Sprint(got) != "10" {
 			t.Fatalf("after the inverse: count = %v, want 10", got)
 		}
 	})
@@ -291,35 +227,29 @@ func TestKindDefinedOnlyInTheTest(t *testing.T) {
 func TestUnregisteredKind(t *testing.T) {
 	db := testdb.Open(t, "sqlite")
 	ctx := context.Background()
-	e := newEnv(t, db) // without addToCount
-	ot := must(e.store.CreateObjectType(ctx, admin.ID, ontology.ObjectTypeSpec{Name: "Counter", Properties: []ontology.PropertySpec{
+	e := enginetest.New(t, db) // without addToCount
+	ot := must(e.Store.CreateObjectType(ctx, admin.ID, ontology.ObjectTypeSpec{Name: "Counter", Properties: []ontology.PropertySpec{
 		{Name: "count", Type: domain.T(domain.TypeInteger)}}}))(t)
 	var d domain.ActionDefinition
 	decode(t, fmt.Sprintf(`{"name":"add","object_type_id":%q,"operation_kind":"add_to_count","config":{"operation":{"property":"count"}}}`, ot.ID), &d)
-	_, err := e.store.CreateActionType(ctx, admin.ID, d)
+	_, err := e.Store.CreateActionType(ctx, admin.ID, d)
 	if ae, ok := apperr.As(err); !ok || ae.Details[0].Field != "operation_kind" || ae.Details[0].Reason != "unknown_kind" {
 		t.Fatalf("unregistered kind: %v, want unknown_kind", err)
 	}
 	// Stored anyway (as by a build that registered it).
-	other := newEnvOn(db, addToCount{})
+	other := enginetest.On(db, addToCount{})
 	d.Inputs = []domain.InputField{{Name: "by", Type: domain.T(domain.TypeInteger), Required: true}}
 	d.Config.Operation = json.RawMessage(`{"property":"count","by_input":"by"}`)
-	view := must(other.store.CreateActionType(ctx, admin.ID, d))(t)
-	at := must(e.store.ActionType(ctx, view.ID))(t)
-	o := must(e.store.CreateObject(ctx, nil, ot.ID, map[string]any{"count": json.Number("1")}, "", admin.ID, "acme"))(t)
-	id := e.execution(t, at, models.KindExecute, o.ID, map[string]any{"by": json.Number("1")}, nil, 0)
-	if err := e.run(ctx, id); err != nil {
+	view := must(other.Store.CreateActionType(ctx, admin.ID, d))(t)
+	at := must(e.Store.ActionType(ctx, view.ID))(t)
+	o := must(e.Store.CreateObject(ctx, nil, ot.ID, map[string]any{"count": json.Number("1")}, "", admin.ID, "acme"))(t)
+	id := e.Execution(t, at, models.KindExecute, o.ID, map[string]any{"by": json.Number("1")}, nil, 0)
+	if err := e.Run(ctx, id); err != nil {
 		t.Fatal(err)
 	}
-	if ex := e.row(t, id); ex.Status != models.StatusFailed || ex.ErrorCode != string(apperr.OperationNotSupported) {
+	if ex := e.Row(t, id); ex.Status != models.StatusFailed || ex.ErrorCode != string(apperr.OperationNotSupported) {
 		t.Fatalf("execution = %s %s, want failed OperationNotSupported", ex.Status, ex.ErrorCode)
 	}
-}
-
-func newEnvOn(db *gorm.DB, extra ...engine.Kind) *env {
-	kinds := kinds.Registry(extra...)
-	store := ontology.NewStore(db, nil, kinds.Domain())
-	return &env{db: db, store: store, eng: engine.New(engine.Deps{DB: db, Ontology: store, Kinds: kinds, Levels: store.Levels()})}
 }
 
 // deepEqualJSON compares two values as JSON (json.Number and float64

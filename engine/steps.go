@@ -13,6 +13,7 @@ import (
 
 	"github.com/ontoflow/ontoflow/apperr"
 	"github.com/ontoflow/ontoflow/domain"
+	"github.com/ontoflow/ontoflow/execstore"
 	"github.com/ontoflow/ontoflow/models"
 )
 
@@ -122,8 +123,10 @@ func (e *Engine) request(ctx context.Context, ex *models.Execution) (*input, err
 	}
 	r := Request{Action: at, Actor: actor, Guest: ex.ActorGuest, TargetID: ex.TargetObjectID,
 		Parameters: ex.Parameters.V, Justification: ex.Justification}
-	if err := e.whatIfRequest(ctx, ex, &r); err != nil {
-		return nil, err
+	if ex.Kind == models.KindWhatIf {
+		if err := e.branches.Request(ctx, ex, &r); err != nil {
+			return nil, err
+		}
 	}
 	return e.load(ctx, r)
 }
@@ -419,7 +422,7 @@ func (e *Engine) applyIn(ctx context.Context, tx *gorm.DB, p *Prepared, in *inpu
 	// the same old properties, and the later commit would drop the earlier
 	// one's change (SQLite runs one write transaction at a time).
 	if in.Target != nil {
-		if in.Target, err = e.onto.Object(ctx, lockForUpdate(tx), in.Target.ID); err != nil {
+		if in.Target, err = e.onto.Object(ctx, LockForUpdate(tx), in.Target.ID); err != nil {
 			return nil, nil, fmt.Errorf("reload target: %w", err)
 		}
 		if in.Target == nil {
@@ -434,13 +437,24 @@ func (e *Engine) applyIn(ctx context.Context, tx *gorm.DB, p *Prepared, in *inpu
 	return out, done, err
 }
 
-// lockForUpdate makes tx's next read lock the rows it reads until the
-// transaction ends (Postgres; SQLite has one writer at a time).
-func lockForUpdate(tx *gorm.DB) *gorm.DB {
+// LockForUpdate makes tx's next read lock the rows it reads until the
+// transaction ends (Postgres; SQLite has one writer at a time). Exported
+// for what-if's lock of a branch row: one way to lock a row.
+func LockForUpdate(tx *gorm.DB) *gorm.DB {
 	if models.IsPostgres(tx) {
 		return tx.Clauses(clause.Locking{Strength: "UPDATE"})
 	}
 	return tx
+}
+
+// recordSucceeded moves ex to succeeded with out, inside tx.
+func (e *Engine) recordSucceeded(ctx context.Context, tx *gorm.DB, ex *models.Execution, in *input, out *Outcome) (*models.Execution, error) {
+	err := e.execs.Succeed(ctx, tx, ex, execstore.Success{At: e.now(), Edits: out.Edits, Result: out.Result,
+		Ran: &execstore.Ran{ActionVersion: in.Action.Version, Parameters: in.Params}, RunID: runIDFor(ctx, ex)})
+	if err != nil {
+		return nil, err
+	}
+	return ex, nil
 }
 
 // RecordFailure marks an execution failed unless it already finished.

@@ -108,7 +108,7 @@ func (e *Engine) load(ctx context.Context, r Request) (*input, error) {
 		return nil, fmt.Errorf("load target object %s: %w", r.TargetID, err)
 	}
 	if r.WhatIf {
-		t = overlay(t, r.TargetID, r.Branch)
+		t = e.branches.Overlay(t, r.TargetID, r.Branch)
 	}
 	// The read rule comes before anything looks at the target: its type,
 	// its properties in form conditions and defaults, its marking in the
@@ -153,7 +153,7 @@ func (e *Engine) materialize(ctx context.Context, in *input) (map[string]any, *V
 	v.Form = form
 	check := e.checkEnv(ctx, in.Actor)
 	if in.WhatIf {
-		check.ResolveReference = e.branchResolver(ctx, in.Actor, in.Branch)
+		check.ResolveReference = e.branches.Resolver(ctx, in.Actor, in.Branch)
 	}
 	params := map[string]any{}
 	for _, field := range at.Inputs {

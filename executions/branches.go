@@ -15,6 +15,7 @@ import (
 	"github.com/ontoflow/ontoflow/engine"
 	"github.com/ontoflow/ontoflow/models"
 	"github.com/ontoflow/ontoflow/ontology"
+	"github.com/ontoflow/ontoflow/whatif"
 )
 
 // DefaultBranchTTL is how long a what-if branch lives unless configured
@@ -224,8 +225,8 @@ type BranchView struct {
 // BranchDiff is what the branch changes: objects created, updated
 // (property by property) and deleted, and links created and deleted.
 type BranchDiff struct {
-	Objects []engine.ObjectChange `json:"objects"`
-	Links   []engine.LinkChange   `json:"links"`
+	Objects []whatif.ObjectChange `json:"objects"`
+	Links   []whatif.LinkChange   `json:"links"`
 }
 
 // GetBranch reads u's branch id with its steps and diff.
@@ -275,7 +276,7 @@ func (s *Service) redactSteps(ctx context.Context, u *models.User, steps []model
 // and the objects it read (its preview — notifications, the effect — was
 // rendered from them).
 func stepMentions(st *models.BranchStep) []string {
-	ids := append([]string{st.TargetObjectID}, engine.Touched(st.Edits.V)...)
+	ids := append([]string{st.TargetObjectID}, whatif.Touched(st.Edits.V)...)
 	for _, ed := range st.Edits.V {
 		ids = append(ids, ed.SourceID, ed.TargetID)
 	}
@@ -305,8 +306,8 @@ func (s *Service) anyUnreadable(ctx context.Context, u *models.User, ids []strin
 
 // readableLinks keeps the link changes both of whose ends u may read (or
 // that no longer exist on the ontology).
-func (s *Service) readableLinks(ctx context.Context, u *models.User, links []engine.LinkChange) ([]engine.LinkChange, error) {
-	out := []engine.LinkChange{}
+func (s *Service) readableLinks(ctx context.Context, u *models.User, links []whatif.LinkChange) ([]whatif.LinkChange, error) {
+	out := []whatif.LinkChange{}
 	for _, l := range links {
 		hidden, err := s.anyUnreadable(ctx, u, []string{l.SourceID, l.TargetID})
 		if err != nil {
@@ -322,8 +323,8 @@ func (s *Service) readableLinks(ctx context.Context, u *models.User, links []eng
 // objectDiff compares each object the branch changed on the main
 // ontology (now) and in the branch, with u's read rule: an object u may
 // not read shows its id only.
-func (s *Service) objectDiff(ctx context.Context, u *models.User, id string, edits []models.Edit) ([]engine.ObjectChange, error) {
-	ids := engine.Touched(edits)
+func (s *Service) objectDiff(ctx context.Context, u *models.User, id string, edits []models.Edit) ([]whatif.ObjectChange, error) {
+	ids := whatif.Touched(edits)
 	before, after := map[string]*engine.Object{}, map[string]*engine.Object{}
 	for _, oid := range ids {
 		o, err := s.store.Object(ctx, nil, oid)
@@ -346,13 +347,13 @@ func (s *Service) objectDiff(ctx context.Context, u *models.User, id string, edi
 		return nil, err
 	}
 	canRead := func(marking, org string) bool { return s.store.CanRead(u, marking, org) }
-	out := []engine.ObjectChange{}
+	out := []whatif.ObjectChange{}
 	for _, oid := range ids {
 		if before[oid] == nil && after[oid] == nil {
 			continue // created and deleted again in the branch
 		}
-		c := engine.ChangeOf(canRead, oid, before[oid], after[oid])
-		if c.Change == engine.Updated && len(c.Diff) == 0 && c.Before != nil {
+		c := whatif.ChangeOf(canRead, oid, before[oid], after[oid])
+		if c.Change == whatif.Updated && len(c.Diff) == 0 && c.Before != nil {
 			continue
 		}
 		out = append(out, c)
@@ -362,13 +363,13 @@ func (s *Service) objectDiff(ctx context.Context, u *models.User, id string, edi
 
 // netLinks folds the branch's link changes: a link created and deleted
 // again in the branch is no change.
-func netLinks(edits []models.Edit) []engine.LinkChange {
+func netLinks(edits []models.Edit) []whatif.LinkChange {
 	var order []string
-	by := map[string]engine.LinkChange{}
-	for _, c := range engine.LinkChanges(edits) {
+	by := map[string]whatif.LinkChange{}
+	for _, c := range whatif.LinkChanges(edits) {
 		prev, ok := by[c.LinkID]
 		switch {
-		case ok && prev.Change == engine.Created && c.Change == engine.Deleted:
+		case ok && prev.Change == whatif.Created && c.Change == whatif.Deleted:
 			delete(by, c.LinkID)
 			continue
 		case !ok:
@@ -376,7 +377,7 @@ func netLinks(edits []models.Edit) []engine.LinkChange {
 		}
 		by[c.LinkID] = c
 	}
-	out := []engine.LinkChange{}
+	out := []whatif.LinkChange{}
 	for _, id := range order {
 		if c, ok := by[id]; ok {
 			out = append(out, c)
@@ -410,9 +411,9 @@ func (s *Service) DeleteBranch(ctx context.Context, u *models.User, id string) e
 
 // WhatIfPreview is a succeeded what-if's preview, typed.
 type WhatIfPreview struct {
-	Objects       []engine.ObjectChange        `json:"objects"`
-	Links         []engine.LinkChange          `json:"links"`
-	Notifications []engine.NotificationPreview `json:"notifications"`
+	Objects       []whatif.ObjectChange        `json:"objects"`
+	Links         []whatif.LinkChange          `json:"links"`
+	Notifications []whatif.NotificationPreview `json:"notifications"`
 	Effect        json.RawMessage              `json:"effect"`
 }
 

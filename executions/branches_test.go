@@ -8,9 +8,9 @@ import (
 
 	"gorm.io/gorm"
 
-	"github.com/ontoflow/ontoflow/engine"
 	"github.com/ontoflow/ontoflow/internal/harness/testdb"
 	"github.com/ontoflow/ontoflow/models"
+	"github.com/ontoflow/ontoflow/whatif"
 )
 
 // TestSweepBranches: expired branches and their steps are purged by the
@@ -78,7 +78,7 @@ func TestNetLinks(t *testing.T) {
 		{Op: models.EditDeleteLink, LinkID: "l1"},
 		{Op: models.EditDeleteLink, LinkID: "main"},
 	})
-	if len(got) != 2 || got[0].LinkID != "l2" || got[1].LinkID != "main" || got[1].Change != engine.Deleted {
+	if len(got) != 2 || got[0].LinkID != "l2" || got[1].LinkID != "main" || got[1].Change != whatif.Deleted {
 		t.Errorf("%+v", got)
 	}
 }

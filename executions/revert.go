@@ -9,6 +9,7 @@ import (
 	"github.com/ontoflow/ontoflow/auth"
 	"github.com/ontoflow/ontoflow/engine"
 	"github.com/ontoflow/ontoflow/models"
+	"github.com/ontoflow/ontoflow/revert"
 )
 
 // RevertRequest asks to revert an execution: a single one (execute,
@@ -72,7 +73,7 @@ func (s *Service) revertable(ctx context.Context, r RevertRequest) (*models.Exec
 	if err != nil {
 		return nil, nil, err
 	}
-	if orig.ActorID != r.Actor.ID && !auth.HasPermission(r.Actor, engine.PermRevert) {
+	if orig.ActorID != r.Actor.ID && !auth.HasPermission(r.Actor, revert.Permission) {
 		return nil, nil, apperr.New(apperr.ExecutionNotFound, "execution %q not found", r.ExecutionID)
 	}
 	at, err := s.store.ActionType(ctx, orig.ActionTypeID)
@@ -85,7 +86,7 @@ func (s *Service) revertable(ctx context.Context, r RevertRequest) (*models.Exec
 	if orig.Kind == models.KindBatch {
 		return orig, at, nil
 	}
-	return orig, at, engine.CheckRevert(r.Actor, orig, at)
+	return orig, at, revert.Check(r.Actor, orig, at)
 }
 
 // RevertBatch reverts every succeeded item of a batch, each its own

@@ -63,7 +63,7 @@ func (s *Service) Runs(ctx context.Context, viewer *models.User, reads *Reads, n
 // ontology.Store.ReadableRecords). A run recorded without its reads, or
 // any failure to judge, redacts (fails closed).
 func redactRuns(ctx context.Context, viewer *models.User, reads *Reads, runs []*models.FunctionRun) {
-	if reads == nil || reads.Store == nil {
+	if reads == nil || reads.store == nil {
 		for _, r := range runs {
 			if viewer == nil || r.ActorID != viewer.ID {
 				redactRun(r)
@@ -71,7 +71,7 @@ func redactRuns(ctx context.Context, viewer *models.User, reads *Reads, runs []*
 		}
 		return
 	}
-	if reads.Store.Levels().ReadScope(viewer).All {
+	if reads.store.Levels().ReadScope(viewer).All {
 		return
 	}
 	var judged []*models.FunctionRun
@@ -86,7 +86,7 @@ func redactRuns(ctx context.Context, viewer *models.User, reads *Reads, runs []*
 			recs = append(recs, ontology.NamedRecord{ActorID: r.ActorID, Objects: runObjects(r)})
 		}
 	}
-	ok, err := reads.Store.ReadableRecords(ctx, viewer, recs)
+	ok, err := reads.store.ReadableRecords(ctx, viewer, recs)
 	if err != nil {
 		slog.ErrorContext(ctx, "judge function runs against the read rule; redacting them", "err", err)
 	}

@@ -12,19 +12,28 @@ import (
 	"github.com/ontoflow/ontoflow/ontology"
 )
 
-// Reads is invokefunction.Reads over the ontology store (set after the
-// store is built, which needs the kinds first): the store's
+// Reads is invokefunction.Reads over the ontology store: the store's
 // listing routes' own reads, so a function sees what the actor would see
 // through the API and nothing more.
-type Reads struct{ Store *ontology.Store }
+type Reads struct{ store *ontology.Store }
 
-// store reads through tx when set (a what-if's branch), else the store's
+// NewReads returns the reads over store. These reads consult no operation
+// kind, so store may be one built before the kinds registry (the function
+// kind holding these reads is in that registry, which the assembled
+// store needs first): app builds one that way.
+func NewReads(store *ontology.Store) *Reads { return &Reads{store: store} }
+
+// Store is the store the reads go through (a test run's host reads
+// objects from it).
+func (r *Reads) Store() *ontology.Store { return r.store }
+
+// over reads through tx when set (a what-if's branch), else the store's
 // own connections.
-func (r *Reads) store(tx *gorm.DB) *ontology.Store {
+func (r *Reads) over(tx *gorm.DB) *ontology.Store {
 	if tx == nil {
-		return r.Store
+		return r.store
 	}
-	return r.Store.Over(tx)
+	return r.store.Over(tx)
 }
 
 // OrderByKey carries ctx.ontology.query's order_by option among the
@@ -52,7 +61,7 @@ func (r *Reads) Query(ctx context.Context, tx *gorm.DB, actor *models.User, obje
 		}
 		q.Filters = append(q.Filters, ontology.RawFilter{Key: k, Value: s})
 	}
-	objs, err := r.store(tx).ListObjects(ctx, actor, objectType, q)
+	objs, err := r.over(tx).ListObjects(ctx, actor, objectType, q)
 	if err != nil {
 		return nil, err
 	}
@@ -66,7 +75,7 @@ func (r *Reads) Query(ctx context.Context, tx *gorm.DB, actor *models.User, obje
 
 // Links implements invokefunction.Reads.
 func (r *Reads) Links(ctx context.Context, tx *gorm.DB, actor *models.User, objectTypeID, objectID, linkType string) ([]domain.Link, error) {
-	ls, err := r.store(tx).ObjectLinks(ctx, actor, objectTypeID, objectID, ontology.LinkQuery{LinkType: linkType, Limit: 1000})
+	ls, err := r.over(tx).ObjectLinks(ctx, actor, objectTypeID, objectID, ontology.LinkQuery{LinkType: linkType, Limit: 1000})
 	if err != nil {
 		return nil, err
 	}

@@ -31,7 +31,7 @@ func TestQueryOrderBy(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		r := &Reads{Store: store}
+		r := NewReads(store)
 		got := func(filters map[string]any) []any {
 			objs, err := r.Query(ctx, nil, admin, "T", filters, 10)
 			if err != nil {

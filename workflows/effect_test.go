@@ -104,7 +104,7 @@ func TestEffectStepRetriesThenRecordsOnce(t *testing.T) {
 
 		var s testsuite.WorkflowTestSuite
 		env := s.NewTestWorkflowEnvironment()
-		wf := New(activities.New(eng))
+		wf := New(activities.New(eng, nil))
 		wf.Register(env)
 		wf.RegisterActivities(env)
 		env.ExecuteWorkflow(ActionWorkflowName, ActionInput{ExecutionID: ex.ID})

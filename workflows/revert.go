@@ -5,8 +5,8 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/ontoflow/ontoflow/activities"
-	"github.com/ontoflow/ontoflow/engine"
 	"github.com/ontoflow/ontoflow/models"
+	"github.com/ontoflow/ontoflow/revert"
 )
 
 // RevertWorkflowName is the workflow of a revert execution (kind revert):
@@ -20,7 +20,7 @@ const RevertWorkflowName = "RevertWorkflow"
 func (w *Workflows) Revert(ctx workflow.Context, in ActionInput) (ItemResult, error) {
 	ctx = stepOptions(ctx)
 	markRunning(ctx)
-	var out engine.Reverted
+	var out revert.Reverted
 	res := ItemResult{ExecutionID: in.ExecutionID, Status: models.StatusSucceeded}
 	if err := workflow.ExecuteLocalActivity(ctx, w.steps.Revert, in.ExecutionID).Get(ctx, &out); err != nil {
 		f := activities.FailureOf(err)

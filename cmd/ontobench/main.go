@@ -262,7 +262,7 @@ func (b *bench) page(ctx context.Context, ob, tok string, fs ...ontology.RawFilt
 
 func (b *bench) shapes(ctx context.Context) ([]shape, error) {
 	r, n := b.r, b.n
-	reads := &functions.Reads{Store: b.store}
+	reads := functions.NewReads(b.store)
 	toks := map[string]string{}
 	for _, ob := range []string{"", "-score", "note", "-updated_at"} {
 		tok, err := b.tokenAt(ctx, ob, 9900)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"github.com/ontoflow/ontoflow/engine"
+	"github.com/ontoflow/ontoflow/revert"
 
 	"github.com/ontoflow/ontoflow/apperr"
 	"github.com/ontoflow/ontoflow/domain"
@@ -107,5 +108,5 @@ func (CreateLink) Invert(ed models.Edit) ([]models.Edit, error) {
 	if ed.Op != models.EditCreateLink {
 		return nil, fmt.Errorf("create_link cannot invert a %s edit", ed.Op)
 	}
-	return engine.InvertEdit(ed)
+	return revert.Invert(ed)
 }

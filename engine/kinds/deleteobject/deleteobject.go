@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"github.com/ontoflow/ontoflow/engine"
+	"github.com/ontoflow/ontoflow/revert"
 
 	"github.com/ontoflow/ontoflow/domain"
 	"github.com/ontoflow/ontoflow/models"
@@ -57,5 +58,5 @@ func (DeleteObject) Invert(ed models.Edit) ([]models.Edit, error) {
 	if ed.Op != models.EditDeleteObject {
 		return nil, fmt.Errorf("delete_object cannot invert a %s edit", ed.Op)
 	}
-	return engine.InvertEdit(ed)
+	return revert.Invert(ed)
 }

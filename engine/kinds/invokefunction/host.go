@@ -54,7 +54,7 @@ type functionHost struct {
 // as an action's run, as actor, over the ontology store outside any
 // transaction, without network.
 func TestHost(actor *models.User, reads *functions.Reads) runtime.Host {
-	return &functionHost{op: &engine.Op{Actor: actor, Ontology: reads.Store}, reads: reads, seen: map[string]string{}}
+	return &functionHost{op: &engine.Op{Actor: actor, Ontology: reads.Store()}, reads: reads, seen: map[string]string{}}
 }
 
 // TestHostOver is TestHost with ctx.media over the tester's own tree in
@@ -63,7 +63,7 @@ func TestHost(actor *models.User, reads *functions.Reads) runtime.Host {
 // are now (docs/functions.md, "Files").
 func TestHostOver(store media.Store, publicURL string) func(*models.User, *functions.Reads) runtime.Host {
 	return func(actor *models.User, reads *functions.Reads) runtime.Host {
-		return &functionHost{op: (&engine.Op{Actor: actor, Ontology: reads.Store}).WithMedia(store, publicURL),
+		return &functionHost{op: (&engine.Op{Actor: actor, Ontology: reads.Store()}).WithMedia(store, publicURL),
 			reads: reads, seen: map[string]string{}}
 	}
 }

@@ -18,6 +18,7 @@ import (
 	"github.com/ontoflow/ontoflow/engine"
 	"github.com/ontoflow/ontoflow/engine/kinds/invokefunction"
 	"github.com/ontoflow/ontoflow/functions"
+	"github.com/ontoflow/ontoflow/internal/harness/enginetest"
 	"github.com/ontoflow/ontoflow/internal/harness/testdb"
 	"github.com/ontoflow/ontoflow/models"
 	"github.com/ontoflow/ontoflow/ontology"
@@ -57,23 +58,23 @@ func applyIn(t *testing.T, db *gorm.DB, k invokefunction.InvokeFunction, op *eng
 func TestFunctionStaleRead(t *testing.T) {
 	testdb.Each(t, func(t *testing.T, db *gorm.DB) {
 		ctx := context.Background()
-		e := newEnv(t, db)
+		e := enginetest.New(t, db)
 		svc := functions.New(db, functions.Options{})
-		k := invokefunction.InvokeFunction{Functions: svc, Reads: &functions.Reads{Store: e.store}}
-		must(e.store.CreateObjectType(ctx, admin.ID, ontology.ObjectTypeSpec{Name: "Ticket", Properties: []ontology.PropertySpec{
+		k := invokefunction.InvokeFunction{Functions: svc, Reads: functions.NewReads(e.Store)}
+		must(e.Store.CreateObjectType(ctx, admin.ID, ontology.ObjectTypeSpec{Name: "Ticket", Properties: []ontology.PropertySpec{
 			{Name: "notes", Type: domain.T(domain.TypeString)}}}))(t)
-		obj := must(e.store.CreateObjectAs(ctx, admin, "Ticket", ontology.ObjectSpec{Properties: map[string]any{"notes": "a"}}))(t)
+		obj := must(e.Store.CreateObjectAs(ctx, admin, "Ticket", ontology.ObjectSpec{Properties: map[string]any{"notes": "a"}}))(t)
 		src := `export default (ctx) => ({ edits: [{ type: "update", object_id: ctx.target.id, properties: { notes: ctx.target.properties.notes + "!" } }] })`
 
 		for _, network := range []bool{false, true} {
 			t.Run(fmt.Sprint("network=", network), func(t *testing.T) {
-				cur := must(e.store.Object(ctx, nil, obj.ID))(t)
-				op := fnOp(t, k, e.store, cur, fmt.Sprintf(`{"inline":{"runtime":"javascript","source":%q},"capabilities":{"network":%v}}`, src, network))
+				cur := must(e.Store.Object(ctx, nil, obj.ID))(t)
+				op := fnOp(t, k, e.Store, cur, fmt.Sprintf(`{"inline":{"runtime":"javascript","source":%q},"capabilities":{"network":%v}}`, src, network))
 				effect := must(k.Effect(ctx, op, "e1"))(t)
 				// Another write lands between the run and the commit.
-				must(e.store.UpdateObject(ctx, nil, obj.ID, map[string]any{"notes": "changed"}))(t)
+				must(e.Store.UpdateObject(ctx, nil, obj.ID, map[string]any{"notes": "changed"}))(t)
 				out, err := applyIn(t, db, k, op, effect)
-				after := must(e.store.Object(ctx, nil, obj.ID))(t)
+				after := must(e.Store.Object(ctx, nil, obj.ID))(t)
 				if network {
 					if !apperr.Is(err, apperr.Conflict) || after.Properties["notes"] != "changed" {
 						t.Fatalf("want 409 and nothing applied, got %v, notes %v", err, after.Properties["notes"])
@@ -113,10 +114,10 @@ func TestFunctionEditsInvert(t *testing.T) {
 func TestFunctionEditsRevert(t *testing.T) {
 	testdb.Each(t, func(t *testing.T, db *gorm.DB) {
 		ctx := context.Background()
-		e := fnEngineEnv(t, db)
-		ot := must(e.store.CreateObjectType(ctx, admin.ID, ontology.ObjectTypeSpec{Name: "Ticket", Properties: []ontology.PropertySpec{
+		e := enginetest.NewFunctions(t, db)
+		ot := must(e.Store.CreateObjectType(ctx, admin.ID, ontology.ObjectTypeSpec{Name: "Ticket", Properties: []ontology.PropertySpec{
 			{Name: "title", Type: domain.T(domain.TypeString)}, {Name: "notes", Type: domain.T(domain.TypeString)}}}))(t)
-		must(e.store.CreateLinkType(ctx, admin.ID, ontology.LinkTypeSpec{Name: "relates", SourceObjectTypeID: ot.ID,
+		must(e.Store.CreateLinkType(ctx, admin.ID, ontology.LinkTypeSpec{Name: "relates", SourceObjectTypeID: ot.ID,
 			TargetObjectTypeID: ot.ID, Cardinality: domain.ManyToMany}))(t)
 		src := `export default function (ctx) {
   if (ctx.parameters.step === "grow") return { edits: [
@@ -129,11 +130,11 @@ func TestFunctionEditsRevert(t *testing.T) {
 		var d domain.ActionDefinition
 		decode(t, fmt.Sprintf(`{"name":"fn","object_type_id":%q,"operation_kind":"invoke_function","inputs":[{"name":"step","type":"string","required":true}],
 			"config":{"operation":{"inline":{"runtime":"javascript","source":%q}}}}`, ot.ID, src), &d)
-		at := must(e.store.ActionType(ctx, must(e.store.CreateActionType(ctx, admin.ID, d))(t).ID))(t)
-		target := must(e.store.CreateObjectAs(ctx, admin, "Ticket", ontology.ObjectSpec{Properties: map[string]any{"title": "t", "notes": "orig"}}))(t)
+		at := must(e.Store.ActionType(ctx, must(e.Store.CreateActionType(ctx, admin.ID, d))(t).ID))(t)
+		target := must(e.Store.CreateObjectAs(ctx, admin, "Ticket", ontology.ObjectSpec{Properties: map[string]any{"title": "t", "notes": "orig"}}))(t)
 		run := func(step string) string {
-			id := e.execution(t, at, models.KindExecute, target.ID, map[string]any{"step": step}, nil, 0)
-			if err := e.runWithEffect(ctx, id); err != nil {
+			id := e.Execution(t, at, models.KindExecute, target.ID, map[string]any{"step": step}, nil, 0)
+			if err := e.RunWithEffect(ctx, id); err != nil {
 				t.Fatalf("%s: %v", step, err)
 			}
 			return id
@@ -153,14 +154,14 @@ func TestFunctionEditsRevert(t *testing.T) {
 		// Undo in reverse: the unlink and delete come back (same ids), then
 		// the link goes, then the update and the create are undone.
 		for _, id := range []string{shrink, link, grow} {
-			if err := e.revert(t, ctx, at, id); err != nil {
+			if err := e.Revert(ctx, t, at, id); err != nil {
 				t.Fatalf("revert %s: %v", id, err)
 			}
 			if id == shrink && count(db.Where("1 = 1"), &models.Link{}) != 1 {
 				t.Fatal("the revert of the unlink did not restore the link")
 			}
 		}
-		got := must(e.store.Object(ctx, nil, target.ID))(t)
+		got := must(e.Store.Object(ctx, nil, target.ID))(t)
 		if got.Properties["notes"] != "orig" || count(db.Where("object_type_id = ?", ot.ID), &models.Object{}) != 1 || count(db.Where("1 = 1"), &models.Link{}) != 0 {
 			t.Fatalf("after the reverts: notes %v, objects %d, links %d", got.Properties["notes"],
 				count(db.Where("object_type_id = ?", ot.ID), &models.Object{}), count(db.Where("1 = 1"), &models.Link{}))
@@ -173,17 +174,17 @@ func TestFunctionEditsRevert(t *testing.T) {
 func TestFunctionPreviewEffect(t *testing.T) {
 	ctx := context.Background()
 	db := testdb.Open(t, "sqlite")
-	e := newEnv(t, db)
+	e := enginetest.New(t, db)
 	svc := functions.New(db, functions.Options{})
-	k := invokefunction.InvokeFunction{Functions: svc, Reads: &functions.Reads{Store: e.store}}
-	must(e.store.CreateObjectType(ctx, admin.ID, ontology.ObjectTypeSpec{Name: "Ticket", Properties: []ontology.PropertySpec{
+	k := invokefunction.InvokeFunction{Functions: svc, Reads: functions.NewReads(e.Store)}
+	must(e.Store.CreateObjectType(ctx, admin.ID, ontology.ObjectTypeSpec{Name: "Ticket", Properties: []ontology.PropertySpec{
 		{Name: "notes", Type: domain.T(domain.TypeString)}}}))(t)
-	obj := must(e.store.CreateObjectAs(ctx, admin, "Ticket", ontology.ObjectSpec{Properties: map[string]any{"notes": "a"}}))(t)
+	obj := must(e.Store.CreateObjectAs(ctx, admin, "Ticket", ontology.ObjectSpec{Properties: map[string]any{"notes": "a"}}))(t)
 	must(svc.CreatePackage(ctx, admin, functions.PackageSpec{Name: "p", Runtime: "javascript",
 		Capabilities: &functions.Capabilities{Network: true}}))(t)
 	must(svc.Publish(ctx, admin, "p", functions.VersionSpec{Version: "1.0.0",
 		Source: `export default (ctx) => ({ edits: [], result: typeof ctx.fetch })`}))(t)
-	op := fnOp(t, k, e.store, must(e.store.Object(ctx, nil, obj.ID))(t), `{"package":"p","version":"1.0.0"}`)
+	op := fnOp(t, k, e.Store, must(e.Store.Object(ctx, nil, obj.ID))(t), `{"package":"p","version":"1.0.0"}`)
 	if o := k.EffectOptions(op); o.Local {
 		t.Fatal("a function with network must run as a regular activity")
 	}
@@ -195,7 +196,7 @@ func TestFunctionPreviewEffect(t *testing.T) {
 	if !call.Preview || string(call.Result) != `"undefined"` || call.Version != "1.0.0" {
 		t.Fatalf("preview: %s", raw)
 	}
-	runs := must(svc.Runs(ctx, admin, &functions.Reads{Store: e.store}, "p", functions.RunFilter{Limit: 10}))(t)
+	runs := must(svc.Runs(ctx, admin, functions.NewReads(e.Store), "p", functions.RunFilter{Limit: 10}))(t)
 	if len(runs) != 1 || runs[0].Kind != functions.RunWhatIf {
 		t.Fatalf("runs: %+v", runs)
 	}
@@ -208,22 +209,22 @@ func TestFunctionPreviewEffect(t *testing.T) {
 func TestFunctionEditReferenceReadRule(t *testing.T) {
 	testdb.Each(t, func(t *testing.T, db *gorm.DB) {
 		ctx := context.Background()
-		e := newEnv(t, db)
-		k := invokefunction.InvokeFunction{Functions: functions.New(db, functions.Options{}), Reads: &functions.Reads{Store: e.store}}
-		ot := must(e.store.CreateObjectType(ctx, admin.ID, ontology.ObjectTypeSpec{Name: "Ticket", Properties: []ontology.PropertySpec{
+		e := enginetest.New(t, db)
+		k := invokefunction.InvokeFunction{Functions: functions.New(db, functions.Options{}), Reads: functions.NewReads(e.Store)}
+		ot := must(e.Store.CreateObjectType(ctx, admin.ID, ontology.ObjectTypeSpec{Name: "Ticket", Properties: []ontology.PropertySpec{
 			{Name: "title", Type: domain.T(domain.TypeString)}}}))(t)
-		must(e.store.CreateProperty(ctx, ot.ID, ontology.PropertySpec{Name: "owner",
+		must(e.Store.CreateProperty(ctx, ot.ID, ontology.PropertySpec{Name: "owner",
 			Type: domain.PropertyType{Base: domain.TypeReference, ObjectTypeID: ot.ID}}))(t)
-		target := must(e.store.CreateObjectAs(ctx, admin, "Ticket", ontology.ObjectSpec{Properties: map[string]any{"title": "open"}}))(t)
-		hidden := must(e.store.CreateObjectAs(ctx, admin, "Ticket", ontology.ObjectSpec{Properties: map[string]any{"title": "secret"}, Marking: "pii"}))(t)
+		target := must(e.Store.CreateObjectAs(ctx, admin, "Ticket", ontology.ObjectSpec{Properties: map[string]any{"title": "open"}}))(t)
+		hidden := must(e.Store.CreateObjectAs(ctx, admin, "Ticket", ontology.ObjectSpec{Properties: map[string]any{"title": "secret"}, Marking: "pii"}))(t)
 		low := &models.User{ID: "00000000-0000-4000-8000-000000000100", Username: "low", Clearance: "public", Organization: "acme"}
 		missing := "aaaaaaaa-0000-4000-8000-000000000001"
 		src := `export default (ctx) => ctx.parameters.kind === "update"
   ? { edits: [{ type: "update", object_id: ctx.target.id, properties: { owner: ctx.parameters.ref } }] }
   : { edits: [{ type: "create", object_type: "Ticket", properties: { title: "new", owner: ctx.parameters.ref } }] }`
 		refusal := func(kind, ref string) string {
-			cur := must(e.store.Object(ctx, nil, target.ID))(t)
-			op := fnOp(t, k, e.store, cur, fmt.Sprintf(`{"inline":{"runtime":"javascript","source":%q}}`, src))
+			cur := must(e.Store.Object(ctx, nil, target.ID))(t)
+			op := fnOp(t, k, e.Store, cur, fmt.Sprintf(`{"inline":{"runtime":"javascript","source":%q}}`, src))
 			op.Actor, op.Params = low, map[string]any{"kind": kind, "ref": ref}
 			effect := must(k.Effect(ctx, op, "e1"))(t)
 			_, err := applyIn(t, db, k, op, effect)
@@ -240,7 +241,7 @@ func TestFunctionEditReferenceReadRule(t *testing.T) {
 				t.Errorf("%s: an unreadable reference answered\n %s\nwant as a missing one\n %s", kind, unreadable, gone)
 			}
 		}
-		if got := must(e.store.Object(ctx, nil, target.ID))(t).Properties["owner"]; got != nil {
+		if got := must(e.Store.Object(ctx, nil, target.ID))(t).Properties["owner"]; got != nil {
 			t.Errorf("owner set to %v", got)
 		}
 	})
@@ -254,14 +255,14 @@ func TestFunctionEditReferenceReadRule(t *testing.T) {
 func TestFunctionExecutionRedactedByReads(t *testing.T) {
 	testdb.Each(t, func(t *testing.T, db *gorm.DB) {
 		ctx := context.Background()
-		e := newEnv(t, db)
-		k := invokefunction.InvokeFunction{Functions: functions.New(db, functions.Options{}), Reads: &functions.Reads{Store: e.store}}
-		must(e.store.CreateObjectType(ctx, admin.ID, ontology.ObjectTypeSpec{Name: "Ticket", Properties: []ontology.PropertySpec{
+		e := enginetest.New(t, db)
+		k := invokefunction.InvokeFunction{Functions: functions.New(db, functions.Options{}), Reads: functions.NewReads(e.Store)}
+		must(e.Store.CreateObjectType(ctx, admin.ID, ontology.ObjectTypeSpec{Name: "Ticket", Properties: []ontology.PropertySpec{
 			{Name: "title", Type: domain.T(domain.TypeString)}}}))(t)
-		open := must(e.store.CreateObjectAs(ctx, admin, "Ticket", ontology.ObjectSpec{Properties: map[string]any{"title": "open"}}))(t)
-		hidden := must(e.store.CreateObjectAs(ctx, admin, "Ticket", ontology.ObjectSpec{Properties: map[string]any{"title": "classified"}, Marking: "pii"}))(t)
+		open := must(e.Store.CreateObjectAs(ctx, admin, "Ticket", ontology.ObjectSpec{Properties: map[string]any{"title": "open"}}))(t)
+		hidden := must(e.Store.CreateObjectAs(ctx, admin, "Ticket", ontology.ObjectSpec{Properties: map[string]any{"title": "classified"}, Marking: "pii"}))(t)
 		src := `export default (ctx) => { const o = ctx.ontology.get(ctx.parameters.other); console.log(o.properties.title); return { result: o.properties.title } }`
-		op := fnOp(t, k, e.store, must(e.store.Object(ctx, nil, open.ID))(t), fmt.Sprintf(`{"inline":{"runtime":"javascript","source":%q}}`, src))
+		op := fnOp(t, k, e.Store, must(e.Store.Object(ctx, nil, open.ID))(t), fmt.Sprintf(`{"inline":{"runtime":"javascript","source":%q}}`, src))
 		op.Params = map[string]any{"other": hidden.ID}
 		out := must(applyIn(t, db, k, op, must(k.Effect(ctx, op, "e1"))(t)))(t)
 		stored, _ := json.Marshal(out.Result)
@@ -272,12 +273,12 @@ func TestFunctionExecutionRedactedByReads(t *testing.T) {
 		bob := &auth.Principal{User: &models.User{ID: "00000000-0000-4000-8000-000000000b0b", Username: "bob", Clearance: "public", Organization: "acme"}}
 		for name, res := range map[string]map[string]any{"as recorded": out.Result, "as stored": roundTrip} {
 			ex := models.Execution{ID: "e1", ActorID: admin.ID, TargetObjectID: open.ID, Result: models.NewJSON(res)}
-			e.store.RedactExecution(ctx, bob, &ex)
+			e.Store.RedactExecution(ctx, bob, &ex)
 			if !ex.Redacted || len(ex.Result.V) != 0 {
 				t.Errorf("%s: bob sees the console of a function that read what he may not: %+v", name, ex.Result.V)
 			}
 			ex = models.Execution{ID: "e1", ActorID: admin.ID, TargetObjectID: open.ID, Result: models.NewJSON(res)}
-			e.store.RedactExecution(ctx, &auth.Principal{User: admin}, &ex)
+			e.Store.RedactExecution(ctx, &auth.Principal{User: admin}, &ex)
 			if ex.Redacted {
 				t.Errorf("%s: the actor's execution redacted", name)
 			}
@@ -293,20 +294,20 @@ func TestFunctionPreviewReadsTheBranch(t *testing.T) {
 	testdb.Each(t, func(t *testing.T, db *gorm.DB) {
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
-		e := newEnv(t, db)
-		k := invokefunction.InvokeFunction{Functions: functions.New(db, functions.Options{}), Reads: &functions.Reads{Store: e.store}}
-		ot := must(e.store.CreateObjectType(ctx, admin.ID, ontology.ObjectTypeSpec{Name: "Ticket", Properties: []ontology.PropertySpec{
+		e := enginetest.New(t, db)
+		k := invokefunction.InvokeFunction{Functions: functions.New(db, functions.Options{}), Reads: functions.NewReads(e.Store)}
+		ot := must(e.Store.CreateObjectType(ctx, admin.ID, ontology.ObjectTypeSpec{Name: "Ticket", Properties: []ontology.PropertySpec{
 			{Name: "title", Type: domain.T(domain.TypeString)}}}))(t)
-		lt := must(e.store.CreateLinkType(ctx, admin.ID, ontology.LinkTypeSpec{Name: "relates", SourceObjectTypeID: ot.ID,
+		lt := must(e.Store.CreateLinkType(ctx, admin.ID, ontology.LinkTypeSpec{Name: "relates", SourceObjectTypeID: ot.ID,
 			TargetObjectTypeID: ot.ID, Cardinality: domain.ManyToMany}))(t)
-		target := must(e.store.CreateObjectAs(ctx, admin, "Ticket", ontology.ObjectSpec{Properties: map[string]any{"title": "main"}}))(t)
+		target := must(e.Store.CreateObjectAs(ctx, admin, "Ticket", ontology.ObjectSpec{Properties: map[string]any{"title": "main"}}))(t)
 		src := `export default (ctx) => ({ result: { tickets: ctx.ontology.query("Ticket", {}).length, links: ctx.ontology.links(ctx.target.id, "relates").length } })`
 		var call invokefunction.FunctionCall
 		err := db.Transaction(func(tx *gorm.DB) error {
 			// What the branch's earlier steps left: one more ticket, linked.
-			branch := must(e.store.CreateObject(ctx, tx, ot.ID, map[string]any{"title": "branch"}, "", admin.ID, admin.Organization))(t)
-			must(e.store.CreateLink(ctx, tx, lt.ID, target.ID, branch.ID))(t)
-			op := fnOp(t, k, e.store, must(e.store.Object(ctx, tx, target.ID))(t),
+			branch := must(e.Store.CreateObject(ctx, tx, ot.ID, map[string]any{"title": "branch"}, "", admin.ID, admin.Organization))(t)
+			must(e.Store.CreateLink(ctx, tx, lt.ID, target.ID, branch.ID))(t)
+			op := fnOp(t, k, e.Store, must(e.Store.Object(ctx, tx, target.ID))(t),
 				fmt.Sprintf(`{"inline":{"runtime":"javascript","source":%q},"capabilities":{"timeout":"30s"}}`, src))
 			op.Tx = tx
 			raw, err := k.PreviewEffect(ctx, op)
@@ -340,17 +341,17 @@ func TestFunctionReadsLockedUntilCommit(t *testing.T) {
 	}
 	db := testdb.Open(t, "postgres")
 	ctx := context.Background()
-	e := newEnv(t, db)
+	e := enginetest.New(t, db)
 	svc := functions.New(db, functions.Options{})
-	k := invokefunction.InvokeFunction{Functions: svc, Reads: &functions.Reads{Store: e.store}}
-	must(e.store.CreateObjectType(ctx, admin.ID, ontology.ObjectTypeSpec{Name: "Ticket", Properties: []ontology.PropertySpec{
+	k := invokefunction.InvokeFunction{Functions: svc, Reads: functions.NewReads(e.Store)}
+	must(e.Store.CreateObjectType(ctx, admin.ID, ontology.ObjectTypeSpec{Name: "Ticket", Properties: []ontology.PropertySpec{
 		{Name: "notes", Type: domain.T(domain.TypeString)}}}))(t)
-	target := must(e.store.CreateObjectAs(ctx, admin, "Ticket", ontology.ObjectSpec{Properties: map[string]any{"notes": "a"}}))(t)
-	other := must(e.store.CreateObjectAs(ctx, admin, "Ticket", ontology.ObjectSpec{Properties: map[string]any{"notes": "read me"}}))(t)
+	target := must(e.Store.CreateObjectAs(ctx, admin, "Ticket", ontology.ObjectSpec{Properties: map[string]any{"notes": "a"}}))(t)
+	other := must(e.Store.CreateObjectAs(ctx, admin, "Ticket", ontology.ObjectSpec{Properties: map[string]any{"notes": "read me"}}))(t)
 	src := fmt.Sprintf(`export default (ctx) => ({ edits: [{ type: "update", object_id: ctx.target.id,
 		properties: { notes: ctx.ontology.get(%q).properties.notes } }] })`, other.ID)
-	cur := must(e.store.Object(ctx, nil, target.ID))(t)
-	op := fnOp(t, k, e.store, cur, fmt.Sprintf(`{"inline":{"runtime":"javascript","source":%q}}`, src))
+	cur := must(e.Store.Object(ctx, nil, target.ID))(t)
+	op := fnOp(t, k, e.Store, cur, fmt.Sprintf(`{"inline":{"runtime":"javascript","source":%q}}`, src))
 	effect := must(k.Effect(ctx, op, "e1"))(t)
 
 	err := db.Transaction(func(tx *gorm.DB) error {

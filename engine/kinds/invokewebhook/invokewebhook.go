@@ -13,6 +13,7 @@ import (
 	"github.com/ontoflow/ontoflow/domain"
 	"github.com/ontoflow/ontoflow/engine"
 	"github.com/ontoflow/ontoflow/models"
+	"github.com/ontoflow/ontoflow/revert"
 	"github.com/ontoflow/ontoflow/secrets"
 )
 
@@ -257,5 +258,5 @@ func (InvokeWebhook) Invert(ed models.Edit) ([]models.Edit, error) {
 	if ed.Op != models.EditUpdateObject {
 		return nil, fmt.Errorf("invoke_webhook cannot invert a %s edit", ed.Op)
 	}
-	return engine.InvertEdit(ed)
+	return revert.Invert(ed)
 }

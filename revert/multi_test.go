@@ -1,4 +1,4 @@
-package engine_test
+package revert_test
 
 import (
 	"context"
@@ -8,6 +8,7 @@ import (
 	"gorm.io/gorm"
 
 	"github.com/ontoflow/ontoflow/domain"
+	"github.com/ontoflow/ontoflow/internal/harness/enginetest"
 	"github.com/ontoflow/ontoflow/internal/harness/testdb"
 	"github.com/ontoflow/ontoflow/models"
 	"github.com/ontoflow/ontoflow/ontology"
@@ -19,8 +20,8 @@ import (
 func TestRevertTwoUpdatesOfOneObject(t *testing.T) {
 	testdb.Each(t, func(t *testing.T, db *gorm.DB) {
 		ctx := context.Background()
-		e := fnEngineEnv(t, db)
-		ot := must(e.store.CreateObjectType(ctx, admin.ID, ontology.ObjectTypeSpec{Name: "Ticket", Properties: []ontology.PropertySpec{
+		e := enginetest.NewFunctions(t, db)
+		ot := must(e.Store.CreateObjectType(ctx, admin.ID, ontology.ObjectTypeSpec{Name: "Ticket", Properties: []ontology.PropertySpec{
 			{Name: "title", Type: domain.T(domain.TypeString)}, {Name: "notes", Type: domain.T(domain.TypeString)}}}))(t)
 		src := `export default function (ctx) { return { edits: [
     { type: "update", object_id: ctx.target.id, properties: { notes: "one" } },
@@ -28,13 +29,13 @@ func TestRevertTwoUpdatesOfOneObject(t *testing.T) {
 		var d domain.ActionDefinition
 		decode(t, fmt.Sprintf(`{"name":"fn","object_type_id":%q,"operation_kind":"invoke_function",
 			"config":{"operation":{"inline":{"runtime":"javascript","source":%q}}}}`, ot.ID, src), &d)
-		at := must(e.store.ActionType(ctx, must(e.store.CreateActionType(ctx, admin.ID, d))(t).ID))(t)
-		target := must(e.store.CreateObjectAs(ctx, admin, "Ticket", ontology.ObjectSpec{Properties: map[string]any{"title": "t", "notes": "orig"}}))(t)
-		id := e.execution(t, at, models.KindExecute, target.ID, map[string]any{}, nil, 0)
-		if err := e.runWithEffect(ctx, id); err != nil {
+		at := must(e.Store.ActionType(ctx, must(e.Store.CreateActionType(ctx, admin.ID, d))(t).ID))(t)
+		target := must(e.Store.CreateObjectAs(ctx, admin, "Ticket", ontology.ObjectSpec{Properties: map[string]any{"title": "t", "notes": "orig"}}))(t)
+		id := e.Execution(t, at, models.KindExecute, target.ID, map[string]any{}, nil, 0)
+		if err := e.RunWithEffect(ctx, id); err != nil {
 			t.Fatal(err)
 		}
-		if err := e.revert(t, ctx, at, id); err != nil {
+		if err := e.Revert(ctx, t, at, id); err != nil {
 			t.Fatalf("revert: %v", err)
 		}
 	})

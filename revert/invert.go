@@ -1,4 +1,4 @@
-package engine
+package revert
 
 import (
 	"fmt"
@@ -6,11 +6,11 @@ import (
 	"github.com/ontoflow/ontoflow/models"
 )
 
-// InvertEdit returns the edits that undo ed, one of the ontology's edit
+// Invert returns the edits that undo ed, one of the ontology's edit
 // operations (models.Edit*), whichever kind recorded it: the kinds that
 // write the ontology directly, and a function's edits of every op, invert
 // through it, so an op's inverse is written once.
-func InvertEdit(ed models.Edit) ([]models.Edit, error) {
+func Invert(ed models.Edit) ([]models.Edit, error) {
 	switch ed.Op {
 	case models.EditUpdateObject:
 		return invertUpdateObject(ed), nil

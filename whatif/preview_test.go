@@ -1,16 +1,17 @@
-package engine
+package whatif
 
 import (
 	"reflect"
 	"testing"
 
+	"github.com/ontoflow/ontoflow/engine"
 	"github.com/ontoflow/ontoflow/models"
 )
 
 // TestOverlay: the target as a branch's edits leave it, without a
 // transaction — created, updated (a null clears), deleted, untouched.
 func TestOverlay(t *testing.T) {
-	main := &Object{ID: "a", ObjectTypeID: "T", Properties: map[string]any{"x": "1", "y": "2"}, Marking: "public"}
+	main := &engine.Object{ID: "a", ObjectTypeID: "T", Properties: map[string]any{"x": "1", "y": "2"}, Marking: "public"}
 	edits := []models.Edit{
 		{Op: models.EditUpdateObject, ObjectID: "a", After: map[string]any{"x": "3", "y": nil}},
 		{Op: models.EditCreateObject, ObjectID: "b", ObjectTypeID: "T", Marking: "public"},
@@ -39,8 +40,8 @@ func TestOverlay(t *testing.T) {
 // by name — and the read rule blanking what the reader may not read.
 func TestChangeOf(t *testing.T) {
 	all := func(string, string) bool { return true }
-	before := &Object{ID: "a", ObjectTypeID: "T", Properties: map[string]any{"x": "1", "y": "2"}}
-	after := &Object{ID: "a", ObjectTypeID: "T", Properties: map[string]any{"x": "1", "y": "3", "z": "4"}}
+	before := &engine.Object{ID: "a", ObjectTypeID: "T", Properties: map[string]any{"x": "1", "y": "2"}}
+	after := &engine.Object{ID: "a", ObjectTypeID: "T", Properties: map[string]any{"x": "1", "y": "3", "z": "4"}}
 	c := ChangeOf(all, "a", before, after)
 	want := []PropertyDiff{{"y", "2", "3"}, {"z", nil, "4"}}
 	if c.Change != Updated || !reflect.DeepEqual(c.Diff, want) || c.Before == nil || c.After == nil {

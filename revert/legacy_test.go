@@ -1,4 +1,4 @@
-package engine_test
+package revert_test
 
 import (
 	"context"
@@ -9,10 +9,11 @@ import (
 
 	"github.com/ontoflow/ontoflow/apperr"
 	"github.com/ontoflow/ontoflow/domain"
-	"github.com/ontoflow/ontoflow/engine"
+	"github.com/ontoflow/ontoflow/internal/harness/enginetest"
 	"github.com/ontoflow/ontoflow/internal/harness/testdb"
 	"github.com/ontoflow/ontoflow/models"
 	"github.com/ontoflow/ontoflow/ontology"
+	"github.com/ontoflow/ontoflow/revert"
 )
 
 // asRecordedBefore rewrites execution id's edits as the version before
@@ -50,8 +51,8 @@ func wantNotInvertible(t *testing.T, err error, object string) {
 func TestRevertRefusesEditsRecordedWithoutUpdateTimes(t *testing.T) {
 	testdb.Each(t, func(t *testing.T, db *gorm.DB) {
 		ctx := context.Background()
-		e := newEnv(t, db)
-		s := e.store
+		e := enginetest.New(t, db)
+		s := e.Store
 		ot := must(s.CreateObjectType(ctx, admin.ID, ontology.ObjectTypeSpec{Name: "Person", Properties: []ontology.PropertySpec{
 			{Name: "name", Type: domain.T(domain.TypeString)}, {Name: "age", Type: domain.T(domain.TypeInteger)}}}))(t)
 		lt := must(s.CreateLinkType(ctx, admin.ID, ontology.LinkTypeSpec{Name: "knows", SourceObjectTypeID: ot.ID, TargetObjectTypeID: ot.ID,
@@ -67,22 +68,22 @@ func TestRevertRefusesEditsRecordedWithoutUpdateTimes(t *testing.T) {
 			"inputs":[{"name":"name","type":"string","required":true}],"config":{"operation":{"property_mappings":[{"property":"name","input":"name"}]}}}`)
 		run := func(t *testing.T, at *domain.ActionType, target string, params map[string]any) models.Execution {
 			t.Helper()
-			id := e.execution(t, at, models.KindExecute, target, params, nil, 0)
-			if err := e.run(ctx, id); err != nil {
+			id := e.Execution(t, at, models.KindExecute, target, params, nil, 0)
+			if err := e.Run(ctx, id); err != nil {
 				t.Fatal(err)
 			}
-			ex := e.row(t, id)
+			ex := e.Row(t, id)
 			if ex.Status != models.StatusSucceeded {
 				t.Fatalf("%s: %s %s", at.Name, ex.Status, ex.ErrorMessage)
 			}
 			asRecordedBefore(t, db, id)
-			return e.row(t, id)
+			return e.Row(t, id)
 		}
 		revert := func(t *testing.T, at *domain.ActionType, orig models.Execution, object string) {
 			t.Helper()
-			wantNotInvertible(t, e.revert(t, ctx, at, orig.ID), object)
-			wantNotInvertible(t, engine.CheckRevert(admin, &orig, at), object)
-			if got := e.row(t, orig.ID); got.RevertedBy != nil {
+			wantNotInvertible(t, e.Revert(ctx, t, at, orig.ID), object)
+			wantNotInvertible(t, revert.Check(admin, &orig, at), object)
+			if got := e.Row(t, orig.ID); got.RevertedBy != nil {
 				t.Fatalf("%s marked reverted by %s", orig.ID, *got.RevertedBy)
 			}
 		}

@@ -148,10 +148,11 @@ func (c *rawGetClient) roundTrip(r *http.Request, rc *rawConn, addr string) (*ht
 		return fail(fmt.Errorf("read S3 response: %w", err))
 	}
 	ok := resp.StatusCode == http.StatusOK || resp.StatusCode == http.StatusPartialContent
-	if ok && resp.ContentLength >= 0 && len(resp.TransferEncoding) == 0 && !resp.Close {
+	if ok && resp.ContentLength >= 0 && len(resp.TransferEncoding) == 0 {
 		// net/http's body would read through rc.br; rawBody reads the
-		// same bytes, and can pass the rest to splice.
-		resp.Body = &rawBody{c: c, addr: addr, rc: rc, remain: resp.ContentLength, stop: stop}
+		// same bytes, and can pass the rest to splice. (versitygw
+		// answers "Connection: close" unless started with --keep-alive.)
+		resp.Body = &rawBody{c: c, addr: addr, rc: rc, remain: resp.ContentLength, stop: stop, keep: !resp.Close}
 		return resp, nil
 	}
 	resp.Body = &closingBody{ReadCloser: resp.Body, conn: rc.conn, stop: stop}
@@ -177,6 +178,7 @@ type rawBody struct {
 	rc     *rawConn
 	remain int64
 	stop   func() bool
+	keep   bool // the server keeps the connection open after the body
 	err    error
 	closed bool
 }
@@ -265,7 +267,7 @@ func (b *rawBody) Close() error {
 		return nil
 	}
 	b.closed = true
-	if b.stop() && b.remain == 0 && b.err == nil {
+	if b.stop() && b.keep && b.remain == 0 && b.err == nil {
 		b.c.keep(b.addr, b.rc)
 		return nil
 	}

@@ -55,7 +55,7 @@ func newRawGetClient(fallback s3.HTTPClient) *rawGetClient {
 
 // Do implements s3.HTTPClient.
 func (c *rawGetClient) Do(req *http.Request) (*http.Response, error) {
-	if req.Method != http.MethodGet || req.URL.Scheme != "http" || req.Header.Get("Upgrade") != "" {
+	if req.Method != http.MethodGet || req.URL.Scheme != "http" {
 		return c.fallback.Do(req)
 	}
 	if p, err := http.ProxyFromEnvironment(req); err != nil || p != nil {
@@ -76,7 +76,7 @@ func (c *rawGetClient) Do(req *http.Request) (*http.Response, error) {
 		resp, err := c.roundTrip(r, rc, addr)
 		if err != nil && reused && req.Context().Err() == nil {
 			// The server closed a kept connection: GET is idempotent,
-			// try once more on a fresh one (as net/http does).
+			// try again, at worst on a fresh one (as net/http does).
 			continue
 		}
 		return resp, err
@@ -113,11 +113,20 @@ func (c *rawGetClient) keep(addr string, rc *rawConn) {
 	rc.since = time.Now()
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if len(c.idle[addr]) >= rawIdlePerHost {
+	// The list is oldest first: close the expired ones here as well as
+	// when a connection is taken (an endpoint no longer read keeps its
+	// last connections until the server closes them).
+	l := c.idle[addr]
+	for len(l) > 0 && rc.since.Sub(l[0].since) >= rawIdleFor {
+		l[0].conn.Close()
+		l = l[1:]
+	}
+	if len(l) >= rawIdlePerHost {
 		rc.conn.Close()
+		c.idle[addr] = l
 		return
 	}
-	c.idle[addr] = append(c.idle[addr], rc)
+	c.idle[addr] = append(l, rc)
 }
 
 // roundTrip sends r on rc and reads the response's head. A 200 or 206

@@ -126,7 +126,7 @@ func (w *respWriter) ReadFrom(r io.Reader) (int64, error) {
 		w.n += n
 		return n, err
 	}
-	n, err := io.Copy(struct{ io.Writer }{w.ResponseWriter}, r)
+	n, err := copyBig(w.ResponseWriter, r)
 	w.n += n
 	return n, err
 }

@@ -8,6 +8,7 @@ import (
 	"io/fs"
 	"net/http"
 	"os"
+	"strconv"
 	"strings"
 	"time"
 
@@ -85,12 +86,17 @@ func (rq *request) nodeGet() (int, error) {
 	h.Set("Content-Type", contentType(n.Name, false))
 	setActiveContentHeaders(h)
 	h.Set("Accept-Ranges", "bytes")
-	br := &blobReader{ctx: rq.r.Context(), c: rq.h.nodes.blobs.contents, key: n.Blob, size: n.Size}
+	spans, satisfiable := requestedSpans(rq.r.Header.Get("Range"), n.Size)
+	br := &blobReader{ctx: rq.r.Context(), c: rq.h.nodes.blobs.contents, key: n.Blob, size: n.Size, spans: spans}
 	defer br.Close()
-	if rq.r.Method == http.MethodGet && n.Size > 0 && rq.r.Header.Get("If-None-Match") == "" && rq.r.Header.Get("If-Modified-Since") == "" {
+	if rq.r.Method == http.MethodGet && n.Size > 0 && satisfiable && rq.r.Header.Get("If-None-Match") == "" && rq.r.Header.Get("If-Modified-Since") == "" {
 		// Open before the status line goes out, so an unreachable
 		// store answers 503 rather than a truncated 200.
-		if err := br.open(singleRangeStart(rq.r.Header.Get("Range"), n.Size)); err != nil {
+		first := int64(0)
+		if len(spans) > 0 {
+			first = spans[0].off
+		}
+		if err := br.open(first); err != nil {
 			if errors.Is(err, ErrNoObject) {
 				// Replaced and reclaimed since the lookup: read again.
 				return rq.retryGet()
@@ -98,19 +104,40 @@ func (rq *request) nodeGet() (int, error) {
 			return 0, err
 		}
 	}
-	http.ServeContent(bigCopyWriter{rq.w}, rq.r, n.Name, fi.ModTime(), br)
+	// Over TLS the server's connection has no ReadFrom worth calling
+	// (net/http would copy through 32 KiB): copy with our buffer.
+	http.ServeContent(bigCopyWriter{ResponseWriter: rq.w, splice: rq.r.TLS == nil}, rq.r, n.Name, fi.ModTime(), br)
 	return 0, nil
 }
 
-// bigCopyWriter copies a body through a pooled 1 MiB buffer instead of
-// io.Copy's 32 KiB: a store's stream cannot be sent with sendfile, and
-// larger reads and writes cut the syscalls per byte on both sockets.
-type bigCopyWriter struct{ http.ResponseWriter }
+// bigCopyWriter sends a blobReader's bytes as its body can (bodySender:
+// S3 over plain HTTP splices socket to socket) and copies anything else
+// through a pooled 1 MiB buffer instead of io.Copy's 32 KiB: a store's
+// stream cannot be sent with sendfile, and larger reads and writes cut
+// the syscalls per byte on both sockets.
+type bigCopyWriter struct {
+	http.ResponseWriter
+	splice bool // the response's connection can take ReadFrom (no TLS)
+}
 
 func (w bigCopyWriter) ReadFrom(r io.Reader) (int64, error) {
+	out := io.Writer(struct{ io.Writer }{w.ResponseWriter})
+	if w.splice {
+		out = w.ResponseWriter
+	}
+	if lr, ok := r.(*io.LimitedReader); ok {
+		if br, ok := lr.R.(*blobReader); ok {
+			return br.sendTo(out, lr)
+		}
+	}
+	return copyBig(w.ResponseWriter, r)
+}
+
+// copyBig copies r to w through a pooled 1 MiB buffer.
+func copyBig(w io.Writer, r io.Reader) (int64, error) {
 	bp := bufPool.Get().(*[]byte)
 	defer bufPool.Put(bp)
-	return io.CopyBuffer(struct{ io.Writer }{w.ResponseWriter}, r, *bp)
+	return io.CopyBuffer(struct{ io.Writer }{w}, struct{ io.Reader }{r}, *bp)
 }
 
 // retryGet serves a GET again once, from the node as it now is.
@@ -122,43 +149,117 @@ func (rq *request) retryGet() (int, error) {
 	return rq.nodeGet()
 }
 
-// singleRangeStart is where a "bytes=N-..." Range starts (0 otherwise).
-func singleRangeStart(rng string, size int64) int64 {
+// span is n bytes of a file from off.
+type span struct{ off, n int64 }
+
+// requestedSpans reads a Range header as http.ServeContent does: the
+// ranges it will send (nil: the whole file), and false when it will
+// answer 416 without reading. The spans only size the store's reads
+// (blobReader), so a header read differently here costs a GET, not
+// correctness.
+func requestedSpans(rng string, size int64) ([]span, bool) {
+	if rng == "" {
+		return nil, true
+	}
 	spec, ok := strings.CutPrefix(rng, "bytes=")
-	if !ok || strings.Contains(spec, ",") {
-		return 0
+	if !ok {
+		return nil, false
 	}
-	first, _, _ := strings.Cut(spec, "-")
-	var off int64
-	if _, err := fmt.Sscan(strings.TrimSpace(first), &off); err != nil || off < 0 || off >= size {
-		return 0
+	var spans []span
+	var noOverlap bool
+	var sum int64
+	for ra := range strings.SplitSeq(spec, ",") {
+		ra = strings.TrimSpace(ra)
+		if ra == "" {
+			continue
+		}
+		first, last, ok := strings.Cut(ra, "-")
+		if !ok {
+			return nil, false
+		}
+		first, last = strings.TrimSpace(first), strings.TrimSpace(last)
+		var sp span
+		if first == "" { // the last N bytes
+			k, err := strconv.ParseInt(last, 10, 64)
+			if last == "" || last[0] == '-' || err != nil || k < 0 {
+				return nil, false
+			}
+			sp = span{off: size - min(k, size), n: min(k, size)}
+		} else {
+			i, err := strconv.ParseInt(first, 10, 64)
+			if err != nil || i < 0 {
+				return nil, false
+			}
+			if i >= size {
+				noOverlap = true
+				continue
+			}
+			sp = span{off: i, n: size - i}
+			if last != "" {
+				j, err := strconv.ParseInt(last, 10, 64)
+				if err != nil || i > j {
+					return nil, false
+				}
+				sp.n = min(j, size-1) - i + 1
+			}
+		}
+		spans = append(spans, sp)
+		sum += sp.n
 	}
-	return off
+	if noOverlap && len(spans) == 0 {
+		return nil, false
+	}
+	if sum > size { // ServeContent sends the whole file instead
+		return nil, true
+	}
+	return spans, true
 }
 
 // blobReader is an io.ReadSeeker over an object, for http.ServeContent:
 // seeking costs nothing, a read opens a ranged GET from the offset (kept
-// open while reads follow on).
+// open while reads follow on) to the end of the requested span starting
+// there, or of the object.
 type blobReader struct {
-	ctx  context.Context
-	c    Contents
-	key  string
-	size int64
-	off  int64
-	body io.ReadCloser
-	at   int64 // the offset body reads next
+	ctx   context.Context
+	c     Contents
+	key   string
+	size  int64
+	spans []span // the request's ranges
+	off   int64
+	body  io.ReadCloser
+	at    int64 // the offset body reads next
+	end   int64 // where body ends
+}
+
+// bodySender is a body that can send its bytes to w itself (rawBody).
+type bodySender interface {
+	sendTo(w io.Writer, n int64) (int64, error)
 }
 
 func (b *blobReader) open(off int64) error {
-	if b.body != nil && b.at == off {
+	if b.body != nil && b.at == off && off < b.end {
 		return nil
 	}
 	b.Close()
-	body, err := b.c.Get(b.ctx, b.key, off, -1)
+	var span int64 // the longest requested span starting at off
+	for _, sp := range b.spans {
+		if sp.off == off {
+			span = max(span, sp.n)
+		}
+	}
+	end := b.size
+	if span > 0 {
+		end = off + span
+	}
+	n := end - off
+	if end == b.size {
+		n = -1 // to the end: a whole file is a plain GET
+	}
+	body, err := b.c.Get(b.ctx, b.key, off, n)
 	if err != nil {
 		return err
 	}
-	b.body, b.at, b.off = body, off, off
+	b.body, b.at, b.off, b.end = body, off, off, end
 	return nil
 }
 
@@ -172,10 +273,42 @@ func (b *blobReader) Read(p []byte) (int, error) {
 	n, err := b.body.Read(p)
 	b.off += int64(n)
 	b.at = b.off
-	if err == io.EOF && b.off < b.size {
-		err = io.ErrUnexpectedEOF
+	if err == io.EOF {
+		switch {
+		case b.off < b.end:
+			err = io.ErrUnexpectedEOF
+		case b.off < b.size:
+			err = nil // the span ended; the next read opens another
+		}
 	}
 	return n, err
+}
+
+// sendTo sends lr's bytes (lr.R is b) to w, letting the body send them
+// itself where it can.
+func (b *blobReader) sendTo(w io.Writer, lr *io.LimitedReader) (int64, error) {
+	var sent int64
+	for lr.N > 0 && b.off < b.size {
+		if err := b.open(b.off); err != nil {
+			return sent, err
+		}
+		bs, ok := b.body.(bodySender)
+		if !ok {
+			break
+		}
+		want := min(lr.N, b.end-b.off)
+		k, err := bs.sendTo(w, want)
+		sent, lr.N, b.off = sent+k, lr.N-k, b.off+k
+		b.at = b.off
+		if err == nil && k < want {
+			err = io.ErrUnexpectedEOF
+		}
+		if err != nil {
+			return sent, err
+		}
+	}
+	k, err := copyBig(w, lr)
+	return sent + k, err
 }
 
 func (b *blobReader) Seek(off int64, whence int) (int64, error) {

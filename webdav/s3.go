@@ -49,6 +49,8 @@ const (
 // S3Contents keeps contents in an S3 bucket under a prefix.
 type S3Contents struct {
 	client *s3.Client
+	// getter runs GetObject over connections of its own (s3get.go).
+	getter *s3.Client
 	bucket string
 	prefix string // "" or "p/"
 }
@@ -75,7 +77,7 @@ func OpenS3(ctx context.Context, st StoreURL, creds *Credentials) (*S3Contents, 
 	if err != nil {
 		return nil, fmt.Errorf("webdav store: load AWS configuration: %w", err)
 	}
-	client := s3.NewFromConfig(cfg, func(o *s3.Options) {
+	opts := func(o *s3.Options) {
 		if st.Endpoint != "" {
 			o.BaseEndpoint = aws.String(st.Endpoint)
 		}
@@ -88,8 +90,9 @@ func OpenS3(ctx context.Context, st StoreURL, creds *Credentials) (*S3Contents, 
 		// contents' own SHA-256 is kept in the tree.
 		o.RequestChecksumCalculation = aws.RequestChecksumCalculationWhenRequired
 		o.ResponseChecksumValidation = aws.ResponseChecksumValidationWhenRequired
-	})
-	c := &S3Contents{client: client, bucket: st.Bucket}
+	}
+	c := &S3Contents{client: s3.NewFromConfig(cfg, opts), bucket: st.Bucket}
+	c.getter = s3.NewFromConfig(cfg, opts, func(o *s3.Options) { o.HTTPClient = newRawGetClient(hc) })
 	if st.Prefix != "" {
 		c.prefix = st.Prefix + "/"
 	}
@@ -369,7 +372,7 @@ func (c *S3Contents) Get(ctx context.Context, key string, off, n int64) (io.Read
 	case off > 0:
 		in.Range = aws.String(fmt.Sprintf("bytes=%d-", off))
 	}
-	out, err := c.client.GetObject(ctx, in)
+	out, err := c.getter.GetObject(ctx, in)
 	if err != nil {
 		return nil, s3Err("get object", err)
 	}

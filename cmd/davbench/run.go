@@ -34,6 +34,7 @@ type runConfig struct {
 	rounds       int
 	only         map[string]bool
 	cpuprofile   string
+	s3cpuprofile string
 	out          string
 	files10k     int
 	files100k    int
@@ -64,6 +65,7 @@ func run(ctx context.Context, args []string) error {
 	fs.IntVar(&cfg.rounds, "rounds", 3, "timed rounds of GET / PUT / small PUT per server (median reported)")
 	fs.StringVar(&only, "only", "mem,propfind,move,get,put,small", "benchmarks to run, comma-separated")
 	fs.StringVar(&cfg.cpuprofile, "cpuprofile", "", "CPU profile of the Ontoflow serve child over the whole run")
+	fs.StringVar(&cfg.s3cpuprofile, "s3-cpuprofile", "", "CPU profile of the S3-mode serve child (-store) over the whole run")
 	fs.StringVar(&cfg.out, "out", "", "also write the Markdown results to FILE")
 	fs.IntVar(&cfg.files10k, "files", 10000, "files in the timed PROPFIND folder")
 	fs.IntVar(&cfg.files100k, "mem-files", 100000, "files in the memory PROPFIND folder")
@@ -338,8 +340,12 @@ func startServe(cfg runConfig, name string, port int, root, dbPath string, more,
 		"--addr", fmt.Sprintf("127.0.0.1:%d", port),
 		"--log", filepath.Join(dir, "access.log")}
 	args = append(args, more...)
-	if cfg.cpuprofile != "" && port == cfg.ontoflowPort {
-		p, err := filepath.Abs(cfg.cpuprofile)
+	prof := cfg.cpuprofile
+	if port != cfg.ontoflowPort {
+		prof = cfg.s3cpuprofile
+	}
+	if prof != "" {
+		p, err := filepath.Abs(prof)
 		if err != nil {
 			return nil, nil, fmt.Errorf("resolve cpuprofile: %w", err)
 		}

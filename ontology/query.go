@@ -267,7 +267,7 @@ func (s *Store) objectsSQL(u *models.User, ts *typeState, fs []valueFilter, ord 
 	}
 	var sb strings.Builder
 	var args []any
-	cols := sortCols{at: "d.created", id: "d.object_id"}
+	cols := sortCols{at: "d.created", id: "d.object_id", idKey: true}
 	switch {
 	case ord.field == OrderUpdated:
 		sb.WriteString("SELECT o.* FROM objects o WHERE 1 = 1")
@@ -280,7 +280,7 @@ func (s *Store) objectsSQL(u *models.User, ts *typeState, fs []valueFilter, ord 
 			sb.WriteString(" AND (d.key < ? OR d.key >= ?)")
 			args = append(args, []byte{domain.KeyInstantText}, []byte{domain.KeyInstantText + 1})
 		}
-		sb.WriteString(" AND o.id = d.object_id")
+		sb.WriteString(" AND o.id = " + s.idText("d.object_id"))
 		cols.key = "d.key"
 	case di >= 0 && fs[di].text != "":
 		q, as := s.textDriver(fs[di])
@@ -288,7 +288,7 @@ func (s *Store) objectsSQL(u *models.User, ts *typeState, fs []valueFilter, ord 
 		args = append(args, as...)
 	case di >= 0:
 		p, as := fs[di].rowPred("d")
-		sb.WriteString("SELECT o.* FROM object_values d CROSS JOIN objects o WHERE o.id = d.object_id AND " + p)
+		sb.WriteString("SELECT o.* FROM object_values d CROSS JOIN objects o WHERE o.id = " + s.idText("d.object_id") + " AND " + p)
 		args = append(args, as...)
 	default:
 		sb.WriteString("SELECT o.* FROM objects o WHERE 1 = 1")
@@ -318,7 +318,7 @@ func (s *Store) objectsSQL(u *models.User, ts *typeState, fs []valueFilter, ord 
 		if f.negate {
 			not = "NOT "
 		}
-		sb.WriteString(" AND " + not + "EXISTS (SELECT 1 FROM object_values e WHERE e.object_id = o.id AND " + p + probeEnd)
+		sb.WriteString(" AND " + not + "EXISTS (SELECT 1 FROM object_values e WHERE e.object_id = " + s.idKey("o.id") + " AND " + p + probeEnd)
 		args = append(args, as...)
 	}
 	if after != nil {
@@ -337,12 +337,32 @@ func (s *Store) objectsSQL(u *models.User, ts *typeState, fs []valueFilter, ord 
 func (s *Store) textDriver(f valueFilter) (string, []any) {
 	if models.IsPostgres(s.db) {
 		like := "%" + strings.NewReplacer(`\`, `\\`, `%`, `\%`, `_`, `\_`).Replace(f.text) + "%"
-		return `SELECT o.* FROM object_texts d CROSS JOIN objects o WHERE d.txt LIKE ? ESCAPE '\' AND d.prop = ? AND o.id = d.object_id`,
+		return `SELECT o.* FROM object_texts d CROSS JOIN objects o WHERE d.txt LIKE ? ESCAPE '\' AND d.prop = ? AND o.id = ` + s.idText("d.object_id"),
 			[]any{like, f.prop}
 	}
 	phrase := `"` + strings.ReplaceAll(f.text, `"`, `""`) + `"`
-	return "SELECT o.* FROM object_texts_fts t CROSS JOIN object_texts d CROSS JOIN objects o WHERE t.object_texts_fts MATCH ? AND d.id = t.rowid AND d.prop = ? AND o.id = d.object_id",
+	return "SELECT o.* FROM object_texts_fts t CROSS JOIN object_texts d CROSS JOIN objects o WHERE t.object_texts_fts MATCH ? AND d.id = t.rowid AND d.prop = ? AND o.id = " + s.idText("d.object_id"),
 		[]any{phrase, f.prop}
+}
+
+// idText is the object id (text, as objects.id) of the index's id
+// bytes (models.IDKey) in column col; idKey is the index's id bytes of
+// the object id in column col. The index's columns are compared with
+// them, so the indexes on either side serve the join.
+func (s *Store) idText(col string) string {
+	if models.IsPostgres(s.db) {
+		return "CAST(CAST(encode(" + col + ", 'hex') AS uuid) AS text)"
+	}
+	h := "hex(" + col + ")"
+	return "lower(substr(" + h + ", 1, 8) || '-' || substr(" + h + ", 9, 4) || '-' || substr(" + h + ", 13, 4) || '-' || substr(" +
+		h + ", 17, 4) || '-' || substr(" + h + ", 21))"
+}
+
+func (s *Store) idKey(col string) string {
+	if models.IsPostgres(s.db) {
+		return "uuid_send(CAST(" + col + " AS uuid))"
+	}
+	return "unhex(" + col + ", '-')"
 }
 
 // mergeObjects merges lists each in creation order into one, each object

@@ -35,6 +35,8 @@ type valueFilter struct {
 	// text, when set, is a substring found through the trigram index
 	// (models.ObjectText) when the filter drives.
 	text string
+	// eq: pred is an equality of the key.
+	eq bool
 }
 
 // Driving ranks.
@@ -55,16 +57,16 @@ func (s *Store) sqlFilter(ts *typeState, c domain.Condition) valueFilter {
 		// has no value. Checked per object: most objects have a value.
 		f.pred = func(a string) (string, []any) { return a + ".key < ?", []any{[]byte{models.KeyNull}} }
 	case domain.OpNotExists:
-		f.drive = driveEquality
+		f.drive, f.eq = driveEquality, true
 		f.pred = func(a string) (string, []any) { return a + ".key = ?", []any{[]byte{models.KeyNull}} }
 	case domain.OpIs, domain.OpIsNot:
 		f.negate = c.Operator == domain.OpIsNot
-		f.drive = driveEquality
+		f.drive, f.eq = driveEquality, true
 		f.pred, f.none = equalPred(c.Value)
 	case domain.OpIncludes:
 		if t.Base == domain.TypeArray {
 			f.part = models.PartElement
-			f.drive = driveEquality
+			f.drive, f.eq = driveEquality, true
 			f.pred, f.none = equalPred(c.Value)
 			break
 		}
@@ -314,6 +316,14 @@ func (s *Store) objectsSQL(u *models.User, ts *typeState, fs []valueFilter, ord 
 			continue
 		}
 		p, as := f.rowPred("e")
+		if f.eq && models.IsPostgres(s.db) {
+			// Postgres has no index of (object_id, prop, part, key): with
+			// the object's creation time an equality's probe is one
+			// entry of idx_object_value, not a scan of the key's entries
+			// for the object (which the planner picks, 50 ms for a key
+			// of 5,000 objects).
+			p += " AND e.created = CAST(EXTRACT(EPOCH FROM o.created_at) * 1000000 AS bigint)"
+		}
 		not := ""
 		if f.negate {
 			not = "NOT "

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/google/uuid"
 	"gorm.io/gorm"
 
 	"github.com/ontoflow/ontoflow/domain"
@@ -23,55 +24,78 @@ import (
 // or timestamp, a second Part 0 row with its text (class
 // domain.KeyInstantText); a property without a value has one Part 0 row
 // of key KeyNull. Key is a domain value key cut to MaxIndexedKey bytes;
-// Full is the string when the key was cut.
+// Full is the string when the key was cut. ObjectID is the object's id
+// as its 16 bytes (IDKey), not 36 characters of text: a row is mostly
+// its object's id, and the id is in every index of the table.
 //
-// The primary key serves writes (an object's rows) and probes (does
-// object X have a value of property P matching ...); idx_object_value
-// serves filters: it finds a property's objects by value in creation
-// order.
+// idx_object_value serves filters: it finds a property's objects by
+// value in creation order. An object's rows (writes, probes: does object
+// X have a value of property P matching ...) are found by the primary key
+// on SQLite (object_id, prop, part, key; the table WITHOUT ROWID is that
+// key's B-tree) and by idx_object_values_object (object_id) on Postgres,
+// whose B-tree stores an object's ~10 rows as one deduplicated entry.
+// Fixed-width columns first: Postgres aligns each 8-byte column.
 type ObjectValue struct {
-	ObjectID string `gorm:"primaryKey;size:36;index:idx_object_value,priority:5"`
 	// Prop is PropKey(object type id, property name).
-	Prop    int64  `gorm:"primaryKey;autoIncrement:false;index:idx_object_value,priority:1"`
-	Part    int16  `gorm:"primaryKey;autoIncrement:false;index:idx_object_value,priority:2"`
-	Key     []byte `gorm:"primaryKey;index:idx_object_value,priority:3"`
-	Created int64  `gorm:"not null;index:idx_object_value,priority:4"` // the object's created_at, Unix µs
-	Full    []byte
+	Prop     int64  `gorm:"primaryKey;autoIncrement:false;index:idx_object_value,priority:1"`
+	Created  int64  `gorm:"not null;index:idx_object_value,priority:4"` // the object's created_at, Unix µs
+	Part     int16  `gorm:"primaryKey;autoIncrement:false;index:idx_object_value,priority:2"`
+	ObjectID []byte `gorm:"primaryKey;index:idx_object_value,priority:5"`
+	Key      []byte `gorm:"primaryKey;index:idx_object_value,priority:3"`
+	Full     []byte
 }
 
-// sqliteObjectValues is object_values as gorm would create it on
-// SQLite, WITHOUT ROWID: the table is its primary key's B-tree, instead of
-// a rowid table plus an index holding every column again (a third of the
-// index's size).
-const sqliteObjectValues = "CREATE TABLE `object_values` (`object_id` text,`prop` integer,`part` integer,`key` blob,`created` integer NOT NULL,`full` blob,PRIMARY KEY (`object_id`,`prop`,`part`,`key`)) WITHOUT ROWID"
+// objectValuesDDL is object_values as gorm would create it, but WITHOUT
+// ROWID on SQLite (the table is its primary key's B-tree, instead of a
+// rowid table plus an index holding every column again) and without a
+// primary key on Postgres (idx_object_values_object instead: an object's
+// rows are one deduplicated B-tree entry there, not one entry each).
+var objectValuesDDL = map[bool][]string{
+	false: {"CREATE TABLE `object_values` (`prop` integer,`created` integer NOT NULL,`part` integer,`object_id` blob,`key` blob,`full` blob,PRIMARY KEY (`object_id`,`prop`,`part`,`key`)) WITHOUT ROWID"},
+	true: {`CREATE TABLE "object_values" ("prop" bigint NOT NULL,"created" bigint NOT NULL,"part" smallint NOT NULL,"object_id" bytea NOT NULL,"key" bytea NOT NULL,"full" bytea)`,
+		`CREATE INDEX "idx_object_values_object" ON "object_values" ("object_id")`},
+}
 
-// prepareObjectValues creates object_values WITHOUT ROWID on SQLite
-// before the auto-migration would create it as a rowid table; a rowid
-// table (of an older version) is dropped and the index rebuilt.
+// IDKey is an object id as the index stores it: the 16 bytes of the
+// UUID. The index orders ties by these bytes, which order as the id's
+// text does (lowercase hexadecimal), so ids must be lowercase UUIDs, as
+// the store makes them.
+func IDKey(id string) ([]byte, error) {
+	u, err := uuid.Parse(id)
+	if err != nil || u.String() != id {
+		return nil, fmt.Errorf("index object %q: its id is not a lowercase UUID", id)
+	}
+	return u[:], nil
+}
+
+// prepareObjectValues recreates object_values and object_texts (empty,
+// for buildObjectValues to fill) unless the index of this version was
+// built: an older version's tables hold ids as text (version 2) or
+// object_values as a rowid table (version 1).
 func prepareObjectValues(db *gorm.DB) error {
-	if IsPostgres(db) {
-		return nil
-	}
 	db = db.Session(&gorm.Session{NewDB: true})
-	var ddl string
-	if err := db.Raw("SELECT COALESCE(MAX(sql), '') FROM sqlite_master WHERE type = 'table' AND name = 'object_values'").Scan(&ddl).Error; err != nil {
-		return fmt.Errorf("read object_values: %w", err)
-	}
-	if strings.Contains(ddl, "WITHOUT ROWID") {
-		return nil
-	}
-	if ddl != "" {
-		if err := db.Exec("DROP TABLE object_values").Error; err != nil {
-			return fmt.Errorf("drop object_values to recreate it: %w", err)
+	pg := IsPostgres(db)
+	m := db.Migrator()
+	if m.HasTable(&ObjectValueBuild{}) {
+		var n int64
+		if err := db.Model(&ObjectValueBuild{}).Where("version = ?", ObjectValueVersion).Count(&n).Error; err != nil {
+			return fmt.Errorf("read index build: %w", err)
 		}
-		if db.Migrator().HasTable(&ObjectValueBuild{}) {
-			if err := db.Session(&gorm.Session{AllowGlobalUpdate: true}).Delete(&ObjectValueBuild{}).Error; err != nil {
-				return fmt.Errorf("forget the index build: %w", err)
-			}
+		if n > 0 && m.HasTable(&ObjectValue{}) {
+			return nil
+		}
+		if err := db.Session(&gorm.Session{AllowGlobalUpdate: true}).Delete(&ObjectValueBuild{}).Error; err != nil {
+			return fmt.Errorf("forget the index build: %w", err)
 		}
 	}
-	if err := db.Exec(sqliteObjectValues).Error; err != nil {
-		return fmt.Errorf("create object_values: %w", err)
+	drops := []string{"DROP TABLE IF EXISTS object_values", "DROP TABLE IF EXISTS object_texts"}
+	if !pg {
+		drops = append(drops, "DROP TABLE IF EXISTS object_texts_fts")
+	}
+	for _, q := range append(drops, objectValuesDDL[pg]...) {
+		if err := db.Exec(q).Error; err != nil {
+			return fmt.Errorf("recreate the property-value index: %w", err)
+		}
 	}
 	return nil
 }
@@ -84,8 +108,9 @@ type ObjectValueBuild struct {
 }
 
 // ObjectValueVersion is the index's encoding version (2: rows of
-// KeyNull for properties without a value).
-const ObjectValueVersion = 2
+// KeyNull for properties without a value; 3: object ids as 16 bytes,
+// no primary key on Postgres).
+const ObjectValueVersion = 3
 
 var objectValueModels = []any{&ObjectValue{}, &ObjectValueBuild{}, &ObjectText{}}
 
@@ -96,7 +121,7 @@ var objectValueModels = []any{&ObjectValue{}, &ObjectValueBuild{}, &ObjectText{}
 // Postgres text cannot store, are left out.
 type ObjectText struct {
 	ID       int64  `gorm:"primaryKey"`
-	ObjectID string `gorm:"size:36;not null;index"`
+	ObjectID []byte `gorm:"not null;index"` // IDKey
 	Prop     int64  `gorm:"not null"`
 	Created  int64  `gorm:"not null"`
 	Txt      string `gorm:"type:text;not null"`
@@ -211,6 +236,10 @@ func CreatedKey(t time.Time) int64 { return t.UnixMicro() }
 // database returns them (through JSON), so keys match what filters
 // compare.
 func ObjectValues(typeID, objectID string, created time.Time, defs []Property, values map[string]any) ([]ObjectValue, error) {
+	id, err := IDKey(objectID)
+	if err != nil {
+		return nil, err
+	}
 	b, err := json.Marshal(values)
 	if err != nil {
 		return nil, fmt.Errorf("index object %s: %w", objectID, err)
@@ -223,22 +252,18 @@ func ObjectValues(typeID, objectID string, created time.Time, defs []Property, v
 	}
 	var out []ObjectValue
 	for i := range defs {
-		out = appendPropertyValues(out, typeID, objectID, created, defs[i].Name, defs[i].Type.V, vals[defs[i].Name])
+		out = appendPropertyValues(out, typeID, id, created, defs[i].Name, defs[i].Type.V, vals[defs[i].Name])
 	}
 	return out, nil
 }
 
-// PropertyValues are the index rows of one property's value v (as read
-// from the database) of one object.
-func PropertyValues(typeID, objectID string, created time.Time, name string, t domain.PropertyType, v any) []ObjectValue {
-	return appendPropertyValues(nil, typeID, objectID, created, name, t, v)
-}
-
-func appendPropertyValues(out []ObjectValue, typeID, objectID string, created time.Time, name string, t domain.PropertyType, v any) []ObjectValue {
+// appendPropertyValues appends the index rows of one property's value v
+// (as read from the database) of the object of IDKey id.
+func appendPropertyValues(out []ObjectValue, typeID string, id []byte, created time.Time, name string, t domain.PropertyType, v any) []ObjectValue {
 	prop, at := PropKey(typeID, name), CreatedKey(created)
 	row := func(part int16, k []byte) {
 		key, full := CutKey(k)
-		out = append(out, ObjectValue{ObjectID: objectID, Prop: prop, Part: part, Key: key, Full: full, Created: at})
+		out = append(out, ObjectValue{ObjectID: id, Prop: prop, Part: part, Key: key, Full: full, Created: at})
 	}
 	k, ok := domain.EqualityKey(v)
 	if !ok {
@@ -267,7 +292,11 @@ func appendPropertyValues(out []ObjectValue, typeID, objectID string, created ti
 }
 
 // ObjectTexts are the ObjectText rows of an object's string properties.
-func ObjectTexts(typeID, objectID string, created time.Time, defs []Property, values map[string]any) []ObjectText {
+func ObjectTexts(typeID, objectID string, created time.Time, defs []Property, values map[string]any) ([]ObjectText, error) {
+	id, err := IDKey(objectID)
+	if err != nil {
+		return nil, err
+	}
 	var out []ObjectText
 	for i := range defs {
 		if defs[i].Type.V.Base != domain.TypeString {
@@ -277,9 +306,9 @@ func ObjectTexts(typeID, objectID string, created time.Time, defs []Property, va
 		if !ok || strings.ContainsRune(s, 0) {
 			continue
 		}
-		out = append(out, ObjectText{ObjectID: objectID, Prop: PropKey(typeID, defs[i].Name), Created: CreatedKey(created), Txt: s})
+		out = append(out, ObjectText{ObjectID: id, Prop: PropKey(typeID, defs[i].Name), Created: CreatedKey(created), Txt: s})
 	}
-	return out
+	return out, nil
 }
 
 // IndexObject writes the index rows (values and texts) of an object of
@@ -297,15 +326,23 @@ func IndexObject(ctx context.Context, tx *gorm.DB, typeID, objectID string, crea
 	if err := InsertObjectValues(ctx, tx, rows); err != nil {
 		return err
 	}
-	return insertTexts(ctx, tx, ObjectTexts(typeID, objectID, created, defs, values))
+	texts, err := ObjectTexts(typeID, objectID, created, defs, values)
+	if err != nil {
+		return err
+	}
+	return insertTexts(ctx, tx, texts)
 }
 
 // UnindexObject removes an object's index rows.
 func UnindexObject(ctx context.Context, tx *gorm.DB, objectID string) error {
-	if err := tx.WithContext(ctx).Where("object_id = ?", objectID).Delete(&ObjectValue{}).Error; err != nil {
+	id, err := IDKey(objectID)
+	if err != nil {
+		return err
+	}
+	if err := tx.WithContext(ctx).Where("object_id = ?", id).Delete(&ObjectValue{}).Error; err != nil {
 		return fmt.Errorf("unindex object %s: %w", objectID, err)
 	}
-	if err := tx.WithContext(ctx).Where("object_id = ?", objectID).Delete(&ObjectText{}).Error; err != nil {
+	if err := tx.WithContext(ctx).Where("object_id = ?", id).Delete(&ObjectText{}).Error; err != nil {
 		return fmt.Errorf("unindex the text of object %s: %w", objectID, err)
 	}
 	return nil
@@ -327,8 +364,12 @@ func DropPropertyIndex(ctx context.Context, tx *gorm.DB, prop int64) error {
 func IndexProperty(ctx context.Context, tx *gorm.DB, typeID, objectID string, created time.Time, p Property, values map[string]any, stale bool) error {
 	prop := PropKey(typeID, p.Name)
 	if stale {
+		id, err := IDKey(objectID)
+		if err != nil {
+			return err
+		}
 		for _, m := range []any{&ObjectValue{}, &ObjectText{}} {
-			if err := tx.WithContext(ctx).Where("object_id = ? AND prop = ?", objectID, prop).Delete(m).Error; err != nil {
+			if err := tx.WithContext(ctx).Where("object_id = ? AND prop = ?", id, prop).Delete(m).Error; err != nil {
 				return fmt.Errorf("unindex %s of %s: %w", p.Name, objectID, err)
 			}
 		}
@@ -341,7 +382,11 @@ func IndexProperty(ctx context.Context, tx *gorm.DB, typeID, objectID string, cr
 	if err := InsertObjectValues(ctx, tx, rows); err != nil {
 		return err
 	}
-	return insertTexts(ctx, tx, ObjectTexts(typeID, objectID, created, defs, values))
+	texts, err := ObjectTexts(typeID, objectID, created, defs, values)
+	if err != nil {
+		return err
+	}
+	return insertTexts(ctx, tx, texts)
 }
 
 func insertTexts(ctx context.Context, tx *gorm.DB, rows []ObjectText) error {
@@ -419,7 +464,11 @@ func buildObjectValues(ctx context.Context, db *gorm.DB) error {
 				return err
 			}
 			rows = append(rows, r...)
-			texts = append(texts, ObjectTexts(o.ObjectTypeID, o.ID, o.CreatedAt, ps, o.Properties.V)...)
+			t, err := ObjectTexts(o.ObjectTypeID, o.ID, o.CreatedAt, ps, o.Properties.V)
+			if err != nil {
+				return err
+			}
+			texts = append(texts, t...)
 		}
 		err := db.Transaction(func(tx *gorm.DB) error {
 			if err := InsertObjectValues(ctx, tx, rows); err != nil {

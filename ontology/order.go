@@ -138,6 +138,9 @@ func parseToken(ord order, tok string) (*cursor, int, error) {
 	if err := json.Unmarshal(b, &c); err != nil || c.Version != 1 || c.ID == "" {
 		return nil, 0, badToken("not a token this API issued")
 	}
+	if _, err := models.IDKey(c.ID); err != nil {
+		return nil, 0, badToken("not a token this API issued")
+	}
 	if c.Order != ord.spec() {
 		return nil, 0, badToken("issued for order_by=" + c.Order + ", not " + ord.spec() + " (keep order_by while paging)")
 	}
@@ -152,6 +155,8 @@ func parseToken(ord order, tok string) (*cursor, int, error) {
 type sortCols struct {
 	key, at, id string
 	atTime      bool
+	// idKey: id is the index's object id (models.IDKey), not text.
+	idKey bool
 }
 
 // keysetSQL is the condition "after c" over cols in direction desc: a
@@ -168,7 +173,11 @@ func keysetSQL(cols sortCols, c *cursor, desc bool) (string, []any) {
 	if cols.atTime {
 		at = time.UnixMicro(c.At).UTC()
 	}
-	names, vals = append(names, cols.at, cols.id), append(vals, at, c.ID)
+	var id any = c.ID
+	if cols.idKey {
+		id, _ = models.IDKey(c.ID) // parseToken checked it
+	}
+	names, vals = append(names, cols.at, cols.id), append(vals, at, id)
 	op := " > "
 	if desc {
 		op = " < "

@@ -35,6 +35,8 @@ type valueFilter struct {
 	// text, when set, is a substring found through the trigram index
 	// (models.ObjectText) when the filter drives.
 	text string
+	// eq: pred is an equality of the key.
+	eq bool
 }
 
 // Driving ranks.
@@ -55,16 +57,16 @@ func (s *Store) sqlFilter(ts *typeState, c domain.Condition) valueFilter {
 		// has no value. Checked per object: most objects have a value.
 		f.pred = func(a string) (string, []any) { return a + ".key < ?", []any{[]byte{models.KeyNull}} }
 	case domain.OpNotExists:
-		f.drive = driveEquality
+		f.drive, f.eq = driveEquality, true
 		f.pred = func(a string) (string, []any) { return a + ".key = ?", []any{[]byte{models.KeyNull}} }
 	case domain.OpIs, domain.OpIsNot:
 		f.negate = c.Operator == domain.OpIsNot
-		f.drive = driveEquality
+		f.drive, f.eq = driveEquality, true
 		f.pred, f.none = equalPred(c.Value)
 	case domain.OpIncludes:
 		if t.Base == domain.TypeArray {
 			f.part = models.PartElement
-			f.drive = driveEquality
+			f.drive, f.eq = driveEquality, true
 			f.pred, f.none = equalPred(c.Value)
 			break
 		}
@@ -267,7 +269,7 @@ func (s *Store) objectsSQL(u *models.User, ts *typeState, fs []valueFilter, ord 
 	}
 	var sb strings.Builder
 	var args []any
-	cols := sortCols{at: "d.created", id: "d.object_id"}
+	cols := sortCols{at: "d.created", id: "d.object_id", idKey: true}
 	switch {
 	case ord.field == OrderUpdated:
 		sb.WriteString("SELECT o.* FROM objects o WHERE 1 = 1")
@@ -280,7 +282,7 @@ func (s *Store) objectsSQL(u *models.User, ts *typeState, fs []valueFilter, ord 
 			sb.WriteString(" AND (d.key < ? OR d.key >= ?)")
 			args = append(args, []byte{domain.KeyInstantText}, []byte{domain.KeyInstantText + 1})
 		}
-		sb.WriteString(" AND o.id = d.object_id")
+		sb.WriteString(" AND o.id = " + s.idText("d.object_id"))
 		cols.key = "d.key"
 	case di >= 0 && fs[di].text != "":
 		q, as := s.textDriver(fs[di])
@@ -288,7 +290,7 @@ func (s *Store) objectsSQL(u *models.User, ts *typeState, fs []valueFilter, ord 
 		args = append(args, as...)
 	case di >= 0:
 		p, as := fs[di].rowPred("d")
-		sb.WriteString("SELECT o.* FROM object_values d CROSS JOIN objects o WHERE o.id = d.object_id AND " + p)
+		sb.WriteString("SELECT o.* FROM object_values d CROSS JOIN objects o WHERE o.id = " + s.idText("d.object_id") + " AND " + p)
 		args = append(args, as...)
 	default:
 		sb.WriteString("SELECT o.* FROM objects o WHERE 1 = 1")
@@ -314,11 +316,19 @@ func (s *Store) objectsSQL(u *models.User, ts *typeState, fs []valueFilter, ord 
 			continue
 		}
 		p, as := f.rowPred("e")
+		if f.eq && models.IsPostgres(s.db) {
+			// Postgres has no index of (object_id, prop, part, key): with
+			// the object's creation time an equality's probe is one
+			// entry of idx_object_value, not a scan of the key's entries
+			// for the object (which the planner picks, 50 ms for a key
+			// of 5,000 objects).
+			p += " AND e.created = CAST(EXTRACT(EPOCH FROM o.created_at) * 1000000 AS bigint)"
+		}
 		not := ""
 		if f.negate {
 			not = "NOT "
 		}
-		sb.WriteString(" AND " + not + "EXISTS (SELECT 1 FROM object_values e WHERE e.object_id = o.id AND " + p + probeEnd)
+		sb.WriteString(" AND " + not + "EXISTS (SELECT 1 FROM object_values e WHERE e.object_id = " + s.idKey("o.id") + " AND " + p + probeEnd)
 		args = append(args, as...)
 	}
 	if after != nil {
@@ -337,12 +347,32 @@ func (s *Store) objectsSQL(u *models.User, ts *typeState, fs []valueFilter, ord 
 func (s *Store) textDriver(f valueFilter) (string, []any) {
 	if models.IsPostgres(s.db) {
 		like := "%" + strings.NewReplacer(`\`, `\\`, `%`, `\%`, `_`, `\_`).Replace(f.text) + "%"
-		return `SELECT o.* FROM object_texts d CROSS JOIN objects o WHERE d.txt LIKE ? ESCAPE '\' AND d.prop = ? AND o.id = d.object_id`,
+		return `SELECT o.* FROM object_texts d CROSS JOIN objects o WHERE d.txt LIKE ? ESCAPE '\' AND d.prop = ? AND o.id = ` + s.idText("d.object_id"),
 			[]any{like, f.prop}
 	}
 	phrase := `"` + strings.ReplaceAll(f.text, `"`, `""`) + `"`
-	return "SELECT o.* FROM object_texts_fts t CROSS JOIN object_texts d CROSS JOIN objects o WHERE t.object_texts_fts MATCH ? AND d.id = t.rowid AND d.prop = ? AND o.id = d.object_id",
+	return "SELECT o.* FROM object_texts_fts t CROSS JOIN object_texts d CROSS JOIN objects o WHERE t.object_texts_fts MATCH ? AND d.id = t.rowid AND d.prop = ? AND o.id = " + s.idText("d.object_id"),
 		[]any{phrase, f.prop}
+}
+
+// idText is the object id (text, as objects.id) of the index's id
+// bytes (models.IDKey) in column col; idKey is the index's id bytes of
+// the object id in column col. The index's columns are compared with
+// them, so the indexes on either side serve the join.
+func (s *Store) idText(col string) string {
+	if models.IsPostgres(s.db) {
+		return "CAST(CAST(encode(" + col + ", 'hex') AS uuid) AS text)"
+	}
+	h := "hex(" + col + ")"
+	return "lower(substr(" + h + ", 1, 8) || '-' || substr(" + h + ", 9, 4) || '-' || substr(" + h + ", 13, 4) || '-' || substr(" +
+		h + ", 17, 4) || '-' || substr(" + h + ", 21))"
+}
+
+func (s *Store) idKey(col string) string {
+	if models.IsPostgres(s.db) {
+		return "uuid_send(CAST(" + col + " AS uuid))"
+	}
+	return "unhex(" + col + ", '-')"
 }
 
 // mergeObjects merges lists each in creation order into one, each object

@@ -11,6 +11,7 @@ import (
 	"math/rand"
 	"net/http"
 	"os"
+	"runtime/pprof"
 	"sort"
 	"strconv"
 	"strings"
@@ -285,6 +286,9 @@ func (b *appBench) shapes(ctx context.Context, runs int) error {
 		{"listing 1,000 links of one object (store.ObjectLinks, limit 1,000)", storeLinks},
 		{"update_object execute on a random object (sync, HTTP)", update},
 	}
+	if err := profileLinks(links); err != nil {
+		return err
+	}
 	for _, r := range rows {
 		p50, p95, err := timeIt(runs, r.fn)
 		if err != nil {
@@ -414,3 +418,27 @@ func (b *appBench) admin(ctx context.Context) *models.User {
 }
 
 func ontologyLinkQuery(limit int) ontology.LinkQuery { return ontology.LinkQuery{Limit: limit} }
+
+// profileLinks writes a CPU profile of 200 REST listings of the links to
+// the file ONTOBENCH_LINKS_PROFILE names, if it names one.
+func profileLinks(links func() error) error {
+	path := os.Getenv("ONTOBENCH_LINKS_PROFILE")
+	if path == "" {
+		return nil
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		return fmt.Errorf("links profile: %w", err)
+	}
+	defer f.Close()
+	if err := pprof.StartCPUProfile(f); err != nil {
+		return fmt.Errorf("links profile: %w", err)
+	}
+	defer pprof.StopCPUProfile()
+	for i := 0; i < 200; i++ {
+		if err := links(); err != nil {
+			return err
+		}
+	}
+	return nil
+}

@@ -35,6 +35,7 @@ func main() {
 	dsn := flag.String("db", "", "database (default: a new SQLite file in a temporary directory); a Postgres database is emptied first")
 	sizes := flag.String("sizes", "10000,100000", "numbers of objects to measure at, ascending")
 	runs := flag.Int("runs", 50, "timed runs of each shape")
+	detail := flag.Bool("detail", false, "print each table's and index's size (stderr) after each size; -runs 0 skips the shapes")
 	appN := flag.Int("app", 0, "instead: start the dev process in-process, create this many objects by execute-batch of a create_object action (-db as its --database-url, kept: objects of an earlier run stay), then time links, update_object and function executes")
 	flag.Parse()
 	slog.SetDefault(slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})))
@@ -42,7 +43,7 @@ func main() {
 	if *appN > 0 {
 		err = runApp(context.Background(), *dsn, *appN, *runs)
 	} else {
-		err = run(context.Background(), *dsn, *sizes, *runs)
+		err = run(context.Background(), *dsn, *sizes, *runs, *detail)
 	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "ontobench:", err)
@@ -64,7 +65,7 @@ type bench struct {
 	ids    []string
 }
 
-func run(ctx context.Context, dsn, sizeList string, runs int) error {
+func run(ctx context.Context, dsn, sizeList string, runs int, detail bool) error {
 	if dsn == "" {
 		dir, err := os.MkdirTemp("", "ontobench")
 		if err != nil {
@@ -115,9 +116,16 @@ func run(ctx context.Context, dsn, sizeList string, runs int) error {
 		if err := b.db.Exec("ANALYZE").Error; err != nil {
 			return err
 		}
-		shapes, err := b.shapes(ctx)
-		if err != nil {
-			return err
+		if detail {
+			if err := b.sizeDetail(ctx); err != nil {
+				return err
+			}
+		}
+		var shapes []shape
+		if runs > 0 {
+			if shapes, err = b.shapes(ctx); err != nil {
+				return err
+			}
 		}
 		for _, sh := range shapes {
 			p50, p95, err := b.measure(ctx, sh, runs)
@@ -205,7 +213,11 @@ func (b *bench) load(ctx context.Context, n int) error {
 				return err
 			}
 			rows = append(rows, r...)
-			texts = append(texts, models.ObjectTexts(b.typeID, o.ID, o.CreatedAt, b.defs, p)...)
+			t, err := models.ObjectTexts(b.typeID, o.ID, o.CreatedAt, b.defs, p)
+			if err != nil {
+				return err
+			}
+			texts = append(texts, t...)
 			b.ids = append(b.ids, o.ID)
 		}
 		err := b.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
@@ -383,4 +395,30 @@ func (b *bench) sizes(ctx context.Context) (string, error) {
 		}
 	}
 	return fmt.Sprintf("objects %.0f MiB, index %.0f MiB (%.2fx)", float64(objs)/(1<<20), float64(idx)/(1<<20), float64(idx)/float64(objs)), nil
+}
+
+// sizeDetail prints the size of each table and index of the objects and
+// the index, in KiB, to stderr.
+func (b *bench) sizeDetail(ctx context.Context) error {
+	type rel struct {
+		Name string
+		KiB  int64
+	}
+	var rels []rel
+	q := "SELECT name, SUM(pgsize) / 1024 AS ki_b FROM dbstat GROUP BY name ORDER BY 2 DESC"
+	if models.IsPostgres(b.db) {
+		q = `SELECT c.relname AS name, pg_relation_size(c.oid) / 1024 AS ki_b FROM pg_class c
+			JOIN pg_namespace n ON n.oid = c.relnamespace
+			WHERE n.nspname = current_schema() AND c.relkind IN ('r', 'i') ORDER BY 2 DESC`
+	}
+	if err := b.db.WithContext(ctx).Raw(q).Scan(&rels).Error; err != nil {
+		return fmt.Errorf("size of each relation: %w", err)
+	}
+	fmt.Fprintf(os.Stderr, "sizes at %d objects (KiB):\n", b.n)
+	for _, r := range rels {
+		if r.KiB >= 64 {
+			fmt.Fprintf(os.Stderr, "  %-40s %9d\n", r.Name, r.KiB)
+		}
+	}
+	return nil
 }

@@ -57,7 +57,7 @@ func (k appendNote) Preview(_ context.Context, op *engine.Op) ([]models.Edit, er
 
 func (k appendNote) Apply(ctx context.Context, op *engine.Op) (*engine.Outcome, error) {
 	ed := k.edit(op)
-	if _, err := op.Ontology.UpdateObject(ctx, op.Tx, op.Target.ID, ed.After); err != nil {
+	if _, err := op.Ontology.In(op.Tx).UpdateObject(ctx, op.Target.ID, ed.After); err != nil {
 		return nil, err
 	}
 	return &engine.Outcome{Edits: []models.Edit{ed}, Result: map[string]any{"appended": op.Params["note"]}}, nil

@@ -597,7 +597,7 @@ func (*fakeFunction) Apply(ctx context.Context, op *engine.Op) (*engine.Outcome,
 	if err := json.Unmarshal(op.Effect, &r); err != nil {
 		return nil, err
 	}
-	after, err := op.Ontology.UpdateObject(ctx, op.Tx, op.Target.ID, map[string]any{"notes": r.Notes})
+	after, err := op.Ontology.In(op.Tx).UpdateObject(ctx, op.Target.ID, map[string]any{"notes": r.Notes})
 	if err != nil {
 		return nil, err
 	}

@@ -13,7 +13,7 @@ import (
 // removed with it, so revert.Invert can recreate them exactly. The
 // delete_object kind and a function's delete edit both write it.
 func DeleteObject(ctx context.Context, onto Ontology, tx *gorm.DB, id string) (models.Edit, error) {
-	obj, links, err := onto.DeleteObject(ctx, tx, id)
+	obj, links, err := onto.In(tx).DeleteObject(ctx, id)
 	if err != nil {
 		return models.Edit{}, err
 	}

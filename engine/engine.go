@@ -23,41 +23,57 @@ import (
 	"github.com/ontoflow/ontoflow/notifications"
 )
 
-// Ontology is what the engine needs of the ontology store. Reads and writes
-// that take a tx run inside the engine's transaction, so an operation's
-// edits commit together with its execution record.
+// Ontology is what the engine needs of the ontology store: what reads no
+// transaction, and In, which binds one. The engine's reads and writes of
+// objects and links go through the OntologyTx that In returns for the
+// engine's transaction (a unit of work), so an operation's edits commit
+// together with its execution record.
 type Ontology interface {
 	// ActionType returns the action type and its definition.
 	ActionType(ctx context.Context, id string) (*ActionType, error)
-	// Object reads an object (nil, nil when absent) inside tx.
-	Object(ctx context.Context, tx *gorm.DB, id string) (*Object, error)
 	// CanRead is the store's read rule: whether u may read an object of
 	// marking and organization.
 	CanRead(u *models.User, marking, organization string) bool
+	// In binds tx: the OntologyTx reads and writes inside it (nil: outside
+	// any transaction, each call on its own, as a preview reads).
+	In(tx *gorm.DB) OntologyTx
+}
+
+// OntologyTx is the ontology bound to one transaction (Ontology.In).
+//
+// It is an alias of an interface literal rather than a named type so that
+// ontology.TxOps, declared the same way, is the identical type: the store
+// below the engine then implements Ontology as it is, without importing
+// the engine, an adapter or a cast. Change both together (app's assembly
+// stops building when they differ).
+type OntologyTx = interface {
+	// Object reads an object (nil, nil when absent).
+	Object(ctx context.Context, id string) (*Object, error)
 	// UpdateObject merges patch into the object's properties, validating
 	// them as any write does, and returns the object after the write.
-	UpdateObject(ctx context.Context, tx *gorm.DB, id string, patch map[string]any) (*Object, error)
+	UpdateObject(ctx context.Context, id string, patch map[string]any) (*Object, error)
 	// CreateObject creates an object of objectTypeID.
-	CreateObject(ctx context.Context, tx *gorm.DB, objectTypeID string, props map[string]any, marking, createdBy, organization string) (*Object, error)
+	CreateObject(ctx context.Context, objectTypeID string, props map[string]any, marking, createdBy, organization string) (*Object, error)
 	// UpdateObjectFor and CreateObjectFor are UpdateObject and
 	// CreateObject on behalf of reader: a reference value written must
 	// name an object reader may read, one it may not is refused exactly
 	// as a missing one (what REST answers). For writes whose values the
 	// engine has not checked with checkEnv (a function's edits).
-	UpdateObjectFor(ctx context.Context, tx *gorm.DB, reader *models.User, id string, patch map[string]any) (*Object, error)
-	CreateObjectFor(ctx context.Context, tx *gorm.DB, reader *models.User, objectTypeID string, props map[string]any, marking, createdBy, organization string) (*Object, error)
+	UpdateObjectFor(ctx context.Context, reader *models.User, id string, patch map[string]any) (*Object, error)
+	CreateObjectFor(ctx context.Context, reader *models.User, objectTypeID string, props map[string]any, marking, createdBy, organization string) (*Object, error)
 	// DeleteObject deletes an object and its links, and returns the
 	// object and the links as they were (what recreating them needs).
-	DeleteObject(ctx context.Context, tx *gorm.DB, id string) (*Object, []domain.Link, error)
+	DeleteObject(ctx context.Context, id string) (*Object, []domain.Link, error)
 	// CreateLink links source to target with linkTypeID, enforcing
 	// cardinality, and returns the link id.
-	CreateLink(ctx context.Context, tx *gorm.DB, linkTypeID, sourceID, targetID string) (string, error)
+	CreateLink(ctx context.Context, linkTypeID, sourceID, targetID string) (string, error)
 	// DeleteLink deletes a link (a function's unlink; a revert's undo).
-	DeleteLink(ctx context.Context, tx *gorm.DB, id string) error
-	// LockObject locks the object's row in tx until it ends (Postgres; on
-	// SQLite the write transaction already excludes other writers), so a
-	// check of its update time holds until the write that relies on it.
-	LockObject(ctx context.Context, tx *gorm.DB, id string) error
+	DeleteLink(ctx context.Context, id string) error
+	// LockObject locks the object's row until the bound transaction ends
+	// (Postgres; on SQLite the write transaction already excludes other
+	// writers), so a check of its update time holds until the write that
+	// relies on it.
+	LockObject(ctx context.Context, id string) error
 }
 
 // ActionType and Object are the ontology's records as the engine sees
@@ -160,7 +176,7 @@ func (e *Engine) checkEnv(ctx context.Context, actor *models.User) domain.CheckE
 	return domain.CheckEnv{
 		Markings: e.levels,
 		ResolveReference: func(objectTypeID, id string) (bool, error) {
-			o, err := e.onto.Object(ctx, nil, id)
+			o, err := e.onto.In(nil).Object(ctx, id)
 			if err != nil || o == nil {
 				return false, err
 			}

@@ -64,7 +64,7 @@ func (k addToCount) Preview(_ context.Context, op *engine.Op) ([]models.Edit, er
 func (k addToCount) Apply(ctx context.Context, op *engine.Op) (*engine.Outcome, error) {
 	c := op.Config.(*addToCountConfig)
 	b, a := k.sum(op)
-	obj, err := op.Ontology.UpdateObject(ctx, op.Tx, op.Target.ID, map[string]any{c.Property: a})
+	obj, err := op.Ontology.In(op.Tx).UpdateObject(ctx, op.Target.ID, map[string]any{c.Property: a})
 	if err != nil {
 		return nil, err
 	}

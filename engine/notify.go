@@ -226,7 +226,7 @@ func (e *Engine) beforeAfter(ctx context.Context, targetID string, out *Outcome)
 		ed = out.Edits[0]
 	}
 	if ed.ObjectID != "" {
-		after, _ = e.onto.Object(ctx, nil, ed.ObjectID)
+		after, _ = e.onto.In(nil).Object(ctx, ed.ObjectID)
 	}
 	if targetID == "" {
 		return nil, after
@@ -235,7 +235,7 @@ func (e *Engine) beforeAfter(ctx context.Context, targetID string, out *Outcome)
 	if ed.ObjectID == targetID {
 		cur = after
 	} else {
-		cur, _ = e.onto.Object(ctx, nil, targetID)
+		cur, _ = e.onto.In(nil).Object(ctx, targetID)
 	}
 	if ed.ObjectID != targetID {
 		return cur, after

@@ -422,7 +422,7 @@ func (e *Engine) applyIn(ctx context.Context, tx *gorm.DB, p *Prepared, in *inpu
 	// the same old properties, and the later commit would drop the earlier
 	// one's change (SQLite runs one write transaction at a time).
 	if in.Target != nil {
-		if in.Target, err = e.onto.Object(ctx, LockForUpdate(tx), in.Target.ID); err != nil {
+		if in.Target, err = e.onto.In(LockForUpdate(tx)).Object(ctx, in.Target.ID); err != nil {
 			return nil, nil, fmt.Errorf("reload target: %w", err)
 		}
 		if in.Target == nil {

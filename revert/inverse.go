@@ -30,17 +30,17 @@ func (r *Reverter) applyInverse(ctx context.Context, tx *gorm.DB, actor *models.
 		if _, err := r.unchanged(ctx, tx, actor, ed); err != nil {
 			return ed, err
 		}
-		_, _, err := r.onto.DeleteObject(ctx, tx, ed.ObjectID)
+		_, _, err := r.onto.In(tx).DeleteObject(ctx, ed.ObjectID)
 		return ed, err
 	case models.EditCreateObject:
 		if !r.onto.CanRead(actor, ed.Marking, ed.Organization) {
 			return ed, notFound(ed.ObjectID)
 		}
-		return ed, conflictIfExists(r.onto.RestoreObject(ctx, tx, ed.CreatedObject()), ed.ObjectID)
+		return ed, conflictIfExists(r.onto.RestoresIn(tx).RestoreObject(ctx, ed.CreatedObject()), ed.ObjectID)
 	case models.EditCreateLink:
-		return ed, r.onto.RestoreLink(ctx, tx, ed.CreatedLink())
+		return ed, r.onto.RestoresIn(tx).RestoreLink(ctx, ed.CreatedLink())
 	case models.EditDeleteLink:
-		err := r.onto.DeleteLink(ctx, tx, ed.LinkID)
+		err := r.onto.In(tx).DeleteLink(ctx, ed.LinkID)
 		if apperr.Is(err, apperr.LinkNotFound) {
 			return ed, apperr.New(apperr.Conflict, "link %s was deleted since; the revert would not undo what is there now", ed.LinkID)
 		}
@@ -55,7 +55,7 @@ func (r *Reverter) inverseUpdate(ctx context.Context, tx *gorm.DB, actor *models
 	if _, err := r.unchanged(ctx, tx, actor, ed); err != nil {
 		return ed, err
 	}
-	after, err := r.onto.UpdateObject(ctx, tx, ed.ObjectID, ed.After)
+	after, err := r.onto.In(tx).UpdateObject(ctx, ed.ObjectID, ed.After)
 	if err != nil {
 		return ed, err
 	}
@@ -73,7 +73,7 @@ func (r *Reverter) restoreStamp(ctx context.Context, tx *gorm.DB, orig, done mod
 	if orig.Op != models.EditUpdateObject || done.Op != models.EditUpdateObject || orig.UpdatedAtBefore == nil || orig.ObjectID != done.ObjectID {
 		return done, nil
 	}
-	if err := r.onto.SetUpdatedAt(ctx, tx, done.ObjectID, *orig.UpdatedAtBefore); err != nil {
+	if err := r.onto.RestoresIn(tx).SetUpdatedAt(ctx, done.ObjectID, *orig.UpdatedAtBefore); err != nil {
 		return done, err
 	}
 	done.UpdatedAtAfter = engine.TimePtr(*orig.UpdatedAtBefore)
@@ -96,10 +96,10 @@ func (r *Reverter) unchanged(ctx context.Context, tx *gorm.DB, actor *models.Use
 	}
 	// Locked first: a concurrent write must not land between this check
 	// and the revert's write.
-	if err := r.onto.LockObject(ctx, tx, id); err != nil {
+	if err := r.onto.In(tx).LockObject(ctx, id); err != nil {
 		return nil, err
 	}
-	o, err := r.onto.Object(ctx, tx, id)
+	o, err := r.onto.In(tx).Object(ctx, id)
 	if err != nil {
 		return nil, err
 	}
@@ -154,7 +154,7 @@ func (r *Reverter) linkEndsReadable(ctx context.Context, tx *gorm.DB, actor *mod
 		if id == "" {
 			continue
 		}
-		o, err := r.onto.Object(ctx, tx, id)
+		o, err := r.onto.In(tx).Object(ctx, id)
 		if err != nil {
 			return err
 		}

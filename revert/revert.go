@@ -23,17 +23,27 @@ import (
 )
 
 // Ontology is what a revert needs of the ontology store: the engine's port
-// and the writes only an undo makes (ontology.Store implements them).
+// and the writes only an undo makes, bound to the revert's transaction by
+// RestoresIn as the engine's are by In, so the undo commits with the
+// revert's execution record (ontology.Store implements them).
 type Ontology interface {
 	engine.Ontology
+	// RestoresIn binds tx for the restores.
+	RestoresIn(tx *gorm.DB) RestoresTx
+}
+
+// RestoresTx are the restores inside one transaction. An alias of an
+// interface literal, as engine.OntologyTx is and for its reason:
+// ontology.RestoreOps is then the identical type.
+type RestoresTx = interface {
 	// RestoreObject and RestoreLink recreate a deleted object or link
 	// exactly (same id).
-	RestoreObject(ctx context.Context, tx *gorm.DB, o domain.Object) error
-	RestoreLink(ctx context.Context, tx *gorm.DB, l domain.Link) error
+	RestoreObject(ctx context.Context, o domain.Object) error
+	RestoreLink(ctx context.Context, l domain.Link) error
 	// SetUpdatedAt sets the object's update time to at: a revert that put
 	// back every property an edit changed restores the time the object
 	// had before that edit, since it is again exactly as it was then.
-	SetUpdatedAt(ctx context.Context, tx *gorm.DB, id string, at time.Time) error
+	SetUpdatedAt(ctx context.Context, id string, at time.Time) error
 }
 
 // Reverter runs the revert step over the engine core.

@@ -133,7 +133,7 @@ func (b *Branches) reloadTarget(ctx context.Context, tx *gorm.DB, target *engine
 	if target == nil {
 		return nil, nil
 	}
-	t, err := b.onto.Object(ctx, tx, target.ID)
+	t, err := b.onto.In(tx).Object(ctx, target.ID)
 	if err != nil {
 		return nil, fmt.Errorf("reload target in the branch: %w", err)
 	}
@@ -146,7 +146,7 @@ func (b *Branches) reloadTarget(ctx context.Context, tx *gorm.DB, target *engine
 func (b *Branches) readAll(ctx context.Context, tx *gorm.DB, ids []string) (map[string]*engine.Object, error) {
 	out := map[string]*engine.Object{}
 	for _, id := range ids {
-		o, err := b.onto.Object(ctx, tx, id)
+		o, err := b.onto.In(tx).Object(ctx, id)
 		if err != nil {
 			return nil, fmt.Errorf("read %s in the branch: %w", id, err)
 		}
@@ -186,7 +186,7 @@ func (b *Branches) reads(ctx context.Context, run *engine.BranchRun, steps []mod
 			continue
 		}
 		known[id] = true
-		o, err := b.onto.Object(ctx, nil, id)
+		o, err := b.onto.In(nil).Object(ctx, id)
 		if err != nil {
 			return nil, fmt.Errorf("read %s on the main ontology: %w", id, err)
 		}

@@ -30,10 +30,11 @@ import (
 )
 
 // Ontology is what what-if needs of the ontology store: reads with the
-// read rule, and re-applying a branch's recorded edits inside a
+// read rule (through In, inside the run's transaction or, with nil,
+// outside any), and re-applying a branch's recorded edits inside a
 // transaction (ontology.Store implements it).
 type Ontology interface {
-	Object(ctx context.Context, tx *gorm.DB, id string) (*engine.Object, error)
+	In(tx *gorm.DB) engine.OntologyTx
 	CanRead(u *models.User, marking, organization string) bool
 	ReplayEdits(ctx context.Context, tx *gorm.DB, edits []models.Edit) error
 }
@@ -132,7 +133,7 @@ func cloneProps(props map[string]any) map[string]any {
 // Resolver resolves references as the branch shows objects.
 func (b *Branches) Resolver(ctx context.Context, actor *models.User, edits []models.Edit) func(objectTypeID, id string) (bool, error) {
 	return func(objectTypeID, id string) (bool, error) {
-		o, err := b.onto.Object(ctx, nil, id)
+		o, err := b.onto.In(nil).Object(ctx, id)
 		if err != nil {
 			return false, err
 		}

@@ -56,7 +56,7 @@ func (k *ticketKind) Apply(ctx context.Context, op *engine.Op) (*engine.Outcome,
 	if err := json.Unmarshal(op.Effect, &ticket); err != nil {
 		return nil, err
 	}
-	obj, err := op.Ontology.UpdateObject(ctx, op.Tx, op.Target.ID, map[string]any{"ticket": ticket})
+	obj, err := op.Ontology.In(op.Tx).UpdateObject(ctx, op.Target.ID, map[string]any{"ticket": ticket})
 	if err != nil {
 		return nil, err
 	}

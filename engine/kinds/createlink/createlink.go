@@ -85,7 +85,7 @@ func (CreateLink) Apply(ctx context.Context, op *engine.Op) (*engine.Outcome, er
 	// it, as the REST link route requires of both ends. One it may not read
 	// is answered as absent, so the action cannot probe for it either.
 	otherID, _ := op.Params[c.OtherObjectInput].(string)
-	other, err := op.Ontology.Object(ctx, op.Tx, otherID)
+	other, err := op.Ontology.In(op.Tx).Object(ctx, otherID)
 	if err != nil {
 		return nil, fmt.Errorf("load the link's other end %s: %w", otherID, err)
 	}
@@ -93,7 +93,7 @@ func (CreateLink) Apply(ctx context.Context, op *engine.Op) (*engine.Outcome, er
 		return nil, apperr.New(apperr.ObjectNotFound, "object %q not found", otherID)
 	}
 	src, dst := c.ends(op.Target.ID, op.Params)
-	id, err := op.Ontology.CreateLink(ctx, op.Tx, c.LinkTypeID, src, dst)
+	id, err := op.Ontology.In(op.Tx).CreateLink(ctx, c.LinkTypeID, src, dst)
 	if err != nil {
 		return nil, err
 	}

@@ -46,7 +46,7 @@ func (CreateObject) Preview(_ context.Context, op *engine.Op) ([]models.Edit, er
 // Apply implements Kind.
 func (CreateObject) Apply(ctx context.Context, op *engine.Op) (*engine.Outcome, error) {
 	props := op.Config.(*domain.MappingConfig).Properties(op.Params)
-	obj, err := op.Ontology.CreateObject(ctx, op.Tx, op.Action.ObjectTypeID, props, "", op.Actor.ID, op.Actor.Organization)
+	obj, err := op.Ontology.In(op.Tx).CreateObject(ctx, op.Action.ObjectTypeID, props, "", op.Actor.ID, op.Actor.Organization)
 	if err != nil {
 		return nil, err
 	}

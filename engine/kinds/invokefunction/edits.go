@@ -321,7 +321,7 @@ func readableIn(ctx context.Context, op *engine.Op, id string) (*engine.Object, 
 	o := op.Target
 	if o == nil || o.ID != id {
 		var err error
-		if o, err = op.Ontology.Object(ctx, op.Tx, id); err != nil {
+		if o, err = op.Ontology.In(op.Tx).Object(ctx, id); err != nil {
 			return nil, fmt.Errorf("read object %s: %w", id, err)
 		}
 	}
@@ -339,7 +339,7 @@ func fnUpdate(ctx context.Context, op *engine.Op, e FunctionEdit) (models.Edit, 
 	}
 	// For the actor: a reference value it may not read is refused as a
 	// missing id, as REST and the built-in kinds' checkEnv refuse it.
-	after, err := op.Ontology.UpdateObjectFor(ctx, op.Tx, op.Actor, o.ID, e.Properties)
+	after, err := op.Ontology.In(op.Tx).UpdateObjectFor(ctx, op.Actor, o.ID, e.Properties)
 	if err != nil {
 		return models.Edit{}, err
 	}
@@ -351,7 +351,7 @@ func fnUpdate(ctx context.Context, op *engine.Op, e FunctionEdit) (models.Edit, 
 // fnCreate creates an object owned by the actor's organization; one the
 // actor could not read (a marking above its clearance) is refused.
 func fnCreate(ctx context.Context, op *engine.Op, e FunctionEdit) (models.Edit, error) {
-	obj, err := op.Ontology.CreateObjectFor(ctx, op.Tx, op.Actor, e.ObjectType, e.Properties, e.Marking, op.Actor.ID, op.Actor.Organization)
+	obj, err := op.Ontology.In(op.Tx).CreateObjectFor(ctx, op.Actor, e.ObjectType, e.Properties, e.Marking, op.Actor.ID, op.Actor.Organization)
 	if err != nil {
 		return models.Edit{}, err
 	}
@@ -371,7 +371,7 @@ func fnLink(ctx context.Context, op *engine.Op, e FunctionEdit) (models.Edit, er
 			return models.Edit{}, err
 		}
 	}
-	id, err := op.Ontology.CreateLink(ctx, op.Tx, e.LinkType, e.Source, e.Target)
+	id, err := op.Ontology.In(op.Tx).CreateLink(ctx, e.LinkType, e.Source, e.Target)
 	if err != nil {
 		return models.Edit{}, err
 	}
@@ -400,7 +400,7 @@ func fnUnlink(ctx context.Context, op *engine.Op, e FunctionEdit) (models.Edit, 
 		}
 		return models.Edit{}, fmt.Errorf("find the link to delete: %w", err)
 	}
-	if err := op.Ontology.DeleteLink(ctx, op.Tx, l.ID); err != nil {
+	if err := op.Ontology.In(op.Tx).DeleteLink(ctx, l.ID); err != nil {
 		return models.Edit{}, err
 	}
 	at := l.CreatedAt

@@ -108,7 +108,7 @@ func objectView(o *engine.Object) map[string]any {
 
 // Get implements runtime.Host.
 func (h *functionHost) Get(ctx context.Context, id string) (any, error) {
-	o, err := h.op.Ontology.Object(ctx, h.op.Tx, id)
+	o, err := h.op.Ontology.In(h.op.Tx).Object(ctx, id)
 	if err != nil {
 		return nil, fmt.Errorf("ontology.get(%q): %w", id, err)
 	}
@@ -150,7 +150,7 @@ func (h *functionHost) Links(ctx context.Context, id, linkType string) (any, err
 	if h.reads == nil {
 		return nil, errors.New("ontology.links is not available in this process")
 	}
-	o, err := h.op.Ontology.Object(ctx, h.op.Tx, id)
+	o, err := h.op.Ontology.In(h.op.Tx).Object(ctx, id)
 	if err != nil {
 		return nil, fmt.Errorf("ontology.links(%q): %w", id, err)
 	}

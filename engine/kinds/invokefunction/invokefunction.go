@@ -379,7 +379,7 @@ func staleRead(ctx context.Context, op *engine.Op, reads map[string]string) (str
 				return "", err
 			}
 			var err error
-			if o, err = op.Ontology.Object(ctx, op.Tx, id); err != nil {
+			if o, err = op.Ontology.In(op.Tx).Object(ctx, id); err != nil {
 				return "", fmt.Errorf("check what the function read (%s): %w", id, err)
 			}
 		}
@@ -396,7 +396,7 @@ func lockRead(ctx context.Context, op *engine.Op, id string) error {
 	if op.Tx == nil {
 		return nil
 	}
-	if err := op.Ontology.LockObject(ctx, op.Tx, id); err != nil {
+	if err := op.Ontology.In(op.Tx).LockObject(ctx, id); err != nil {
 		return fmt.Errorf("lock what the function read (%s): %w", id, err)
 	}
 	return nil

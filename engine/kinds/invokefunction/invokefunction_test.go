@@ -42,7 +42,7 @@ func applyIn(t *testing.T, db *gorm.DB, k invokefunction.InvokeFunction, op *eng
 		var err error
 		sub := *op
 		sub.Tx, sub.Effect = tx, effect
-		if sub.Target, err = op.Ontology.Object(context.Background(), tx, op.Target.ID); err != nil {
+		if sub.Target, err = op.Ontology.In(tx).Object(context.Background(), op.Target.ID); err != nil {
 			return err
 		}
 		out, err = k.Apply(context.Background(), &sub)

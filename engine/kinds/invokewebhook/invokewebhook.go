@@ -243,7 +243,7 @@ func (InvokeWebhook) Apply(ctx context.Context, op *engine.Op) (*engine.Outcome,
 	if len(call.Mapped) == 0 || op.Target == nil {
 		return out, nil
 	}
-	after, err := op.Ontology.UpdateObject(ctx, op.Tx, op.Target.ID, call.Mapped)
+	after, err := op.Ontology.In(op.Tx).UpdateObject(ctx, op.Target.ID, call.Mapped)
 	if err != nil {
 		return nil, err
 	}

@@ -46,7 +46,7 @@ func (UpdateObject) Preview(_ context.Context, op *engine.Op) ([]models.Edit, er
 // Apply implements Kind.
 func (UpdateObject) Apply(ctx context.Context, op *engine.Op) (*engine.Outcome, error) {
 	patch := op.Config.(*domain.MappingConfig).Properties(op.Params)
-	after, err := op.Ontology.UpdateObject(ctx, op.Tx, op.Target.ID, patch)
+	after, err := op.Ontology.In(op.Tx).UpdateObject(ctx, op.Target.ID, patch)
 	if err != nil {
 		return nil, err
 	}

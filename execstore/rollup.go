@@ -298,7 +298,13 @@ func (s *Store) backfillDay(ctx context.Context) (done bool, err error) {
 		err := tx.Clauses(clause.OnConflict{DoNothing: true}).
 			Create(&models.DataMigration{Name: RollupBackfill, DoneAt: time.Now().UTC(), Cursor: models.CursorStart}).Error
 		if err == nil {
-			err = tx.Take(&m, "name = ?", RollupBackfill).Error
+			// Locked, so a second replica waits for this day and then
+			// reads the cursor past it.
+			q := tx
+			if models.IsPostgres(tx) {
+				q = q.Clauses(clause.Locking{Strength: "UPDATE"})
+			}
+			err = q.Take(&m, "name = ?", RollupBackfill).Error
 		}
 		if err != nil {
 			return fmt.Errorf("read the migration's progress: %w", err)
@@ -307,21 +313,34 @@ func (s *Store) backfillDay(ctx context.Context) (done bool, err error) {
 			done = true
 			return nil
 		}
+		var from time.Time // the beginning of time
+		if m.Cursor != models.CursorStart {
+			if from, err = time.Parse(time.RFC3339, m.Cursor); err != nil {
+				return fmt.Errorf("read the migration's cursor %q: %w", m.Cursor, err)
+			}
+		}
 		if models.IsPostgres(tx) {
 			if err := tx.Exec("LOCK TABLE executions IN SHARE MODE").Error; err != nil {
 				return err
 			}
 		}
-		day, ok, err := nextDay(ctx, tx, m.Cursor)
+		day, ok, err := nextDay(ctx, tx, from)
 		if err != nil {
 			return err
 		}
 		cursor := ""
 		if ok {
-			if err := recountDay(ctx, tx, day); err != nil {
+			cursor = day.Add(24 * time.Hour).Format(time.RFC3339)
+		}
+		// Buckets of days without executions (left by rows since gone)
+		// go too: the day's clear starts at the cursor.
+		if err := recount(ctx, tx, from, day, ok); err != nil {
+			return err
+		}
+		if afterDay != nil {
+			if err := afterDay(day); err != nil {
 				return err
 			}
-			cursor = day.Add(24 * time.Hour).Format(time.RFC3339)
 		}
 		return tx.Model(&models.DataMigration{}).Where("name = ?", RollupBackfill).
 			Updates(map[string]any{"cursor": cursor, "done_at": time.Now().UTC()}).Error
@@ -329,20 +348,17 @@ func (s *Store) backfillDay(ctx context.Context) (done bool, err error) {
 	return done, err
 }
 
+// afterDay, set by tests, runs at the end of each day's transaction of
+// the backfill; an error aborts it, as a crash would.
+var afterDay func(day time.Time) error
+
 // nextDay is the first day (UTC) holding executions created at or after
-// cursor (RFC 3339, or models.CursorStart for the beginning); ok false:
-// none.
-func nextDay(ctx context.Context, tx *gorm.DB, cursor string) (time.Time, bool, error) {
-	q := tx.WithContext(ctx).Model(&models.Execution{}).Select("created_at").Order("created_at").Limit(1)
-	if cursor != models.CursorStart {
-		from, err := time.Parse(time.RFC3339, cursor)
-		if err != nil {
-			return time.Time{}, false, fmt.Errorf("read the migration's cursor %q: %w", cursor, err)
-		}
-		q = q.Where("created_at >= ?", from)
-	}
+// from; ok false: none.
+func nextDay(ctx context.Context, tx *gorm.DB, from time.Time) (time.Time, bool, error) {
 	var first []time.Time
-	if err := q.Scan(&first).Error; err != nil {
+	err := tx.WithContext(ctx).Model(&models.Execution{}).Select("created_at").
+		Where("created_at >= ?", from).Order("created_at").Limit(1).Scan(&first).Error
+	if err != nil {
 		return time.Time{}, false, fmt.Errorf("find the next day to rebuild: %w", err)
 	}
 	if len(first) == 0 {
@@ -352,17 +368,28 @@ func nextDay(ctx context.Context, tx *gorm.DB, cursor string) (time.Time, bool, 
 	return time.Date(at.Year(), at.Month(), at.Day(), 0, 0, 0, 0, time.UTC), true, nil
 }
 
-// recountDay replaces the buckets of the executions created on day with a
-// count of them, a page of rows at a time (by id).
-func recountDay(ctx context.Context, tx *gorm.DB, day time.Time) error {
+// recount replaces the buckets from from to the end of day with a count
+// of the executions created on day, a page of rows at a time (by id);
+// with no day (ok false), it clears every bucket from from on.
+func recount(ctx context.Context, tx *gorm.DB, from, day time.Time, ok bool) error {
 	end := day.Add(24 * time.Hour)
-	for _, del := range []*gorm.DB{
-		tx.WithContext(ctx).Where("hour >= ? AND hour < ?", day, end).Delete(&models.ExecutionRollup{}),
-		tx.WithContext(ctx).Where("start >= ? AND start < ?", day, end).Delete(&models.ExecutionTotal{}),
-	} {
-		if del.Error != nil {
-			return fmt.Errorf("clear the buckets of %s: %w", day.Format(time.DateOnly), del.Error)
+	clear := func(col string) (string, []any) {
+		if !ok {
+			return col + " >= ?", []any{from}
 		}
+		return col + " >= ? AND " + col + " < ?", []any{from, end}
+	}
+	for _, m := range []struct {
+		col   string
+		model any
+	}{{"hour", &models.ExecutionRollup{}}, {"start", &models.ExecutionTotal{}}} {
+		where, args := clear(m.col)
+		if err := tx.WithContext(ctx).Where(where, args...).Delete(m.model).Error; err != nil {
+			return fmt.Errorf("clear the buckets from %s: %w", from.Format(time.DateOnly), err)
+		}
+	}
+	if !ok {
+		return nil
 	}
 	const page = 10000
 	after := ""

@@ -109,8 +109,17 @@ func run(ctx context.Context, dsn string, cfg config) error {
 // upgrade brings a database loaded by an earlier version up to this one:
 // the schema, then the rollups' rebuild (execstore.BackfillRollup), timed.
 func upgrade(ctx context.Context, db *gorm.DB) error {
-	if err := models.Migrate(ctx, db); err != nil {
+	v, err := models.StoredSchemaVersion(ctx, db)
+	if err != nil {
 		return err
+	}
+	// Only when older: on SQLite, gorm's migrator copies the executions
+	// table again on every migration of a loaded database (see
+	// BENCHMARKS.md), minutes at 1M rows.
+	if v < models.SchemaVersion {
+		if err := models.Migrate(ctx, db); err != nil {
+			return err
+		}
 	}
 	t0 := time.Now()
 	ran, err := execstore.New(db).BackfillRollup(ctx)

@@ -22,8 +22,8 @@ import (
 // one from the old status's buckets and adds one to the new, and a row
 // that gets a finished time adds one to its duration's histogram bin.
 // Each transaction writes its changes as one multi-row upsert per table
-// (a status change: two rows of the rollup, four of the totals), in key
-// order, after locking the execution rows it moves, so concurrent writers
+// (a status change: two rows of the rollup, four of the totals, naming
+// only the histogram bin it touches), in key order, after locking the execution rows it moves, so concurrent writers
 // on Postgres wait for each other rather than deadlock, and SQLite runs
 // one writer at a time.
 
@@ -103,12 +103,14 @@ func (d deltas) addRow(ex *models.Execution, n int64) {
 }
 
 // upsert is the multi-row statement adding rows counts to table, whose
-// key is keyCols. It is built once per table and row count: every status
-// change runs it, and the text, the same each time, is prepared once per
-// connection. A bin is NULL where nothing fell in it, and a NULL delta
-// leaves the bin as it was.
-func upsert(table string, keyCols []string, rows int) string {
-	k := upsertKey{table, rows}
+// key is keyCols, with the histogram bins in the set bins (a bit per
+// bin): a status change touches one bin or none, so its statement names
+// that bin alone rather than binding forty. It is built once per table,
+// row count and bin set: every status change runs it, and the text, the
+// same each time, is prepared once per connection. A bin nothing fell
+// in stays NULL.
+func upsert(table string, keyCols []string, rows int, bins uint64) string {
+	k := upsertKey{table, rows, bins}
 	if s, ok := upserts.Load(k); ok {
 		return s.(string)
 	}
@@ -116,6 +118,9 @@ func upsert(table string, keyCols []string, rows int) string {
 	sets := []string{"n = " + table + ".n + excluded.n",
 		"example_id = CASE WHEN excluded.example_id > " + table + ".example_id THEN excluded.example_id ELSE " + table + ".example_id END"}
 	for i := range models.Bins {
+		if bins&(1<<i) == 0 {
+			continue
+		}
 		c := models.HistogramColumn(i)
 		cols = append(cols, c)
 		sets = append(sets, fmt.Sprintf("%[1]s = CASE WHEN excluded.%[1]s IS NULL THEN %[2]s.%[1]s ELSE COALESCE(%[2]s.%[1]s, 0) + excluded.%[1]s END", c, table))
@@ -131,6 +136,7 @@ func upsert(table string, keyCols []string, rows int) string {
 type upsertKey struct {
 	table string
 	rows  int
+	bins  uint64
 }
 
 var upserts sync.Map
@@ -141,8 +147,8 @@ var (
 )
 
 // perUpsert bounds the rows of one statement (a loader's or backfill's
-// deltas are large): 100 rows of 47 values stays under both dialects'
-// limits on bound values.
+// deltas are large): 100 rows of up to 47 values stays under both
+// dialects' limits on bound values.
 const perUpsert = 100
 
 // apply writes d to the rollup and the totals in tx, one statement per
@@ -169,6 +175,14 @@ func (d deltas) apply(ctx context.Context, tx *gorm.DB) error {
 				cmp.Compare(a.actor, b.actor), cmp.Compare(a.status, b.status), cmp.Compare(a.code, b.code))
 		})
 		for chunk := range slices.Chunk(t.rows, perUpsert) {
+			var bins uint64
+			for _, b := range chunk {
+				for i, h := range d[b].hist {
+					if h != 0 {
+						bins |= 1 << i
+					}
+				}
+			}
 			vals := make([]any, 0, len(chunk)*(len(t.key)+2+models.Bins))
 			for _, b := range chunk {
 				c := d[b]
@@ -178,15 +192,17 @@ func (d deltas) apply(ctx context.Context, tx *gorm.DB) error {
 					vals = append(vals, b.grain, b.start, b.action, b.status, b.code)
 				}
 				vals = append(vals, c.n, c.example)
-				for _, h := range c.hist {
-					if h == 0 {
+				for i, h := range c.hist {
+					switch {
+					case bins&(1<<i) == 0:
+					case h == 0:
 						vals = append(vals, nil)
-					} else {
+					default:
 						vals = append(vals, h)
 					}
 				}
 			}
-			if err := tx.WithContext(ctx).Exec(upsert(t.table, t.key, len(chunk)), vals...).Error; err != nil {
+			if err := tx.WithContext(ctx).Exec(upsert(t.table, t.key, len(chunk), bins), vals...).Error; err != nil {
 				return fmt.Errorf("count %d buckets into %s: %w", len(chunk), t.table, err)
 			}
 		}

@@ -23,9 +23,9 @@ import (
 // that gets a finished time adds one to its duration's histogram bin.
 // Each transaction writes its changes as one multi-row upsert per table
 // (a status change: two rows of the rollup, four of the totals, naming
-// only the histogram bin it touches), in key order, after locking the execution rows it moves, so concurrent writers
-// on Postgres wait for each other rather than deadlock, and SQLite runs
-// one writer at a time.
+// only the histogram bin it touches), in key order, after locking the
+// execution rows it moves, so concurrent writers on Postgres wait for
+// each other rather than deadlock, and SQLite runs one writer at a time.
 
 // bucket is a rollup or totals row's key.
 type bucket struct {

@@ -28,7 +28,7 @@ type insightsView struct {
 	Funcs    []funcBar
 	Channels []channelBar
 	// Samples name the bounds the percentiles and deliveries read.
-	SampleSize, DeliverySample int
+	FunctionSample, DeliverySample int
 }
 
 // segment is one part of a stacked bar, in viewBox units (0-100).
@@ -87,7 +87,7 @@ func (c *Console) insightsPage(g *gin.Context) {
 		return
 	}
 	v := insightsView{Window: w, Windows: insights.Windows, Everyone: everyone, Report: r,
-		SampleSize: insights.SampleSize, DeliverySample: insights.DeliverySample}
+		FunctionSample: insights.FunctionSample, DeliverySample: insights.DeliverySample}
 	v.Actions = actionRows(r.Actions)
 	v.Errors = errorRows(r.Errors)
 	v.Funcs = funcRows(r.Functions)
@@ -120,7 +120,7 @@ func actionRows(as []insights.ActionStats) []actionBars {
 		if a.Finished() > 0 {
 			row.Rate = fmt.Sprintf("%.1f%%", a.SuccessRate())
 		}
-		if a.Sampled > 0 {
+		if a.Timed > 0 {
 			row.P50, row.P95 = duration(a.P50), duration(a.P95)
 			if slowest > 0 {
 				row.P50X = 100 * float64(a.P50) / float64(slowest)

@@ -13,7 +13,7 @@ import (
 // Load records rows as they are — any status, times and outcome — in one
 // transaction, perStatement rows to a statement. It is a loader's path
 // (a benchmark seeding a large action log), not an execution's: no
-// guard applies. The rollup counts the rows in the same transaction.
+// guard applies. The rollups count the rows in the same transaction.
 func (s *Store) Load(ctx context.Context, rows []models.Execution, perStatement int) error {
 	err := s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
 		if err := tx.CreateInBatches(rows, perStatement).Error; err != nil {
@@ -21,7 +21,7 @@ func (s *Store) Load(ctx context.Context, rows []models.Execution, perStatement 
 		}
 		d := deltas{}
 		for i := range rows {
-			d.add(keyOf(&rows[i]), rows[i].Status, rows[i].ErrorCode, 1)
+			d.addRow(&rows[i], 1)
 		}
 		return d.apply(ctx, tx)
 	})

@@ -5,6 +5,8 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strings"
+	"sync"
 	"time"
 
 	"gorm.io/gorm"
@@ -13,77 +15,196 @@ import (
 	"github.com/ontoflow/ontoflow/models"
 )
 
-// The rollup (models.ExecutionRollup) is kept here, beside every write
-// that creates a row or moves its status, in the same transaction: a
-// create adds one to its bucket, a status change takes one from the old
-// status's bucket and adds one to the new. Each transaction applies its
-// changes as one upsert per bucket, in key order, after locking the
+// The rollups (models.ExecutionRollup per actor and hour,
+// models.ExecutionTotal for everyone per hour and per day) are kept here,
+// beside every write that creates a row or moves its status, in the same
+// transaction: a create adds one to its buckets, a status change takes
+// one from the old status's buckets and adds one to the new, and a row
+// that gets a finished time adds one to its duration's histogram bin.
+// Each transaction writes its changes as one multi-row upsert per table
+// (a status change: two rows of the rollup, four of the totals, naming
+// only the histogram bin it touches), in key order, after locking the
 // execution rows it moves, so concurrent writers on Postgres wait for
 // each other rather than deadlock, and SQLite runs one writer at a time.
 
-// bucket is a rollup row's key.
+// bucket is a rollup or totals row's key.
 type bucket struct {
-	hour                        time.Time
+	// grain is "" for the per-actor rollup's hour, else the totals'
+	// models.GrainHour or models.GrainDay (actor "").
+	grain                       string
+	start                       time.Time
 	action, actor, status, code string
 }
 
-// rowKey is what places an execution in its bucket.
+// rowKey is what places an execution in its buckets.
 type rowKey struct {
 	ID, ActionTypeID, ActorID, Status, ErrorCode string
 	CreatedAt                                    time.Time
+	FinishedAt                                   *time.Time
 }
 
 func keyOf(ex *models.Execution) rowKey {
-	return rowKey{ex.ID, ex.ActionTypeID, ex.ActorID, ex.Status, ex.ErrorCode, ex.CreatedAt}
+	return rowKey{ex.ID, ex.ActionTypeID, ex.ActorID, ex.Status, ex.ErrorCode, ex.CreatedAt, ex.FinishedAt}
 }
 
 type count struct {
 	n       int64
 	example string
+	hist    [models.Bins]int64
 }
 
-// deltas are changes to the rollup's counts.
+// deltas are changes to the rollups' counts.
 type deltas map[bucket]*count
 
-// add counts n (±1) of row r in status and code.
-func (d deltas) add(r rowKey, status, code string, n int64) {
-	b := bucket{r.CreatedAt.UTC().Truncate(time.Hour), r.ActionTypeID, r.ActorID, status, code}
-	c := d[b]
-	if c == nil {
-		c = &count{}
-		d[b] = c
+// rowCols are the columns one execution's state places it by.
+type rowCols struct {
+	status, code string
+	finished     *time.Time
+}
+
+// stateOf is r's state as read.
+func stateOf(r rowKey) rowCols { return rowCols{r.Status, r.ErrorCode, r.FinishedAt} }
+
+// add counts n (±1) of row r in state st: in its hour by its actor, and
+// in its hour and day for everyone; with a finished time, in the bin of
+// its duration too.
+func (d deltas) add(r rowKey, st rowCols, n int64) {
+	at := r.CreatedAt.UTC()
+	hour := at.Truncate(time.Hour)
+	day := time.Date(at.Year(), at.Month(), at.Day(), 0, 0, 0, 0, time.UTC)
+	bin := -1
+	if st.finished != nil {
+		bin = models.DurationBin(r.CreatedAt, *st.finished)
 	}
-	c.n += n
-	if n > 0 && r.ID > c.example {
-		c.example = r.ID
+	for _, b := range [...]bucket{
+		{"", hour, r.ActionTypeID, r.ActorID, st.status, st.code},
+		{models.GrainHour, hour, r.ActionTypeID, "", st.status, st.code},
+		{models.GrainDay, day, r.ActionTypeID, "", st.status, st.code},
+	} {
+		c := d[b]
+		if c == nil {
+			c = &count{}
+			d[b] = c
+		}
+		c.n += n
+		if n > 0 && r.ID > c.example {
+			c.example = r.ID
+		}
+		if bin >= 0 {
+			c.hist[bin] += n
+		}
 	}
 }
 
-// upsertRollup adds one bucket's count. It is a fixed statement rather
-// than a gorm upsert built per call: every status change runs it, and
-// the text, the same each time, is prepared once per connection.
-const upsertRollup = `INSERT INTO execution_rollups (hour, action_type_id, actor_id, status, error_code, n, example_id)
-VALUES (?, ?, ?, ?, ?, ?, ?)
-ON CONFLICT (hour, action_type_id, actor_id, status, error_code) DO UPDATE SET
-n = execution_rollups.n + excluded.n,
-example_id = CASE WHEN excluded.example_id > execution_rollups.example_id THEN excluded.example_id ELSE execution_rollups.example_id END`
+// addRow counts n (±1) of ex as it is.
+func (d deltas) addRow(ex *models.Execution, n int64) {
+	r := keyOf(ex)
+	d.add(r, stateOf(r), n)
+}
 
-// apply writes d to the rollup in tx, bucket by bucket in key order.
+// upsert is the multi-row statement adding rows counts to table, whose
+// key is keyCols, with the histogram bins in the set bins (a bit per
+// bin): a status change touches one bin or none, so its statement names
+// that bin alone rather than binding forty. It is built once per table,
+// row count and bin set: every status change runs it, and the text, the
+// same each time, is prepared once per connection. A bin nothing fell
+// in stays NULL.
+func upsert(table string, keyCols []string, rows int, bins uint64) string {
+	k := upsertKey{table, rows, bins}
+	if s, ok := upserts.Load(k); ok {
+		return s.(string)
+	}
+	cols := append(append([]string(nil), keyCols...), "n", "example_id")
+	sets := []string{"n = " + table + ".n + excluded.n",
+		"example_id = CASE WHEN excluded.example_id > " + table + ".example_id THEN excluded.example_id ELSE " + table + ".example_id END"}
+	for i := range models.Bins {
+		if bins&(1<<i) == 0 {
+			continue
+		}
+		c := models.HistogramColumn(i)
+		cols = append(cols, c)
+		sets = append(sets, fmt.Sprintf("%[1]s = CASE WHEN excluded.%[1]s IS NULL THEN %[2]s.%[1]s ELSE COALESCE(%[2]s.%[1]s, 0) + excluded.%[1]s END", c, table))
+	}
+	one := "(" + strings.TrimSuffix(strings.Repeat("?, ", len(cols)), ", ") + ")"
+	s := "INSERT INTO " + table + " (" + strings.Join(cols, ", ") + ") VALUES " +
+		strings.TrimSuffix(strings.Repeat(one+", ", rows), ", ") +
+		" ON CONFLICT (" + strings.Join(keyCols, ", ") + ") DO UPDATE SET " + strings.Join(sets, ", ")
+	upserts.Store(k, s)
+	return s
+}
+
+type upsertKey struct {
+	table string
+	rows  int
+	bins  uint64
+}
+
+var upserts sync.Map
+
+var (
+	rollupKey = []string{"hour", "action_type_id", "actor_id", "status", "error_code"}
+	totalsKey = []string{"grain", "start", "action_type_id", "status", "error_code"}
+)
+
+// perUpsert bounds the rows of one statement (a loader's or backfill's
+// deltas are large): 100 rows of up to 47 values stays under both
+// dialects' limits on bound values.
+const perUpsert = 100
+
+// apply writes d to the rollup and the totals in tx, one statement per
+// table (per perUpsert rows), each in key order.
 func (d deltas) apply(ctx context.Context, tx *gorm.DB) error {
-	keys := make([]bucket, 0, len(d))
+	var rollup, totals []bucket
 	for b, c := range d {
-		if c.n != 0 || c.example != "" {
-			keys = append(keys, b)
+		if c.n == 0 && c.example == "" && c.hist == [models.Bins]int64{} {
+			continue
+		}
+		if b.grain == "" {
+			rollup = append(rollup, b)
+		} else {
+			totals = append(totals, b)
 		}
 	}
-	slices.SortFunc(keys, func(a, b bucket) int {
-		return cmp.Or(a.hour.Compare(b.hour), cmp.Compare(a.action, b.action), cmp.Compare(a.actor, b.actor),
-			cmp.Compare(a.status, b.status), cmp.Compare(a.code, b.code))
-	})
-	for _, b := range keys {
-		c := d[b]
-		if err := tx.WithContext(ctx).Exec(upsertRollup, b.hour, b.action, b.actor, b.status, b.code, c.n, c.example).Error; err != nil {
-			return fmt.Errorf("count rollup bucket %s %s: %w", b.hour.Format(time.RFC3339), b.status, err)
+	for _, t := range []struct {
+		table string
+		key   []string
+		rows  []bucket
+	}{{"execution_rollups", rollupKey, rollup}, {"execution_totals", totalsKey, totals}} {
+		slices.SortFunc(t.rows, func(a, b bucket) int {
+			return cmp.Or(cmp.Compare(a.grain, b.grain), a.start.Compare(b.start), cmp.Compare(a.action, b.action),
+				cmp.Compare(a.actor, b.actor), cmp.Compare(a.status, b.status), cmp.Compare(a.code, b.code))
+		})
+		for chunk := range slices.Chunk(t.rows, perUpsert) {
+			var bins uint64
+			for _, b := range chunk {
+				for i, h := range d[b].hist {
+					if h != 0 {
+						bins |= 1 << i
+					}
+				}
+			}
+			vals := make([]any, 0, len(chunk)*(len(t.key)+2+models.Bins))
+			for _, b := range chunk {
+				c := d[b]
+				if b.grain == "" {
+					vals = append(vals, b.start, b.action, b.actor, b.status, b.code)
+				} else {
+					vals = append(vals, b.grain, b.start, b.action, b.status, b.code)
+				}
+				vals = append(vals, c.n, c.example)
+				for i, h := range c.hist {
+					switch {
+					case bins&(1<<i) == 0:
+					case h == 0:
+						vals = append(vals, nil)
+					default:
+						vals = append(vals, h)
+					}
+				}
+			}
+			if err := tx.WithContext(ctx).Exec(upsert(t.table, t.key, len(chunk), bins), vals...).Error; err != nil {
+				return fmt.Errorf("count %d buckets into %s: %w", len(chunk), t.table, err)
+			}
 		}
 	}
 	return nil
@@ -100,23 +221,17 @@ func move(ctx context.Context, tx *gorm.DB, cols map[string]any, where string, a
 		q = q.Clauses(clause.Locking{Strength: "UPDATE"})
 	}
 	var rows []rowKey
-	err := q.Select("id, action_type_id, actor_id, status, error_code, created_at").
-		Where(where, args...).Order("id").Find(&rows).Error
+	err := q.Select(rowKeyCols).Where(where, args...).Order("id").Find(&rows).Error
 	if err != nil {
 		return 0, fmt.Errorf("read the rows to move: %w", err)
 	}
-	status, _ := cols["status"].(string)
 	d, moved := deltas{}, int64(0)
 	for chunk := range slices.Chunk(rows, 1000) {
 		ids := make([]string, len(chunk))
 		for i, r := range chunk {
 			ids[i] = r.ID
-			code := r.ErrorCode
-			if c, ok := cols["error_code"].(string); ok {
-				code = c
-			}
-			d.add(r, r.Status, r.ErrorCode, -1)
-			d.add(r, status, code, 1)
+			d.add(r, stateOf(r), -1)
+			d.add(r, movedTo(r, cols), 1)
 		}
 		res := tx.WithContext(ctx).Model(&models.Execution{}).Where("id IN ?", ids).Where(where, args...).Updates(cols)
 		if res.Error != nil {
@@ -132,61 +247,178 @@ func move(ctx context.Context, tx *gorm.DB, cols map[string]any, where string, a
 	return moved, d.apply(ctx, tx)
 }
 
+// rowKeyCols are the columns read into a rowKey.
+const rowKeyCols = "id, action_type_id, actor_id, status, error_code, created_at, finished_at"
+
+// movedTo is r's state after an update of cols.
+func movedTo(r rowKey, cols map[string]any) rowCols {
+	st := stateOf(r)
+	if s, ok := cols["status"].(string); ok {
+		st.status = s
+	}
+	if c, ok := cols["error_code"].(string); ok {
+		st.code = c
+	}
+	if f, ok := cols["finished_at"].(*time.Time); ok {
+		st.finished = f
+	}
+	return st
+}
+
 // inTx runs f in a new transaction over s's database.
 func (s *Store) inTx(ctx context.Context, f func(tx *gorm.DB) error) error {
 	return s.db.WithContext(ctx).Transaction(f)
 }
 
-// RollupBackfill names the one-time data migration filling the rollup.
-const RollupBackfill = "execution_rollups"
+// RollupBackfill names the one-time data migration that rebuilds the
+// rollup and the totals with their histograms (schema version 4).
+// Version 3's "execution_rollups" filled the rollup without them.
+const RollupBackfill = "execution_rollups_v4"
 
-// BackfillRollup fills the rollup from the executions table, rows
-// written by versions without one included, unless it was done before,
-// and reports whether it ran. It runs in one transaction that first
-// records itself done (a second replica waits, then finds it done) and,
-// on Postgres, holds the executions table against writes (SHARE lock), so
-// no row is counted twice or missed; SQLite has one writer anyway.
+// BackfillRollup rebuilds the rollup and the totals from the executions
+// table, rows written by versions without them included, unless it was
+// done before, and reports whether it ran (to the end).
+//
+// It works a day of creation times at a time, oldest first, each day in
+// a transaction of its own that deletes the day's buckets and counts the
+// day's rows again, then records the day as done (the data_migrations
+// row's cursor). On Postgres that transaction holds the executions table
+// against writes (SHARE lock) for the day only, so writers wait for one
+// day's recount, not the whole table's; SQLite has one writer anyway. A
+// write between two days is counted by the writer as usual: into a day
+// already rebuilt, which is right, or into one not yet rebuilt, whose
+// recount replaces it. A crash midway leaves the days before the cursor
+// rebuilt and the rest as they were; the next start goes on from the
+// cursor, and a day redone is recounted from scratch, so nothing counts
+// twice.
 func (s *Store) BackfillRollup(ctx context.Context) (bool, error) {
 	ran := false
-	err := s.inTx(ctx, func(tx *gorm.DB) error {
-		res := tx.Clauses(clause.OnConflict{DoNothing: true}).
-			Create(&models.DataMigration{Name: RollupBackfill, DoneAt: time.Now().UTC()})
-		if res.Error != nil || res.RowsAffected == 0 {
-			return res.Error
+	for {
+		done, err := s.backfillDay(ctx)
+		if err != nil {
+			return ran, fmt.Errorf("rebuild the execution rollups: %w", err)
+		}
+		if done {
+			return ran, nil
 		}
 		ran = true
+	}
+}
+
+// backfillDay rebuilds the next day after the migration's cursor, or
+// records the migration done when no day is left; done: nothing was left
+// to do.
+func (s *Store) backfillDay(ctx context.Context) (done bool, err error) {
+	err = s.inTx(ctx, func(tx *gorm.DB) error {
+		var m models.DataMigration
+		err := tx.Clauses(clause.OnConflict{DoNothing: true}).
+			Create(&models.DataMigration{Name: RollupBackfill, DoneAt: time.Now().UTC(), Cursor: models.CursorStart}).Error
+		if err == nil {
+			// Locked, so a second replica waits for this day and then
+			// reads the cursor past it.
+			q := tx
+			if models.IsPostgres(tx) {
+				q = q.Clauses(clause.Locking{Strength: "UPDATE"})
+			}
+			err = q.Take(&m, "name = ?", RollupBackfill).Error
+		}
+		if err != nil {
+			return fmt.Errorf("read the migration's progress: %w", err)
+		}
+		if m.Cursor == "" {
+			done = true
+			return nil
+		}
+		var from time.Time // the beginning of time
+		if m.Cursor != models.CursorStart {
+			if from, err = time.Parse(time.RFC3339, m.Cursor); err != nil {
+				return fmt.Errorf("read the migration's cursor %q: %w", m.Cursor, err)
+			}
+		}
 		if models.IsPostgres(tx) {
 			if err := tx.Exec("LOCK TABLE executions IN SHARE MODE").Error; err != nil {
 				return err
 			}
 		}
-		if err := tx.Where("1 = 1").Delete(&models.ExecutionRollup{}).Error; err != nil {
+		day, ok, err := nextDay(ctx, tx, from)
+		if err != nil {
 			return err
 		}
-		return recount(ctx, tx)
+		cursor := ""
+		if ok {
+			cursor = day.Add(24 * time.Hour).Format(time.RFC3339)
+		}
+		// Buckets of days without executions (left by rows since gone)
+		// go too: the day's clear starts at the cursor.
+		if err := recount(ctx, tx, from, day, ok); err != nil {
+			return err
+		}
+		if afterDay != nil {
+			if err := afterDay(day); err != nil {
+				return err
+			}
+		}
+		return tx.Model(&models.DataMigration{}).Where("name = ?", RollupBackfill).
+			Updates(map[string]any{"cursor": cursor, "done_at": time.Now().UTC()}).Error
 	})
-	if err != nil {
-		return false, fmt.Errorf("fill the execution rollup: %w", err)
-	}
-	return ran, nil
+	return done, err
 }
 
-// recount adds every execution row to the rollup in tx, a page of rows
-// at a time (by id).
-func recount(ctx context.Context, tx *gorm.DB) error {
+// afterDay, set by tests, runs at the end of each day's transaction of
+// the backfill; an error aborts it, as a crash would.
+var afterDay func(day time.Time) error
+
+// nextDay is the first day (UTC) holding executions created at or after
+// from; ok false: none.
+func nextDay(ctx context.Context, tx *gorm.DB, from time.Time) (time.Time, bool, error) {
+	var first []time.Time
+	err := tx.WithContext(ctx).Model(&models.Execution{}).Select("created_at").
+		Where("created_at >= ?", from).Order("created_at").Limit(1).Scan(&first).Error
+	if err != nil {
+		return time.Time{}, false, fmt.Errorf("find the next day to rebuild: %w", err)
+	}
+	if len(first) == 0 {
+		return time.Time{}, false, nil
+	}
+	at := first[0].UTC()
+	return time.Date(at.Year(), at.Month(), at.Day(), 0, 0, 0, 0, time.UTC), true, nil
+}
+
+// recount replaces the buckets from from to the end of day with a count
+// of the executions created on day, a page of rows at a time (by id);
+// with no day (ok false), it clears every bucket from from on.
+func recount(ctx context.Context, tx *gorm.DB, from, day time.Time, ok bool) error {
+	end := day.Add(24 * time.Hour)
+	clear := func(col string) (string, []any) {
+		if !ok {
+			return col + " >= ?", []any{from}
+		}
+		return col + " >= ? AND " + col + " < ?", []any{from, end}
+	}
+	for _, m := range []struct {
+		col   string
+		model any
+	}{{"hour", &models.ExecutionRollup{}}, {"start", &models.ExecutionTotal{}}} {
+		where, args := clear(m.col)
+		if err := tx.WithContext(ctx).Where(where, args...).Delete(m.model).Error; err != nil {
+			return fmt.Errorf("clear the buckets from %s: %w", from.Format(time.DateOnly), err)
+		}
+	}
+	if !ok {
+		return nil
+	}
 	const page = 10000
 	after := ""
 	for {
 		var rows []rowKey
-		err := tx.WithContext(ctx).Model(&models.Execution{}).
-			Select("id, action_type_id, actor_id, status, error_code, created_at").
-			Where("id > ?", after).Order("id").Limit(page).Find(&rows).Error
+		err := tx.WithContext(ctx).Model(&models.Execution{}).Select(rowKeyCols).
+			Where("created_at >= ? AND created_at < ? AND id > ?", day, end, after).Order("id").Limit(page).Find(&rows).Error
 		if err != nil {
-			return fmt.Errorf("read executions after %q: %w", after, err)
+			return fmt.Errorf("read executions of %s after %q: %w", day.Format(time.DateOnly), after, err)
 		}
 		d := deltas{}
 		for _, r := range rows {
-			d.add(r, r.Status, r.ErrorCode, 1)
+			d.add(r, stateOf(r), 1)
 		}
 		if err := d.apply(ctx, tx); err != nil {
 			return err

@@ -2,6 +2,7 @@ package execstore_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math/rand"
 	"sync"
@@ -15,42 +16,76 @@ import (
 	"github.com/ontoflow/ontoflow/models"
 )
 
-type bucketKey struct{ hour, action, actor, status, code string }
+type bucketKey struct{ grain, start, action, actor, status, code string }
 
-// recount counts the executions table per bucket (failed buckets also
-// with their greatest id) and reads the rollup the same way.
+// recount counts the executions table per bucket of the per-actor rollup
+// (grain "") and of the totals (hour and day), with each bucket's
+// duration histogram and, for failed buckets, greatest id; and reads the
+// rollup and the totals the same way.
 func recount(t *testing.T, db *gorm.DB) (want, got map[bucketKey]string) {
 	t.Helper()
 	var rows []models.Execution
-	if err := db.Select("id, action_type_id, actor_id, status, error_code, created_at").Find(&rows).Error; err != nil {
+	if err := db.Select("id, action_type_id, actor_id, status, error_code, created_at, finished_at").Find(&rows).Error; err != nil {
 		t.Fatal(err)
 	}
-	n, maxID := map[bucketKey]int{}, map[bucketKey]string{}
+	type tally struct {
+		n     int
+		maxID string
+		hist  [models.Bins]int64
+	}
+	tallies := map[bucketKey]*tally{}
 	for _, r := range rows {
-		k := bucketKey{r.CreatedAt.UTC().Truncate(time.Hour).Format(time.RFC3339), r.ActionTypeID, r.ActorID, r.Status, r.ErrorCode}
-		n[k]++
-		maxID[k] = max(maxID[k], r.ID)
+		at := r.CreatedAt.UTC()
+		hour, day := at.Truncate(time.Hour).Format(time.RFC3339), at.Truncate(24*time.Hour).Format(time.RFC3339)
+		for _, k := range []bucketKey{{"", hour, r.ActionTypeID, r.ActorID, r.Status, r.ErrorCode},
+			{models.GrainHour, hour, r.ActionTypeID, "", r.Status, r.ErrorCode}, {models.GrainDay, day, r.ActionTypeID, "", r.Status, r.ErrorCode}} {
+			c := tallies[k]
+			if c == nil {
+				c = &tally{}
+				tallies[k] = c
+			}
+			c.n++
+			c.maxID = max(c.maxID, r.ID)
+			if r.FinishedAt != nil {
+				c.hist[models.DurationBin(r.CreatedAt, *r.FinishedAt)]++
+			}
+		}
+	}
+	show := func(k bucketKey, n int64, maxID string, hist [models.Bins]int64) string {
+		s := fmt.Sprint(n)
+		if k.status == models.StatusFailed {
+			s += " " + maxID
+		}
+		for i, c := range hist {
+			if c != 0 {
+				s += fmt.Sprintf(" b%d=%d", i, c)
+			}
+		}
+		return s
 	}
 	want = map[bucketKey]string{}
-	for k, c := range n {
-		want[k] = fmt.Sprint(c)
-		if k.status == models.StatusFailed {
-			want[k] += " " + maxID[k]
-		}
+	for k, c := range tallies {
+		want[k] = show(k, int64(c.n), c.maxID, c.hist)
 	}
 	var rolled []models.ExecutionRollup
 	if err := db.Find(&rolled).Error; err != nil {
 		t.Fatal(err)
 	}
+	var totals []models.ExecutionTotal
+	if err := db.Find(&totals).Error; err != nil {
+		t.Fatal(err)
+	}
 	got = map[bucketKey]string{}
 	for _, r := range rolled {
-		if r.N == 0 {
-			continue
+		if r.N != 0 || r.Counts() != [models.Bins]int64{} {
+			k := bucketKey{"", r.Hour.UTC().Format(time.RFC3339), r.ActionTypeID, r.ActorID, r.Status, r.ErrorCode}
+			got[k] = show(k, r.N, r.ExampleID, r.Counts())
 		}
-		k := bucketKey{r.Hour.UTC().Format(time.RFC3339), r.ActionTypeID, r.ActorID, r.Status, r.ErrorCode}
-		got[k] = fmt.Sprint(r.N)
-		if k.status == models.StatusFailed {
-			got[k] += " " + r.ExampleID
+	}
+	for _, r := range totals {
+		if r.N != 0 || r.Counts() != [models.Bins]int64{} {
+			k := bucketKey{r.Grain, r.Start.UTC().Format(time.RFC3339), r.ActionTypeID, "", r.Status, r.ErrorCode}
+			got[k] = show(k, r.N, r.ExampleID, r.Counts())
 		}
 	}
 	return want, got
@@ -105,11 +140,20 @@ func randomWrites(ctx context.Context, db *gorm.DB, s *execstore.Store, rnd *ran
 		ex := newRow(batch)
 		ex.ActionTypeID = []string{"a1", "a2"}[rnd.Intn(2)]
 		ex.ActorID = []string{"u1", "u2"}[rnd.Intn(2)]
-		ex.CreatedAt = now.Add(-time.Duration(rnd.Intn(3*60)) * time.Minute)
+		if rnd.Intn(2) == 0 {
+			// Shared buckets: the last three hours, by the minute.
+			ex.CreatedAt = now.Add(-time.Duration(rnd.Intn(3*60)) * time.Minute)
+		} else {
+			// Days and hours apart, to the nanosecond.
+			ex.CreatedAt = now.Add(-time.Duration(rnd.Int63n(int64(72 * time.Hour))))
+		}
 		return ex
 	}
+	// Finished times a random few milliseconds to seconds after now, so
+	// the durations fall in many bins.
+	at := func() time.Time { return now.Add(time.Duration(rnd.Int63n(int64(5 * time.Second)))) }
 	fail := func() execstore.Failure {
-		return execstore.Failure{Code: []string{"E1", "E2", ""}[rnd.Intn(3)], Message: "m", At: now}
+		return execstore.Failure{Code: []string{"E1", "E2", ""}[rnd.Intn(3)], Message: "m", At: at()}
 	}
 	for range 40 {
 		var id string
@@ -136,7 +180,7 @@ func randomWrites(ctx context.Context, db *gorm.DB, s *execstore.Store, rnd *ran
 				if err != nil || ex.Status == models.StatusSucceeded || ex.Status == models.StatusFailed {
 					return err
 				}
-				return s.Succeed(ctx, tx, ex, execstore.Success{At: now})
+				return s.Succeed(ctx, tx, ex, execstore.Success{At: at()})
 			})
 		case op == 5:
 			err = s.FailUnstarted(ctx, id, fail())
@@ -151,7 +195,7 @@ func randomWrites(ctx context.Context, db *gorm.DB, s *execstore.Store, rnd *ran
 			}
 		default:
 			if _, err = s.FailOpenItems(ctx, id, fail()); err == nil {
-				_, err = s.CloseBatch(ctx, id, models.StatusPartial, now, nil)
+				_, err = s.CloseBatch(ctx, id, models.StatusPartial, at(), nil)
 			}
 		}
 		if err != nil {
@@ -198,5 +242,72 @@ func TestBackfillRollup(t *testing.T) {
 			t.Fatalf("second BackfillRollup = %v, %v, want false", ran, err)
 		}
 		sameCounts(t, db)
+	})
+}
+
+// A backfill that stops midway (a day's transaction fails, as a crash
+// would end it) keeps the days it finished, and the next run goes on from
+// its cursor while writers keep counting: the rollups end equal to a
+// recount, including buckets whose executions are gone.
+func TestBackfillRollupResumesAfterACrash(t *testing.T) {
+	testdb.Each(t, func(t *testing.T, db *gorm.DB) {
+		ctx, s, now := context.Background(), execstore.New(db), time.Now().UTC()
+		var old []models.Execution
+		for i := range 40 {
+			ex := newRow(nil)
+			ex.ActorID, ex.CreatedAt = fmt.Sprint("u", i%3), now.Add(-time.Duration(i)*7*time.Hour)
+			if i%3 != 0 {
+				fin := ex.CreatedAt.Add(time.Duration(i*i) * time.Millisecond)
+				ex.Status, ex.FinishedAt = models.StatusSucceeded, &fin
+				if i%2 == 0 {
+					ex.Status, ex.ErrorCode = models.StatusFailed, fmt.Sprint("E", i%4)
+				}
+			}
+			old = append(old, *ex)
+		}
+		// Written as an older version did: no rollups; and a stale bucket
+		// on a day without executions.
+		if err := db.Create(&old).Error; err != nil {
+			t.Fatal(err)
+		}
+		if err := db.Create(&models.ExecutionTotal{Grain: models.GrainDay, Start: now.Add(-30 * 24 * time.Hour).Truncate(24 * time.Hour),
+			ActionTypeID: "gone", Status: models.StatusQueued, N: 5}).Error; err != nil {
+			t.Fatal(err)
+		}
+		if err := db.Where("name = ?", execstore.RollupBackfill).Delete(&models.DataMigration{}).Error; err != nil {
+			t.Fatal(err)
+		}
+		days := 0
+		execstore.SetAfterDay(func(time.Time) error {
+			if days++; days == 3 {
+				return errors.New("crash")
+			}
+			return nil
+		})
+		defer execstore.SetAfterDay(nil)
+		if _, err := s.BackfillRollup(ctx); err == nil {
+			t.Fatal("the backfill went through the crash")
+		}
+		var m models.DataMigration
+		if err := db.Take(&m, "name = ?", execstore.RollupBackfill).Error; err != nil || m.Cursor == "" || m.Cursor == models.CursorStart {
+			t.Fatalf("after the crash: %+v, %v; want a cursor past two days", m, err)
+		}
+		execstore.SetAfterDay(nil)
+		// Writers between the runs, in days rebuilt and days not yet.
+		for _, id := range []string{old[0].ID, old[39].ID} {
+			if _, err := s.Fail(ctx, id, execstore.Failure{Code: "LATE", At: now}, nil); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := s.Create(ctx, newRow(nil)); err != nil {
+			t.Fatal(err)
+		}
+		if ran, err := s.BackfillRollup(ctx); err != nil || !ran {
+			t.Fatalf("resumed BackfillRollup = %v, %v", ran, err)
+		}
+		sameCounts(t, db)
+		if ran, err := s.BackfillRollup(ctx); err != nil || ran {
+			t.Fatalf("BackfillRollup once done = %v, %v, want false", ran, err)
+		}
 	})
 }

@@ -13,8 +13,8 @@
 // the edits and the status change commit together or not at all, so they
 // happen exactly once.
 //
-// The store also keeps the hourly rollup of the rows' counts (rollup.go)
-// in the transaction of each create and status change.
+// The store also keeps the rollups of the rows' counts and durations
+// (rollup.go) in the transaction of each create and status change.
 package execstore
 
 import (
@@ -77,7 +77,7 @@ func (s *Store) Create(ctx context.Context, ex *models.Execution) error {
 			return err
 		}
 		d := deltas{}
-		d.add(keyOf(ex), ex.Status, ex.ErrorCode, 1)
+		d.addRow(ex, 1)
 		return d.apply(ctx, tx)
 	})
 	if err != nil {
@@ -100,9 +100,9 @@ func (s *Store) CreateBatch(ctx context.Context, batch *models.Execution, items 
 			return err
 		}
 		d := deltas{}
-		d.add(keyOf(batch), batch.Status, batch.ErrorCode, 1)
+		d.addRow(batch, 1)
 		for i := range items {
-			d.add(keyOf(&items[i]), items[i].Status, items[i].ErrorCode, 1)
+			d.addRow(&items[i], 1)
 		}
 		return d.apply(ctx, tx)
 	})
@@ -152,8 +152,8 @@ func (s *Store) Start(ctx context.Context, ex *models.Execution, at time.Time, r
 			return res.Error
 		}
 		d := deltas{}
-		d.add(keyOf(ex), ex.Status, ex.ErrorCode, -1)
-		d.add(keyOf(ex), models.StatusRunning, ex.ErrorCode, 1)
+		d.addRow(ex, -1)
+		d.add(keyOf(ex), rowCols{models.StatusRunning, ex.ErrorCode, ex.FinishedAt}, 1)
 		if err := d.apply(ctx, tx); err != nil {
 			return err
 		}
@@ -208,9 +208,9 @@ type Ran struct {
 func (s *Store) Succeed(ctx context.Context, tx *gorm.DB, ex *models.Execution, r Success) error {
 	at := r.At
 	d := deltas{}
-	d.add(keyOf(ex), ex.Status, ex.ErrorCode, -1)
+	d.addRow(ex, -1)
 	ex.Status, ex.FinishedAt = models.StatusSucceeded, &at
-	d.add(keyOf(ex), ex.Status, ex.ErrorCode, 1)
+	d.addRow(ex, 1)
 	cols := []any{"finished_at"}
 	if r.Ran != nil {
 		ex.ActionVersion = r.Ran.ActionVersion

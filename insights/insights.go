@@ -5,14 +5,20 @@
 //
 // Every figure is read under the caller's read rule, the action log's:
 // one's own executions (and function runs) unless the caller may audit
-// every execution. Each query is an aggregate over an index that covers
-// it (models.Execution's idx_exec_window, idx_exec_action_time,
-// idx_exec_notified; models.FunctionRun's idx_function_run_window), so its
-// cost is the window's index entries, never the table. Percentiles and
-// delivery outcomes are not kept as aggregates: they are computed here
-// from the latest SampleSize finished executions of each action (and the
-// latest DeliverySample notified ones) in the window, a bounded read;
-// the page says so.
+// every execution. Counts and durations come from the rollups execstore
+// keeps (models.ExecutionRollup per actor and hour for a reader of their
+// own, models.ExecutionTotal per hour and day for a reader of everyone's)
+// and, for the part of an hour the window starts in, from the executions
+// (idx_exec_window): a 30-day window reads about 30 day rows and 24 hour
+// rows per action, status and error code. Percentiles come from the
+// rollups' duration histograms (fixed log-scale bins, models.DurationBin):
+// every finished execution in the window counts, and a percentile is
+// exact up to its bin's width (within a factor of about 1.22). Delivery
+// outcomes are not kept as aggregates: they are counted over the latest
+// DeliverySample notified executions in the window (idx_exec_notified),
+// a bounded read, and the page says so; function runs are counted over
+// idx_function_run_window, their p95 over each package's latest
+// FunctionSample runs.
 package insights
 
 import (
@@ -47,9 +53,6 @@ func WindowNamed(name string) (Window, bool) {
 }
 
 const (
-	// SampleSize bounds the finished executions per action whose
-	// durations make its percentiles (the latest in the window).
-	SampleSize = 1000
 	// DeliverySample bounds the notified executions whose deliveries are
 	// counted (the latest in the window).
 	DeliverySample = 2000
@@ -93,8 +96,9 @@ type ActionStats struct {
 	// ByStatus counts executions by status (models.Status*).
 	ByStatus map[string]int64
 	Total    int64
-	// Sampled is how many finished executions the percentiles read.
-	Sampled  int
+	// Timed is how many finished executions the percentiles rank (those
+	// with a finished time).
+	Timed    int64
 	P50, P95 time.Duration
 }
 
@@ -153,9 +157,6 @@ func (s *Service) Report(ctx context.Context, q Query) (*Report, error) {
 	if err := s.outcomes(ctx, q, r); err != nil {
 		return nil, err
 	}
-	if err := s.percentiles(ctx, q, r); err != nil {
-		return nil, err
-	}
 	if err := s.deliveries(ctx, q, r); err != nil {
 		return nil, err
 	}
@@ -183,43 +184,50 @@ func (s *Service) executions(ctx context.Context, q Query) *gorm.DB {
 	return db
 }
 
-// outcomeRow is one action, status and error code's count.
+// outcomeRow is one action, status and error code's count, with the
+// durations of its finished executions by histogram bin.
 type outcomeRow struct {
 	ActionTypeID, Status, ErrorCode string
 	N                               int64
 	Example                         string
+	models.Histogram
 }
 
+// outcomeCols sums a rollup's rows into outcomeRows.
+var outcomeCols = func() string {
+	cols := "action_type_id, status, error_code, SUM(n) AS n, MAX(example_id) AS example"
+	for i := range models.Bins {
+		c := models.HistogramColumn(i)
+		cols += ", COALESCE(SUM(" + c + "), 0) AS " + c
+	}
+	return cols
+}()
+
 // outcomes counts the window's executions per action, status and error
-// code, with the greatest id of each group as its example: the whole
-// hours from the rollup (models.ExecutionRollup, kept by execstore), the
-// part of an hour the window starts in from idx_exec_window. The sum is
-// exact: it counts the same rows a count over the executions would.
+// code, with the greatest id of each group as its example, and ranks each
+// action's durations by their histogram bins (outcomeRows). The sum is
+// exact: it counts the same rows a count over the executions would, and
+// the percentiles are those of the window's executions up to the width
+// of a bin.
 func (s *Service) outcomes(ctx context.Context, q Query, r *Report) error {
-	hours := q.Since.Truncate(time.Hour)
-	if hours.Before(q.Since) {
-		hours = hours.Add(time.Hour)
-	}
-	var rolled, edge []outcomeRow
-	db := s.db.WithContext(ctx).Model(&models.ExecutionRollup{})
-	if q.OnlyActorID != "" {
-		db = db.Where("actor_id = ?", q.OnlyActorID)
-	}
-	err := db.Select("action_type_id, status, error_code, SUM(n) AS n, MAX(example_id) AS example").
-		Where("hour >= ?", hours).Group("action_type_id, status, error_code").Having("SUM(n) <> 0").Scan(&rolled).Error
+	rows, err := s.outcomeRows(ctx, q)
 	if err != nil {
-		return fmt.Errorf("count executions by outcome from the rollup: %w", err)
-	}
-	if hours.After(q.Since) {
-		if edge, err = s.edgeOutcomes(ctx, q, hours); err != nil {
-			return err
-		}
+		return err
 	}
 	by := map[string]*ActionStats{}
+	hists := map[string]*[models.Bins]int64{}
 	type group struct{ action, status, code string }
 	groups := map[group]*outcomeRow{}
-	var rows []*outcomeRow
-	for _, row := range append(rolled, edge...) {
+	var merged []*outcomeRow
+	for _, row := range rows {
+		h := hists[row.ActionTypeID]
+		if h == nil {
+			h = &[models.Bins]int64{}
+			hists[row.ActionTypeID] = h
+		}
+		for i, n := range row.Counts() {
+			h[i] += n
+		}
 		k := group{row.ActionTypeID, row.Status, row.ErrorCode}
 		if g := groups[k]; g != nil {
 			g.N += row.N
@@ -228,9 +236,12 @@ func (s *Service) outcomes(ctx context.Context, q Query, r *Report) error {
 		}
 		row := row
 		groups[k] = &row
-		rows = append(rows, &row)
+		merged = append(merged, &row)
 	}
-	for _, row := range rows {
+	for _, row := range merged {
+		if row.N == 0 {
+			continue
+		}
 		a := by[row.ActionTypeID]
 		if a == nil {
 			a = &ActionStats{ActionTypeID: row.ActionTypeID, ByStatus: map[string]int64{}}
@@ -243,7 +254,12 @@ func (s *Service) outcomes(ctx context.Context, q Query, r *Report) error {
 				Count: row.N, ExampleID: row.Example})
 		}
 	}
-	for _, a := range by {
+	for id, a := range by {
+		h := hists[id]
+		for _, n := range h {
+			a.Timed += n
+		}
+		a.P50, a.P95 = BinPercentile(h, 50), BinPercentile(h, 95)
 		r.Actions = append(r.Actions, *a)
 	}
 	sort.Slice(r.Actions, func(i, j int) bool {
@@ -262,23 +278,109 @@ func (s *Service) outcomes(ctx context.Context, q Query, r *Report) error {
 	return s.name(ctx, r)
 }
 
-// edgeOutcomes counts the executions created from q.Since to hours (the
-// first whole hour) over idx_exec_window: at most an hour of rows.
-func (s *Service) edgeOutcomes(ctx context.Context, q Query, hours time.Time) ([]outcomeRow, error) {
+// outcomeRows reads the window in parts: the part of an hour it starts in
+// from the executions (edgeOutcomes); then, for a reader limited to their
+// own executions, every whole hour from the per-actor rollup
+// (models.ExecutionRollup); for a reader of everyone's, the whole hours
+// before the first midnight and the whole days from it from the totals
+// (models.ExecutionTotal), whose rows hold every actor at once. The rows
+// may repeat a group; the caller sums them.
+func (s *Service) outcomeRows(ctx context.Context, q Query) ([]outcomeRow, error) {
+	hours := ceil(q.Since, time.Hour)
 	var rows []outcomeRow
+	if hours.After(q.Since) {
+		edge, err := s.edgeOutcomes(ctx, q, hours)
+		if err != nil {
+			return nil, err
+		}
+		rows = append(rows, edge...)
+	}
+	read := func(what string, db *gorm.DB) error {
+		var part []outcomeRow
+		if err := db.Select(outcomeCols).Group("action_type_id, status, error_code").Scan(&part).Error; err != nil {
+			return fmt.Errorf("count executions by outcome from %s: %w", what, err)
+		}
+		rows = append(rows, part...)
+		return nil
+	}
+	db := func() *gorm.DB { return s.db.WithContext(ctx) }
+	if q.OnlyActorID != "" {
+		err := read("the rollup", db().Model(&models.ExecutionRollup{}).Where("actor_id = ? AND hour >= ?", q.OnlyActorID, hours))
+		return rows, err
+	}
+	days := ceil(hours, 24*time.Hour)
+	if days.After(hours) {
+		err := read("the hourly totals", db().Model(&models.ExecutionTotal{}).
+			Where("grain = ? AND start >= ? AND start < ?", models.GrainHour, hours, days))
+		if err != nil {
+			return nil, err
+		}
+	}
+	err := read("the daily totals", db().Model(&models.ExecutionTotal{}).Where("grain = ? AND start >= ?", models.GrainDay, days))
+	return rows, err
+}
+
+// ceil is the first multiple of d (from the zero time, in UTC: whole
+// hours and midnights) at or after t.
+func ceil(t time.Time, d time.Duration) time.Time {
+	c := t.Truncate(d)
+	if c.Before(t) {
+		c = c.Add(d)
+	}
+	return c
+}
+
+// edgeOutcomes counts the executions created from q.Since to hours (the
+// first whole hour) over idx_exec_window, and bins their durations: at
+// most an hour of rows.
+func (s *Service) edgeOutcomes(ctx context.Context, q Query, hours time.Time) ([]outcomeRow, error) {
+	var execs []struct {
+		ID, ActionTypeID, Status, ErrorCode string
+		CreatedAt                           time.Time
+		FinishedAt                          *time.Time
+	}
 	db := s.executions(ctx, q)
 	if s.db.Dialector.Name() == "sqlite" {
-		// With statistics SQLite skip-scans idx_exec_action_time and reads
-		// each row for its status; this index answers from itself.
+		// With statistics SQLite skip-scans idx_exec_action_time; this
+		// index searches the window.
 		db = db.Table("executions INDEXED BY idx_exec_window")
 	}
-	err := db.Select("action_type_id, status, error_code, COUNT(*) AS n, MAX(id) AS example").
-		Where("created_at >= ? AND created_at < ?", q.Since, hours).
-		Group("action_type_id, status, error_code").Scan(&rows).Error
+	err := db.Select("id, action_type_id, status, error_code, created_at, finished_at").
+		Where("created_at >= ? AND created_at < ?", q.Since, hours).Scan(&execs).Error
 	if err != nil {
 		return nil, fmt.Errorf("count executions by outcome: %w", err)
 	}
+	rows := make([]outcomeRow, 0, len(execs))
+	for _, e := range execs {
+		row := outcomeRow{ActionTypeID: e.ActionTypeID, Status: e.Status, ErrorCode: e.ErrorCode, N: 1, Example: e.ID}
+		if e.FinishedAt != nil {
+			row.Histogram = models.HistogramOf(models.DurationBin(e.CreatedAt, *e.FinishedAt))
+		}
+		rows = append(rows, row)
+	}
 	return rows, nil
+}
+
+// BinPercentile is the nearest-rank p-th percentile of the durations
+// counted in h by bin: the value of the bin (models.BinValue) holding the
+// smallest duration at least p% took no longer than; 0 for none. It is
+// the percentile of the durations themselves up to the bin's width (a
+// factor of about 1.22 either way).
+func BinPercentile(h *[models.Bins]int64, p int) time.Duration {
+	var total int64
+	for _, n := range h {
+		total += n
+	}
+	if total == 0 {
+		return 0
+	}
+	rank := max((total*int64(p)+99)/100, 1)
+	for i, n := range h {
+		if rank -= n; rank <= 0 {
+			return models.BinValue(i)
+		}
+	}
+	return models.BinValue(models.Bins - 1)
 }
 
 func codeOrUnknown(c string) string {
@@ -326,29 +428,6 @@ func (s *Service) name(ctx context.Context, r *Report) error {
 	}
 	for i := range r.Errors {
 		r.Errors[i].ActionName = names[r.Errors[i].ActionTypeID]
-	}
-	return nil
-}
-
-// percentiles reads, per action charted, the latest SampleSize finished
-// executions in the window from idx_exec_action_time and ranks their
-// durations (created to finished: what the caller waited).
-func (s *Service) percentiles(ctx context.Context, q Query, r *Report) error {
-	for i := range r.Actions {
-		a := &r.Actions[i]
-		var rows []struct{ CreatedAt, FinishedAt time.Time }
-		err := s.executions(ctx, q).Select("created_at, finished_at").
-			Where("action_type_id = ? AND created_at >= ? AND finished_at IS NOT NULL", a.ActionTypeID, q.Since).
-			Order("created_at DESC").Limit(SampleSize).Scan(&rows).Error
-		if err != nil {
-			return fmt.Errorf("read durations of action %s: %w", a.ActionTypeID, err)
-		}
-		ds := make([]time.Duration, 0, len(rows))
-		for _, row := range rows {
-			ds = append(ds, max(row.FinishedAt.Sub(row.CreatedAt), 0))
-		}
-		a.Sampled = len(ds)
-		a.P50, a.P95 = Percentile(ds, 50), Percentile(ds, 95)
 	}
 	return nil
 }

@@ -35,15 +35,16 @@ const (
 // status change to succeeded commit in one transaction, guarded by the
 // status, so a retried activity never applies edits twice.
 //
-// Three indexes serve the console's Insights page (package insights), each
-// covering its query so that no aggregate reads the table:
-// idx_exec_window (created_at, action_type_id, status, error_code,
-// actor_id, id) counts a window's outcomes and error codes with an example
-// id, idx_exec_action_time (action_type_id, created_at, actor_id,
-// finished_at) samples an action's latest durations, and the partial
-// idx_exec_notified (notified_at, actor_id) finds the latest deliveries.
-// actor_id sits in each so that the read rule (one's own executions
-// without the audit permission) filters in the index.
+// The console's Insights page (package insights) reads the rollups
+// (ExecutionRollup, ExecutionTotal) and two indexes: idx_exec_window
+// (created_at, action_type_id, status, error_code, actor_id, id) finds
+// the executions of the part of an hour a window starts in, and the
+// partial idx_exec_notified (notified_at, actor_id) the latest
+// deliveries. actor_id sits in each so that the read rule (one's own
+// executions without the audit permission) filters in the index.
+// idx_exec_action_time (action_type_id, created_at, actor_id,
+// finished_at) sampled an action's latest durations before the rollups
+// held histograms; Insights no longer reads it.
 type Execution struct {
 	ID             string                      `gorm:"primaryKey;size:36;index:idx_exec_window,priority:6" json:"id"`
 	Kind           string                      `gorm:"size:16;index;not null" json:"kind"`

@@ -15,8 +15,9 @@ import (
 // migrates to and runs on. Raise it with any change an older binary must
 // not run against. Version 1 is every schema from before versions were
 // recorded; 2 is the first recorded one; 3 adds the execution rollup,
-// which an older binary would leave behind its writes.
-const SchemaVersion = 3
+// which an older binary would leave behind its writes; 4 adds the
+// actor-free totals and the duration histograms, likewise.
+const SchemaVersion = 4
 
 // legacySchemaVersion is what an existing database without a recorded
 // version is taken for: the version before versions were recorded.

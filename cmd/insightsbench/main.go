@@ -6,7 +6,9 @@
 //
 //	go run ./cmd/insightsbench [-db sqlite:/tmp/x.db | -db postgres://...] [-rows 1000000] [-runs 30]
 //
-// A Postgres database is emptied first.
+// A Postgres database is emptied first. With -reuse it measures the rows
+// -db holds, after migrating the database to this version first (a
+// database loaded by an older version gets its rollups rebuilt, timed).
 package main
 
 import (
@@ -36,7 +38,7 @@ func main() {
 	actions := flag.Int("actions", 20, "action types")
 	actors := flag.Int("actors", 50, "actors")
 	runs := flag.Int("runs", 30, "timed reports per shape")
-	reuse := flag.Bool("reuse", false, "measure the rows -db already holds (loaded by an earlier run with the same -days; the windows end now)")
+	reuse := flag.Bool("reuse", false, "measure the rows -db already holds (loaded by an earlier run with the same -days; the windows end now), after migrating the database to this version (timed: the rollups' rebuild)")
 	cpuprofile := flag.String("cpuprofile", "", "write a CPU profile of the timed reports to this file")
 	flag.Parse()
 	if *cpuprofile != "" {
@@ -78,6 +80,9 @@ func run(ctx context.Context, dsn string, cfg config) error {
 		return err
 	}
 	if cfg.reuse {
+		if err := upgrade(ctx, db); err != nil {
+			return err
+		}
 		return measure(ctx, db, cfg)
 	}
 	if models.IsPostgres(db) {
@@ -95,17 +100,54 @@ func run(ctx context.Context, dsn string, cfg config) error {
 		return err
 	}
 	fmt.Fprintf(os.Stderr, "loaded %d executions in %s\n", cfg.rows, time.Since(t0).Round(time.Millisecond))
+	if err := analyze(db); err != nil {
+		return err
+	}
+	return measure(ctx, db, cfg)
+}
+
+// upgrade brings a database loaded by an earlier version up to this one:
+// the schema, then the rollups' rebuild (execstore.BackfillRollup), timed.
+func upgrade(ctx context.Context, db *gorm.DB) error {
+	v, err := models.StoredSchemaVersion(ctx, db)
+	if err != nil {
+		return err
+	}
+	// Only when older: on SQLite, gorm's migrator copies the executions
+	// table again on every migration of a loaded database (see
+	// BENCHMARKS.md), minutes at 1M rows.
+	if v < models.SchemaVersion {
+		if err := models.Migrate(ctx, db); err != nil {
+			return err
+		}
+	}
+	t0 := time.Now()
+	ran, err := execstore.New(db).BackfillRollup(ctx)
+	if err != nil {
+		return err
+	}
+	if !ran {
+		return nil
+	}
+	fmt.Fprintf(os.Stderr, "rebuilt the execution rollups in %s\n", time.Since(t0).Round(time.Millisecond))
+	return analyze(db)
+}
+
+// analyze gathers the planners' statistics after a load or a rebuild.
+func analyze(db *gorm.DB) error {
 	if err := db.Exec("ANALYZE").Error; err != nil {
 		return fmt.Errorf("analyze: %w", err)
 	}
 	if models.IsPostgres(db) {
 		// Index-only scans need the visibility map a vacuum sets, as
 		// autovacuum would after a load.
-		if err := db.Exec("VACUUM ANALYZE executions").Error; err != nil {
-			return fmt.Errorf("vacuum: %w", err)
+		for _, table := range []string{"executions", "execution_rollups", "execution_totals"} {
+			if err := db.Exec("VACUUM ANALYZE " + table).Error; err != nil {
+				return fmt.Errorf("vacuum %s: %w", table, err)
+			}
 		}
 	}
-	return measure(ctx, db, cfg)
+	return nil
 }
 
 // measure times the report per window and reader; the one actor is the

@@ -114,6 +114,7 @@ func writeOldVersion(t *testing.T, dsn, key, rxURL string) {
 	if err := db.AutoMigrate(&oldSecret{}); err != nil {
 		t.Fatal(err)
 	}
+	testdb.AsOlderBinaryLeftIt(t, db)
 	if err := db.Create(&oldSecret{ID: sealed.ID, Name: sealed.Name, Ciphertext: sealed.Ciphertext, KeyID: sealed.KeyID}).Error; err != nil {
 		t.Fatal(err)
 	}

@@ -31,6 +31,7 @@ func TestTraceIDRecordedAndOldRowsRead(t *testing.T) {
 		if err := db.Migrator().DropColumn(&models.Execution{}, "TraceID"); err != nil {
 			t.Fatal(err)
 		}
+		testdb.AsOlderBinaryLeftIt(t, db)
 		old := newRow(nil)
 		err := db.Exec("INSERT INTO executions (id, kind, workflow_id, action_type_id, action_type_name, actor_id, status, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, CURRENT_TIMESTAMP)",
 			old.ID, old.Kind, old.WorkflowID, old.ActionTypeID, old.ActionTypeName, old.ActorID, old.Status).Error

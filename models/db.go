@@ -166,12 +166,17 @@ func Migrate(ctx context.Context, db *gorm.DB) error {
 			defer conn.Exec("SELECT pg_advisory_unlock(?, hashtext(current_schema()))", int32(migrationLockClass))
 		}
 		var err error
-		from, err = migrateVersioned(ctx, conn, func() error {
-			if err := prepareObjectValues(conn); err != nil {
+		from, err = migrateVersioned(ctx, conn, func(tables bool) error {
+			recreated, err := prepareObjectValues(conn)
+			if err != nil {
 				return err
 			}
-			if err := conn.AutoMigrate(all()...); err != nil {
-				return fmt.Errorf("auto-migrate: %w", err)
+			// Recreated index tables get the models' indexes from
+			// AutoMigrate too.
+			if tables || recreated {
+				if err := conn.AutoMigrate(all()...); err != nil {
+					return fmt.Errorf("auto-migrate: %w", err)
+				}
 			}
 			return buildObjectValues(ctx, conn)
 		})

@@ -72,20 +72,20 @@ func IDKey(id string) ([]byte, error) {
 // for buildObjectValues to fill) unless the index of this version was
 // built: an older version's tables hold ids as text (version 2) or
 // object_values as a rowid table (version 1).
-func prepareObjectValues(db *gorm.DB) error {
+func prepareObjectValues(db *gorm.DB) (recreated bool, err error) {
 	db = db.Session(&gorm.Session{NewDB: true})
 	pg := IsPostgres(db)
 	m := db.Migrator()
 	if m.HasTable(&ObjectValueBuild{}) {
 		var n int64
 		if err := db.Model(&ObjectValueBuild{}).Where("version = ?", ObjectValueVersion).Count(&n).Error; err != nil {
-			return fmt.Errorf("read index build: %w", err)
+			return false, fmt.Errorf("read index build: %w", err)
 		}
 		if n > 0 && m.HasTable(&ObjectValue{}) {
-			return nil
+			return false, nil
 		}
 		if err := db.Session(&gorm.Session{AllowGlobalUpdate: true}).Delete(&ObjectValueBuild{}).Error; err != nil {
-			return fmt.Errorf("forget the index build: %w", err)
+			return false, fmt.Errorf("forget the index build: %w", err)
 		}
 	}
 	drops := []string{"DROP TABLE IF EXISTS object_values", "DROP TABLE IF EXISTS object_texts"}
@@ -94,10 +94,10 @@ func prepareObjectValues(db *gorm.DB) error {
 	}
 	for _, q := range append(drops, objectValuesDDL[pg]...) {
 		if err := db.Exec(q).Error; err != nil {
-			return fmt.Errorf("recreate the property-value index: %w", err)
+			return false, fmt.Errorf("recreate the property-value index: %w", err)
 		}
 	}
-	return nil
+	return true, nil
 }
 
 // ObjectValueBuild records that the index was built for existing objects

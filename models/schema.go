@@ -29,6 +29,9 @@ type SchemaState struct {
 	ID         int `gorm:"primaryKey;autoIncrement:false"`
 	Version    int `gorm:"not null"`
 	MigratedAt time.Time
+	// Fingerprint is the models' schema the database was last migrated
+	// to (schemaFingerprint): "" before it was recorded.
+	Fingerprint string
 }
 
 // TableName implements gorm's tabler.
@@ -50,47 +53,66 @@ func (e *SchemaTooNewError) Error() string {
 // database, legacySchemaVersion for one made before versions were
 // recorded.
 func StoredSchemaVersion(ctx context.Context, db *gorm.DB) (int, error) {
+	st, err := storedSchema(ctx, db)
+	return st.Version, err
+}
+
+// storedSchema is the schema_version row (Version as StoredSchemaVersion
+// says).
+func storedSchema(ctx context.Context, db *gorm.DB) (SchemaState, error) {
 	db = db.WithContext(ctx)
 	m := db.Migrator()
+	var st SchemaState
 	if m.HasTable(&SchemaState{}) {
-		var st SchemaState
+		// SELECT *: a row written before the fingerprint column existed
+		// reads with Fingerprint "".
 		err := db.Take(&st, "id = ?", 1).Error
 		if err == nil {
-			return st.Version, nil
+			return st, nil
 		}
 		if !errors.Is(err, gorm.ErrRecordNotFound) {
-			return 0, fmt.Errorf("read the schema version: %w", err)
+			return st, fmt.Errorf("read the schema version: %w", err)
 		}
 	}
 	// Users exist in every schema there has been.
 	if m.HasTable(&User{}) {
-		return legacySchemaVersion, nil
+		st.Version = legacySchemaVersion
 	}
-	return 0, nil
+	return st, nil
 }
 
 // migrateVersioned runs migrate on conn unless the database is newer than
-// this binary, then records SchemaVersion. conn holds the migration lock.
-func migrateVersioned(ctx context.Context, conn *gorm.DB, migrate func() error) (from int, err error) {
-	from, err = StoredSchemaVersion(ctx, conn)
+// this binary, then records SchemaVersion and the models' fingerprint.
+// migrate is told whether the tables need migrating: the version or the
+// fingerprint differs from the recorded one (see schemaFingerprint for
+// why an unchanged schema is not auto-migrated). conn holds the migration
+// lock.
+func migrateVersioned(ctx context.Context, conn *gorm.DB, migrate func(tables bool) error) (from int, err error) {
+	stored, err := storedSchema(ctx, conn)
 	if err != nil {
 		return 0, err
 	}
+	from = stored.Version
 	if from > SchemaVersion {
 		return from, &SchemaTooNewError{Found: from, Known: SchemaVersion}
 	}
-	if err := migrate(); err != nil {
+	fp, err := schemaFingerprint(conn)
+	if err != nil {
 		return from, err
+	}
+	current := from == SchemaVersion && stored.Fingerprint == fp
+	if err := migrate(!current); err != nil {
+		return from, err
+	}
+	if current {
+		return from, nil
 	}
 	if err := conn.AutoMigrate(&SchemaState{}); err != nil {
 		return from, fmt.Errorf("create the schema version table: %w", err)
 	}
-	if from == SchemaVersion {
-		return from, nil
-	}
-	st := SchemaState{ID: 1, Version: SchemaVersion, MigratedAt: time.Now().UTC()}
+	st := SchemaState{ID: 1, Version: SchemaVersion, MigratedAt: time.Now().UTC(), Fingerprint: fp}
 	err = conn.Clauses(clause.OnConflict{Columns: []clause.Column{{Name: "id"}},
-		DoUpdates: clause.AssignmentColumns([]string{"version", "migrated_at"})}).Create(&st).Error
+		DoUpdates: clause.AssignmentColumns([]string{"version", "migrated_at", "fingerprint"})}).Create(&st).Error
 	if err != nil {
 		return from, fmt.Errorf("record schema version %d: %w", SchemaVersion, err)
 	}

@@ -206,6 +206,7 @@ func TestMigratePolicies(t *testing.T) {
 		if err := db.AutoMigrate(&secretV1{}); err != nil {
 			t.Fatal(err)
 		}
+		testdb.AsOlderBinaryLeftIt(t, db)
 		for _, n := range names {
 			r := sealed[n]
 			if err := db.Create(&secretV1{ID: r.ID, Name: n, Ciphertext: r.Ciphertext, KeyID: r.KeyID, CreatedBy: creator.ID, UpdatedBy: creator.ID}).Error; err != nil {

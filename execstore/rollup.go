@@ -216,6 +216,21 @@ func (d deltas) apply(ctx context.Context, tx *gorm.DB) error {
 // Postgres (in id order) and under SQLite's one writer, so the counts
 // taken are those of the rows the update changes.
 func move(ctx context.Context, tx *gorm.DB, cols map[string]any, where string, args ...any) (int64, error) {
+	d := deltas{}
+	moved, err := moveCounting(ctx, tx, d, cols, where, args...)
+	if err != nil {
+		return 0, err
+	}
+	return moved, d.apply(ctx, tx)
+}
+
+// moveCounting is move, adding the counts' changes to d instead of
+// writing them: a transaction that moves several sets of rows writes
+// their counts in one apply, whose rows are locked in key order. Two
+// applies in one transaction lock two sorted runs, and two such
+// transactions can take the same buckets in opposite orders (a deadlock
+// Postgres detected between batch abandonments and other writers).
+func moveCounting(ctx context.Context, tx *gorm.DB, d deltas, cols map[string]any, where string, args ...any) (int64, error) {
 	q := tx.WithContext(ctx).Model(&models.Execution{})
 	if models.IsPostgres(q) {
 		q = q.Clauses(clause.Locking{Strength: "UPDATE"})
@@ -225,7 +240,7 @@ func move(ctx context.Context, tx *gorm.DB, cols map[string]any, where string, a
 	if err != nil {
 		return 0, fmt.Errorf("read the rows to move: %w", err)
 	}
-	d, moved := deltas{}, int64(0)
+	moved := int64(0)
 	for chunk := range slices.Chunk(rows, 1000) {
 		ids := make([]string, len(chunk))
 		for i, r := range chunk {
@@ -244,7 +259,7 @@ func move(ctx context.Context, tx *gorm.DB, cols map[string]any, where string, a
 		// go unnoticed, so refuse instead.
 		return 0, fmt.Errorf("moved %d of the %d rows read", moved, len(rows))
 	}
-	return moved, d.apply(ctx, tx)
+	return moved, nil
 }
 
 // rowKeyCols are the columns read into a rowKey.

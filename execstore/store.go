@@ -297,13 +297,16 @@ func (s *Store) Abandon(ctx context.Context, id string, f Failure) (bool, error)
 	cols := f.cols()
 	failed := false
 	err := s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
-		moved, err := move(ctx, tx, cols, "id = ? AND status = ? AND (run_id IS NULL OR run_id = '')", id, models.StatusQueued)
+		d := deltas{}
+		moved, err := moveCounting(ctx, tx, d, cols, "id = ? AND status = ? AND (run_id IS NULL OR run_id = '')", id, models.StatusQueued)
 		if err != nil || moved == 0 {
 			return err
 		}
 		failed = true
-		_, err = move(ctx, tx, cols, "batch_id = ? AND status NOT IN ?", id, finishedStatuses)
-		return err
+		if _, err = moveCounting(ctx, tx, d, cols, "batch_id = ? AND status NOT IN ?", id, finishedStatuses); err != nil {
+			return err
+		}
+		return d.apply(ctx, tx)
 	})
 	if err != nil {
 		return false, fmt.Errorf("record never-started execution %s as failed: %w", id, err)

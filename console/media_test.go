@@ -37,7 +37,7 @@ func TestConsoleShowsPinnedFile(t *testing.T) {
 	putAt("q4.txt", "q4 figures")
 	s.create("/api/v1/ontology/types", map[string]any{"name": "Doc", "primary_key": "title",
 		"properties": []map[string]any{{"name": "title", "type": "string", "required": true}, {"name": "report", "type": "media_reference"},
-		{"name": "reports", "type": map[string]any{"type": "array", "element_type": "media_reference"}}}})
+			{"name": "reports", "type": map[string]any{"type": "array", "element_type": "media_reference"}}}})
 	obj := s.create("/api/v1/ontology/types/Doc/objects", map[string]any{"properties": map[string]any{"title": "d1"}})
 	s.create("/api/v1/ontology/actions", map[string]any{"name": "attach", "object_type_id": "Doc", "operation_kind": "update_object",
 		"inputs": []map[string]any{{"name": "report", "type": "media_reference", "required": true}},

@@ -36,27 +36,27 @@ func TestDeleteObjectEditRecreatesTheObject(t *testing.T) {
 		if err := db.Create(creator).Error; err != nil {
 			t.Fatal(err)
 		}
-		project := must(s.CreateObjectType(ctx, admin.ID, ontology.ObjectTypeSpec{Name: "Project", Properties: []ontology.PropertySpec{
+		project := enginetest.Must(s.CreateObjectType(ctx, admin.ID, ontology.ObjectTypeSpec{Name: "Project", Properties: []ontology.PropertySpec{
 			{Name: "title", Type: domain.T(domain.TypeString)}}}))(t)
-		ticket := must(s.CreateObjectType(ctx, admin.ID, ontology.ObjectTypeSpec{Name: "Ticket", Properties: []ontology.PropertySpec{
+		ticket := enginetest.Must(s.CreateObjectType(ctx, admin.ID, ontology.ObjectTypeSpec{Name: "Ticket", Properties: []ontology.PropertySpec{
 			{Name: "title", Type: domain.T(domain.TypeString), Required: true, Unique: true},
 			{Name: "big", Type: domain.T(domain.TypeInteger)},
 			{Name: "tags", Type: domain.ArrayOf(domain.T(domain.TypeString))},
 			{Name: "note", Type: domain.T(domain.TypeString), DefaultValue: "none"}}}))(t)
-		inProject := must(s.CreateLinkType(ctx, admin.ID, ontology.LinkTypeSpec{Name: "in_project", SourceObjectTypeID: ticket.ID,
+		inProject := enginetest.Must(s.CreateLinkType(ctx, admin.ID, ontology.LinkTypeSpec{Name: "in_project", SourceObjectTypeID: ticket.ID,
 			TargetObjectTypeID: project.ID, Cardinality: domain.ManyToOne}))(t)
-		blocks := must(s.CreateLinkType(ctx, admin.ID, ontology.LinkTypeSpec{Name: "blocks", SourceObjectTypeID: ticket.ID,
+		blocks := enginetest.Must(s.CreateLinkType(ctx, admin.ID, ontology.LinkTypeSpec{Name: "blocks", SourceObjectTypeID: ticket.ID,
 			TargetObjectTypeID: ticket.ID, Cardinality: domain.ManyToMany}))(t)
 		var d domain.ActionDefinition
-		decode(t, fmt.Sprintf(`{"name":"remove","object_type_id":%q,"operation_kind":"delete_object"}`, ticket.ID), &d)
-		at := must(s.ActionType(ctx, must(s.CreateActionType(ctx, admin.ID, d))(t).ID))(t)
+		enginetest.Decode(t, fmt.Sprintf(`{"name":"remove","object_type_id":%q,"operation_kind":"delete_object"}`, ticket.ID), &d)
+		at := enginetest.Must(s.ActionType(ctx, enginetest.Must(s.CreateActionType(ctx, admin.ID, d))(t).ID))(t)
 
 		org := "acme"
-		p := must(s.CreateObjectAs(ctx, creator, "Project", ontology.ObjectSpec{Properties: map[string]any{"title": "P"}, Organization: &org}))(t)
+		p := enginetest.Must(s.CreateObjectAs(ctx, creator, "Project", ontology.ObjectSpec{Properties: map[string]any{"title": "P"}, Organization: &org}))(t)
 		// The object under test: marked confidential, created by carol; the
 		// note property is absent although it has a default (a property
 		// added after the object), and must stay absent.
-		victim := must(s.CreateObjectAs(ctx, creator, "Ticket", ontology.ObjectSpec{Marking: "confidential", Organization: &org,
+		victim := enginetest.Must(s.CreateObjectAs(ctx, creator, "Ticket", ontology.ObjectSpec{Marking: "confidential", Organization: &org,
 			Properties: map[string]any{"title": "T-1", "big": json.Number("9007199254740993"), "tags": []any{"a", "b"}}}))(t)
 		if err := db.Model(&models.Object{}).Where("id = ?", victim.ID).
 			Update("properties", models.NewNumJSON(map[string]any{"title": "T-1", "big": json.Number("9007199254740993"), "tags": []any{"a", "b"}})).Error; err != nil {
@@ -67,11 +67,11 @@ func TestDeleteObjectEditRecreatesTheObject(t *testing.T) {
 			"created_at": time.Date(2024, 1, 2, 3, 4, 5, 123456000, time.UTC), "updated_at": time.Date(2025, 6, 7, 8, 9, 10, 654321000, time.UTC)}).Error; err != nil {
 			t.Fatal(err)
 		}
-		other := must(s.CreateObjectAs(ctx, admin, "Ticket", ontology.ObjectSpec{Properties: map[string]any{"title": "T-2"}, Organization: &org}))(t)
-		l1 := must(s.CreateLinkAs(ctx, creator, "in_project", ontology.LinkSpec{SourceObjectID: victim.ID, TargetObjectID: p.ID,
+		other := enginetest.Must(s.CreateObjectAs(ctx, admin, "Ticket", ontology.ObjectSpec{Properties: map[string]any{"title": "T-2"}, Organization: &org}))(t)
+		l1 := enginetest.Must(s.CreateLinkAs(ctx, creator, "in_project", ontology.LinkSpec{SourceObjectID: victim.ID, TargetObjectID: p.ID,
 			Properties: map[string]any{"since": json.Number("2024")}}))(t)
-		l2 := must(s.CreateLinkAs(ctx, admin, "blocks", ontology.LinkSpec{SourceObjectID: other.ID, TargetObjectID: victim.ID}))(t)
-		l3 := must(s.CreateLinkAs(ctx, admin, "blocks", ontology.LinkSpec{SourceObjectID: victim.ID, TargetObjectID: other.ID}))(t)
+		l2 := enginetest.Must(s.CreateLinkAs(ctx, admin, "blocks", ontology.LinkSpec{SourceObjectID: other.ID, TargetObjectID: victim.ID}))(t)
+		l3 := enginetest.Must(s.CreateLinkAs(ctx, admin, "blocks", ontology.LinkSpec{SourceObjectID: victim.ID, TargetObjectID: other.ID}))(t)
 		var beforeObj models.Object
 		if err := db.Take(&beforeObj, "id = ?", victim.ID).Error; err != nil {
 			t.Fatal(err)
@@ -90,7 +90,7 @@ func TestDeleteObjectEditRecreatesTheObject(t *testing.T) {
 			t.Fatalf("execution = %s %s %+v", ex.Status, ex.ErrorMessage, ex.Edits.V)
 		}
 		ed := ex.Edits.V[0]
-		if got := must(s.Object(ctx, nil, victim.ID))(t); got != nil {
+		if got := enginetest.Must(s.Object(ctx, nil, victim.ID))(t); got != nil {
 			t.Fatal("the object survived its delete")
 		}
 
@@ -106,7 +106,7 @@ func TestDeleteObjectEditRecreatesTheObject(t *testing.T) {
 
 		// Recreate from the edit alone: the kind's inverse, applied
 		// through the store in one transaction.
-		inv := must(deleteobject.DeleteObject{}.Invert(ed))(t)
+		inv := enginetest.Must(deleteobject.DeleteObject{}.Invert(ed))(t)
 		if len(inv) != 4 || inv[0].Op != models.EditCreateObject {
 			t.Fatalf("inverse = %+v", inv)
 		}
@@ -173,7 +173,7 @@ func TestDeleteObjectEditRecreatesTheObject(t *testing.T) {
 		if !apperr.Is(err, apperr.UniqueViolation) && !apperr.Is(err, apperr.Conflict) {
 			t.Errorf("a duplicate of the recreated unique title: %v, want a unique violation", err)
 		}
-		p2 := must(s.CreateObject(ctx, nil, project.ID, map[string]any{"title": "P2"}, "", admin.ID, "acme"))(t)
+		p2 := enginetest.Must(s.CreateObject(ctx, nil, project.ID, map[string]any{"title": "P2"}, "", admin.ID, "acme"))(t)
 		if _, err := s.CreateLink(ctx, nil, inProject.ID, victim.ID, p2.ID); !apperr.Is(err, apperr.CardinalityViolation) {
 			t.Errorf("a second project for the recreated ticket: %v, want CardinalityViolation", err)
 		}
@@ -194,14 +194,14 @@ func TestEditsOfTheOtherKindsInvert(t *testing.T) {
 		ctx := context.Background()
 		e := enginetest.New(t, db)
 		s := e.Store
-		ot := must(s.CreateObjectType(ctx, admin.ID, ontology.ObjectTypeSpec{Name: "Doc", Properties: []ontology.PropertySpec{
+		ot := enginetest.Must(s.CreateObjectType(ctx, admin.ID, ontology.ObjectTypeSpec{Name: "Doc", Properties: []ontology.PropertySpec{
 			{Name: "title", Type: domain.T(domain.TypeString)}, {Name: "state", Type: domain.T(domain.TypeString)}}}))(t)
-		lt := must(s.CreateLinkType(ctx, admin.ID, ontology.LinkTypeSpec{Name: "cites", SourceObjectTypeID: ot.ID, TargetObjectTypeID: ot.ID,
+		lt := enginetest.Must(s.CreateLinkType(ctx, admin.ID, ontology.LinkTypeSpec{Name: "cites", SourceObjectTypeID: ot.ID, TargetObjectTypeID: ot.ID,
 			Cardinality: domain.ManyToMany}))(t)
 		action := func(js string) *domain.ActionType {
 			var d domain.ActionDefinition
-			decode(t, fmt.Sprintf(js, ot.ID), &d)
-			return must(s.ActionType(ctx, must(s.CreateActionType(ctx, admin.ID, d))(t).ID))(t)
+			enginetest.Decode(t, fmt.Sprintf(js, ot.ID), &d)
+			return enginetest.Must(s.ActionType(ctx, enginetest.Must(s.CreateActionType(ctx, admin.ID, d))(t).ID))(t)
 		}
 		upd := action(`{"name":"set_state","object_type_id":%q,"operation_kind":"update_object",
 			"inputs":[{"name":"state","type":"string","required":true}],"config":{"operation":{"property_mappings":[{"property":"state","input":"state"}]}}}`)
@@ -209,8 +209,8 @@ func TestEditsOfTheOtherKindsInvert(t *testing.T) {
 			"inputs":[{"name":"title","type":"string","required":true}],"config":{"operation":{"property_mappings":[{"property":"title","input":"title"}]}}}`)
 		lnk := action(fmt.Sprintf(`{"name":"cite","object_type_id":%%q,"operation_kind":"create_link",
 			"inputs":[{"name":"other","type":"reference","required":true}],"config":{"operation":{"link_type_id":%q,"other_object_input":"other","target_side":"source"}}}`, lt.ID))
-		a := must(s.CreateObject(ctx, nil, ot.ID, map[string]any{"title": "A"}, "confidential", admin.ID, "acme"))(t)
-		b := must(s.CreateObject(ctx, nil, ot.ID, map[string]any{"title": "B"}, "", admin.ID, "acme"))(t)
+		a := enginetest.Must(s.CreateObject(ctx, nil, ot.ID, map[string]any{"title": "A"}, "confidential", admin.ID, "acme"))(t)
+		b := enginetest.Must(s.CreateObject(ctx, nil, ot.ID, map[string]any{"title": "B"}, "", admin.ID, "acme"))(t)
 
 		edit := func(at *domain.ActionType, target string, params map[string]any) models.Edit {
 			t.Helper()
@@ -226,23 +226,23 @@ func TestEditsOfTheOtherKindsInvert(t *testing.T) {
 		}
 
 		u := edit(upd, a.ID, map[string]any{"state": "done"})
-		now := must(s.Object(ctx, nil, a.ID))(t)
+		now := enginetest.Must(s.Object(ctx, nil, a.ID))(t)
 		if u.Before["state"] != nil || u.After["state"] != "done" || u.UpdatedAtBefore == nil || !u.UpdatedAtBefore.Equal(a.UpdatedAt) ||
 			u.UpdatedAtAfter == nil || !u.UpdatedAtAfter.Equal(now.UpdatedAt) {
 			t.Fatalf("update edit = %+v (object updated_at %v → %v)", u, a.UpdatedAt, now.UpdatedAt)
 		}
-		inv := must(updateobject.UpdateObject{}.Invert(u))(t)
+		inv := enginetest.Must(updateobject.UpdateObject{}.Invert(u))(t)
 		if len(inv) != 1 || inv[0].After["state"] != nil || inv[0].Before["state"] != "done" || !inv[0].UpdatedAtBefore.Equal(now.UpdatedAt) {
 			t.Fatalf("update inverse = %+v", inv)
 		}
 
 		c := edit(crt, "", map[string]any{"title": "C"})
-		created := must(s.Object(ctx, nil, c.ObjectID))(t)
+		created := enginetest.Must(s.Object(ctx, nil, c.ObjectID))(t)
 		if created == nil || c.Marking != created.Marking || c.Organization != "acme" || c.CreatedBy != admin.ID ||
 			c.UpdatedAtAfter == nil || !c.UpdatedAtAfter.Equal(created.UpdatedAt) {
 			t.Fatalf("create edit = %+v, object %+v", c, created)
 		}
-		inv = must(createobject.CreateObject{}.Invert(c))(t)
+		inv = enginetest.Must(createobject.CreateObject{}.Invert(c))(t)
 		if len(inv) != 1 || inv[0].Op != models.EditDeleteObject || inv[0].ObjectID != c.ObjectID {
 			t.Fatalf("create inverse = %+v", inv)
 		}
@@ -251,7 +251,7 @@ func TestEditsOfTheOtherKindsInvert(t *testing.T) {
 		if l.LinkID == "" || l.SourceID != a.ID || l.TargetID != b.ID {
 			t.Fatalf("link edit = %+v", l)
 		}
-		inv = must(createlink.CreateLink{}.Invert(l))(t)
+		inv = enginetest.Must(createlink.CreateLink{}.Invert(l))(t)
 		if len(inv) != 1 || inv[0].Op != models.EditDeleteLink || inv[0].LinkID != l.LinkID {
 			t.Fatalf("link inverse = %+v", inv)
 		}

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"reflect"
-	"strings"
 	"testing"
 
 	"gorm.io/gorm"
@@ -95,26 +94,6 @@ func asInt(v any) int64 {
 // The engine these tests run on is internal/harness/enginetest's.
 var admin = enginetest.Admin
 
-func must[T any](v T, err error) func(t *testing.T) T {
-	return func(t *testing.T) T {
-		t.Helper()
-		if err != nil {
-			t.Fatal(err)
-		}
-		return v
-	}
-}
-
-func decode(t *testing.T, s string, out any) {
-	t.Helper()
-	dec := json.NewDecoder(strings.NewReader(s))
-	dec.UseNumber()
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(out); err != nil {
-		t.Fatalf("decode %s: %v", s, err)
-	}
-}
-
 // A kind defined only in this file, registered beside the built-in ones,
 // is checked at definition time, previewed by validate, executed, run in a
 // batch, and inverted — with no change anywhere but its registration.
@@ -122,11 +101,11 @@ func TestKindDefinedOnlyInTheTest(t *testing.T) {
 	testdb.Each(t, func(t *testing.T, db *gorm.DB) {
 		ctx := context.Background()
 		e := enginetest.New(t, db, addToCount{})
-		ot := must(e.Store.CreateObjectType(ctx, admin.ID, ontology.ObjectTypeSpec{Name: "Counter", Properties: []ontology.PropertySpec{
+		ot := enginetest.Must(e.Store.CreateObjectType(ctx, admin.ID, ontology.ObjectTypeSpec{Name: "Counter", Properties: []ontology.PropertySpec{
 			{Name: "label", Type: domain.T(domain.TypeString)}, {Name: "count", Type: domain.T(domain.TypeInteger)}}}))(t)
 		def := func(property string) domain.ActionDefinition {
 			var d domain.ActionDefinition
-			decode(t, fmt.Sprintf(`{"name":"add","object_type_id":%q,"operation_kind":"add_to_count",
+			enginetest.Decode(t, fmt.Sprintf(`{"name":"add","object_type_id":%q,"operation_kind":"add_to_count",
 				"inputs":[{"name":"by","type":"integer","required":true}],
 				"config":{"operation":{"property":%q,"by_input":"by"}}}`, ot.ID, property), &d)
 			return d
@@ -144,26 +123,26 @@ func TestKindDefinedOnlyInTheTest(t *testing.T) {
 		if ae, ok := apperr.As(err); !ok || ae.Code != apperr.InvalidDefinition || ae.Details[0].Field != "config.operation.url" || ae.Details[0].Reason != "not_allowed" {
 			t.Fatalf("a member of another kind: %v, want not_allowed naming config.operation.url", err)
 		}
-		view := must(e.Store.CreateActionType(ctx, admin.ID, def("count")))(t)
+		view := enginetest.Must(e.Store.CreateActionType(ctx, admin.ID, def("count")))(t)
 		// The property is referenced by the action: deleting it is refused.
 		if err := e.Store.DeleteProperty(ctx, "Counter", "count"); !apperr.Is(err, apperr.DependentsExist) {
 			t.Fatalf("deleting a property the kind references: %v, want DependentsExist", err)
 		}
-		at := must(e.Store.ActionType(ctx, view.ID))(t)
+		at := enginetest.Must(e.Store.ActionType(ctx, view.ID))(t)
 
 		objs := make([]string, 4)
 		for i := range objs {
-			o := must(e.Store.CreateObject(ctx, nil, ot.ID, map[string]any{"label": fmt.Sprint(i), "count": json.Number("10")}, "", admin.ID, "acme"))(t)
+			o := enginetest.Must(e.Store.CreateObject(ctx, nil, ot.ID, map[string]any{"label": fmt.Sprint(i), "count": json.Number("10")}, "", admin.ID, "acme"))(t)
 			objs[i] = o.ID
 		}
 
 		// Validate: the kind's preview.
-		v := must(e.Eng.Check(ctx, engine.Request{Action: at, Actor: admin, TargetID: objs[0], Parameters: map[string]any{"by": json.Number("5")}}))(t)
+		v := enginetest.Must(e.Eng.Check(ctx, engine.Request{Action: at, Actor: admin, TargetID: objs[0], Parameters: map[string]any{"by": json.Number("5")}}))(t)
 		if v.Result != engine.Valid || len(v.Edits) != 1 || v.Edits[0].Op != "add_to_count" ||
 			fmt.Sprint(v.Edits[0].Before["count"], v.Edits[0].After["count"]) != "10 15" {
 			t.Fatalf("preview = %+v", v)
 		}
-		if got := must(e.Store.Object(ctx, nil, objs[0]))(t).Properties["count"]; fmt.Sprint(got) != "10" {
+		if got := enginetest.Must(e.Store.Object(ctx, nil, objs[0]))(t).Properties["count"]; fmt.Sprint(got) != "10" {
 			t.Fatalf("validate wrote: count = %v", got)
 		}
 
@@ -176,14 +155,14 @@ func TestKindDefinedOnlyInTheTest(t *testing.T) {
 		if ex.Status != models.StatusSucceeded || len(ex.Edits.V) != 1 || ex.Edits.V[0].Op != "add_to_count" {
 			t.Fatalf("execution = %+v", ex)
 		}
-		if got := must(e.Store.Object(ctx, nil, objs[0]))(t).Properties["count"]; fmt.Sprint(got) != "15" {
+		if got := enginetest.Must(e.Store.Object(ctx, nil, objs[0]))(t).Properties["count"]; fmt.Sprint(got) != "15" {
 			t.Fatalf("after execute: count = %v, want 15", got)
 		}
 		// Run again (a retried activity): the edit is not applied twice.
 		if _, err := e.Eng.Run(ctx, &engine.Prepared{ExecutionID: id, ActionTypeID: at.ID, ActorID: admin.ID, TargetID: objs[0]}, true); err != nil {
 			t.Fatal(err)
 		}
-		if got := must(e.Store.Object(ctx, nil, objs[0]))(t).Properties["count"]; fmt.Sprint(got) != "15" {
+		if got := enginetest.Must(e.Store.Object(ctx, nil, objs[0]))(t).Properties["count"]; fmt.Sprint(got) != "15" {
 			t.Fatalf("after a replayed run: count = %v, want 15", got)
 		}
 
@@ -193,7 +172,7 @@ func TestKindDefinedOnlyInTheTest(t *testing.T) {
 		for i, o := range objs[1:] {
 			e.Execution(t, at, models.KindBatchItem, o, map[string]any{"by": json.Number(fmt.Sprint(i + 1))}, &batch, i)
 		}
-		ids := must(e.Eng.ListBatchChunk(ctx, batch, 0, 3))(t)
+		ids := enginetest.Must(e.Eng.ListBatchChunk(ctx, batch, 0, 3))(t)
 		if len(ids) != 3 {
 			t.Fatalf("chunk = %v", ids)
 		}
@@ -202,21 +181,21 @@ func TestKindDefinedOnlyInTheTest(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		tot := must(e.Eng.FinishBatch(ctx, batch))(t)
+		tot := enginetest.Must(e.Eng.FinishBatch(ctx, batch))(t)
 		if tot.Succeeded != 3 || tot.Status != models.StatusSucceeded {
 			t.Fatalf("batch totals = %+v", tot)
 		}
 		for i, o := range objs[1:] {
-			if got := must(e.Store.Object(ctx, nil, o))(t).Properties["count"]; fmt.Sprint(got) != fmt.Sprint(10+i+1) {
+			if got := enginetest.Must(e.Store.Object(ctx, nil, o))(t).Properties["count"]; fmt.Sprint(got) != fmt.Sprint(10+i+1) {
 				t.Fatalf("batch item %d: count = %v", i, got)
 			}
 		}
 
 		// Inversion: the kind's inverse, applied through the store, puts
 		// the count back.
-		inv := must(addToCount{}.Invert(ex.Edits.V[0]))(t)
-		must(e.Store.UpdateObject(ctx, nil, inv[0].ObjectID, inv[0].After))(t)
-		if got := must(e.Store.Object(ctx, nil, objs[0]))(t).Properties["count"]; fmt.Sprint(got) != "10" {
+		inv := enginetest.Must(addToCount{}.Invert(ex.Edits.V[0]))(t)
+		enginetest.Must(e.Store.UpdateObject(ctx, nil, inv[0].ObjectID, inv[0].After))(t)
+		if got := enginetest.Must(e.Store.Object(ctx, nil, objs[0]))(t).Properties["count"]; fmt.Sprint(got) != "10" {
 			t.Fatalf("after the inverse: count = %v, want 10", got)
 		}
 	})
@@ -228,10 +207,10 @@ func TestUnregisteredKind(t *testing.T) {
 	db := testdb.Open(t, "sqlite")
 	ctx := context.Background()
 	e := enginetest.New(t, db) // without addToCount
-	ot := must(e.Store.CreateObjectType(ctx, admin.ID, ontology.ObjectTypeSpec{Name: "Counter", Properties: []ontology.PropertySpec{
+	ot := enginetest.Must(e.Store.CreateObjectType(ctx, admin.ID, ontology.ObjectTypeSpec{Name: "Counter", Properties: []ontology.PropertySpec{
 		{Name: "count", Type: domain.T(domain.TypeInteger)}}}))(t)
 	var d domain.ActionDefinition
-	decode(t, fmt.Sprintf(`{"name":"add","object_type_id":%q,"operation_kind":"add_to_count","config":{"operation":{"property":"count"}}}`, ot.ID), &d)
+	enginetest.Decode(t, fmt.Sprintf(`{"name":"add","object_type_id":%q,"operation_kind":"add_to_count","config":{"operation":{"property":"count"}}}`, ot.ID), &d)
 	_, err := e.Store.CreateActionType(ctx, admin.ID, d)
 	if ae, ok := apperr.As(err); !ok || ae.Details[0].Field != "operation_kind" || ae.Details[0].Reason != "unknown_kind" {
 		t.Fatalf("unregistered kind: %v, want unknown_kind", err)
@@ -240,9 +219,9 @@ func TestUnregisteredKind(t *testing.T) {
 	other := enginetest.On(db, addToCount{})
 	d.Inputs = []domain.InputField{{Name: "by", Type: domain.T(domain.TypeInteger), Required: true}}
 	d.Config.Operation = json.RawMessage(`{"property":"count","by_input":"by"}`)
-	view := must(other.Store.CreateActionType(ctx, admin.ID, d))(t)
-	at := must(e.Store.ActionType(ctx, view.ID))(t)
-	o := must(e.Store.CreateObject(ctx, nil, ot.ID, map[string]any{"count": json.Number("1")}, "", admin.ID, "acme"))(t)
+	view := enginetest.Must(other.Store.CreateActionType(ctx, admin.ID, d))(t)
+	at := enginetest.Must(e.Store.ActionType(ctx, view.ID))(t)
+	o := enginetest.Must(e.Store.CreateObject(ctx, nil, ot.ID, map[string]any{"count": json.Number("1")}, "", admin.ID, "acme"))(t)
 	id := e.Execution(t, at, models.KindExecute, o.ID, map[string]any{"by": json.Number("1")}, nil, 0)
 	if err := e.Run(ctx, id); err != nil {
 		t.Fatal(err)

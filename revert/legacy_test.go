@@ -53,14 +53,14 @@ func TestRevertRefusesEditsRecordedWithoutUpdateTimes(t *testing.T) {
 		ctx := context.Background()
 		e := enginetest.New(t, db)
 		s := e.Store
-		ot := must(s.CreateObjectType(ctx, admin.ID, ontology.ObjectTypeSpec{Name: "Person", Properties: []ontology.PropertySpec{
+		ot := enginetest.Must(s.CreateObjectType(ctx, admin.ID, ontology.ObjectTypeSpec{Name: "Person", Properties: []ontology.PropertySpec{
 			{Name: "name", Type: domain.T(domain.TypeString)}, {Name: "age", Type: domain.T(domain.TypeInteger)}}}))(t)
-		lt := must(s.CreateLinkType(ctx, admin.ID, ontology.LinkTypeSpec{Name: "knows", SourceObjectTypeID: ot.ID, TargetObjectTypeID: ot.ID,
+		lt := enginetest.Must(s.CreateLinkType(ctx, admin.ID, ontology.LinkTypeSpec{Name: "knows", SourceObjectTypeID: ot.ID, TargetObjectTypeID: ot.ID,
 			Cardinality: domain.ManyToMany}))(t)
 		action := func(js string) *domain.ActionType {
 			var d domain.ActionDefinition
-			decode(t, fmt.Sprintf(js, ot.ID), &d)
-			return must(s.ActionType(ctx, must(s.CreateActionType(ctx, admin.ID, d))(t).ID))(t)
+			enginetest.Decode(t, fmt.Sprintf(js, ot.ID), &d)
+			return enginetest.Must(s.ActionType(ctx, enginetest.Must(s.CreateActionType(ctx, admin.ID, d))(t).ID))(t)
 		}
 		setAge := action(`{"name":"set_age","object_type_id":%q,"operation_kind":"update_object",
 			"inputs":[{"name":"age","type":"integer","required":true}],"config":{"operation":{"property_mappings":[{"property":"age","input":"age"}]}}}`)
@@ -89,23 +89,23 @@ func TestRevertRefusesEditsRecordedWithoutUpdateTimes(t *testing.T) {
 		}
 
 		t.Run("update", func(t *testing.T) {
-			p := must(s.CreateObject(ctx, nil, ot.ID, map[string]any{"name": "ann", "age": 25}, "", admin.ID, "acme"))(t)
+			p := enginetest.Must(s.CreateObject(ctx, nil, ot.ID, map[string]any{"name": "ann", "age": 25}, "", admin.ID, "acme"))(t)
 			first := run(t, setAge, p.ID, map[string]any{"age": 26})
 			run(t, setAge, p.ID, map[string]any{"age": 27})
 			revert(t, setAge, first, p.ID)
-			if now := must(s.Object(ctx, nil, p.ID))(t); fmt.Sprint(now.Properties["age"]) != "27" {
+			if now := enginetest.Must(s.Object(ctx, nil, p.ID))(t); fmt.Sprint(now.Properties["age"]) != "27" {
 				t.Fatalf("age %v after the refused revert, want the later edit's 27", now.Properties["age"])
 			}
 		})
 
 		t.Run("create", func(t *testing.T) {
-			other := must(s.CreateObject(ctx, nil, ot.ID, map[string]any{"name": "bob"}, "", admin.ID, "acme"))(t)
+			other := enginetest.Must(s.CreateObject(ctx, nil, ot.ID, map[string]any{"name": "bob"}, "", admin.ID, "acme"))(t)
 			created := run(t, add, "", map[string]any{"name": "cid"})
 			id := created.Edits.V[0].ObjectID
-			must(s.UpdateObject(ctx, nil, id, map[string]any{"age": 40}))(t)
-			link := must(s.CreateLink(ctx, nil, lt.ID, id, other.ID))(t)
+			enginetest.Must(s.UpdateObject(ctx, nil, id, map[string]any{"age": 40}))(t)
+			link := enginetest.Must(s.CreateLink(ctx, nil, lt.ID, id, other.ID))(t)
 			revert(t, add, created, id)
-			now := must(s.Object(ctx, nil, id))(t)
+			now := enginetest.Must(s.Object(ctx, nil, id))(t)
 			if now == nil || fmt.Sprint(now.Properties["age"]) != "40" {
 				t.Fatalf("object after the refused revert: %+v, want it kept with its later edit", now)
 			}

@@ -61,20 +61,20 @@ func TestFunctionStaleRead(t *testing.T) {
 		e := enginetest.New(t, db)
 		svc := functions.New(db, functions.Options{})
 		k := invokefunction.InvokeFunction{Functions: svc, Reads: functions.NewReads(e.Store)}
-		must(e.Store.CreateObjectType(ctx, admin.ID, ontology.ObjectTypeSpec{Name: "Ticket", Properties: []ontology.PropertySpec{
+		enginetest.Must(e.Store.CreateObjectType(ctx, admin.ID, ontology.ObjectTypeSpec{Name: "Ticket", Properties: []ontology.PropertySpec{
 			{Name: "notes", Type: domain.T(domain.TypeString)}}}))(t)
-		obj := must(e.Store.CreateObjectAs(ctx, admin, "Ticket", ontology.ObjectSpec{Properties: map[string]any{"notes": "a"}}))(t)
+		obj := enginetest.Must(e.Store.CreateObjectAs(ctx, admin, "Ticket", ontology.ObjectSpec{Properties: map[string]any{"notes": "a"}}))(t)
 		src := `export default (ctx) => ({ edits: [{ type: "update", object_id: ctx.target.id, properties: { notes: ctx.target.properties.notes + "!" } }] })`
 
 		for _, network := range []bool{false, true} {
 			t.Run(fmt.Sprint("network=", network), func(t *testing.T) {
-				cur := must(e.Store.Object(ctx, nil, obj.ID))(t)
+				cur := enginetest.Must(e.Store.Object(ctx, nil, obj.ID))(t)
 				op := fnOp(t, k, e.Store, cur, fmt.Sprintf(`{"inline":{"runtime":"javascript","source":%q},"capabilities":{"network":%v}}`, src, network))
-				effect := must(k.Effect(ctx, op, "e1"))(t)
+				effect := enginetest.Must(k.Effect(ctx, op, "e1"))(t)
 				// Another write lands between the run and the commit.
-				must(e.Store.UpdateObject(ctx, nil, obj.ID, map[string]any{"notes": "changed"}))(t)
+				enginetest.Must(e.Store.UpdateObject(ctx, nil, obj.ID, map[string]any{"notes": "changed"}))(t)
 				out, err := applyIn(t, db, k, op, effect)
-				after := must(e.Store.Object(ctx, nil, obj.ID))(t)
+				after := enginetest.Must(e.Store.Object(ctx, nil, obj.ID))(t)
 				if network {
 					if !apperr.Is(err, apperr.Conflict) || after.Properties["notes"] != "changed" {
 						t.Fatalf("want 409 and nothing applied, got %v, notes %v", err, after.Properties["notes"])
@@ -115,9 +115,9 @@ func TestFunctionEditsRevert(t *testing.T) {
 	testdb.Each(t, func(t *testing.T, db *gorm.DB) {
 		ctx := context.Background()
 		e := enginetest.NewFunctions(t, db)
-		ot := must(e.Store.CreateObjectType(ctx, admin.ID, ontology.ObjectTypeSpec{Name: "Ticket", Properties: []ontology.PropertySpec{
+		ot := enginetest.Must(e.Store.CreateObjectType(ctx, admin.ID, ontology.ObjectTypeSpec{Name: "Ticket", Properties: []ontology.PropertySpec{
 			{Name: "title", Type: domain.T(domain.TypeString)}, {Name: "notes", Type: domain.T(domain.TypeString)}}}))(t)
-		must(e.Store.CreateLinkType(ctx, admin.ID, ontology.LinkTypeSpec{Name: "relates", SourceObjectTypeID: ot.ID,
+		enginetest.Must(e.Store.CreateLinkType(ctx, admin.ID, ontology.LinkTypeSpec{Name: "relates", SourceObjectTypeID: ot.ID,
 			TargetObjectTypeID: ot.ID, Cardinality: domain.ManyToMany}))(t)
 		src := `export default function (ctx) {
   if (ctx.parameters.step === "grow") return { edits: [
@@ -128,10 +128,10 @@ func TestFunctionEditsRevert(t *testing.T) {
   return { edits: [{ type: "unlink", link_type: "relates", source: ctx.target.id, target: child.id }, { type: "delete", object_id: child.id }] };
 }`
 		var d domain.ActionDefinition
-		decode(t, fmt.Sprintf(`{"name":"fn","object_type_id":%q,"operation_kind":"invoke_function","inputs":[{"name":"step","type":"string","required":true}],
+		enginetest.Decode(t, fmt.Sprintf(`{"name":"fn","object_type_id":%q,"operation_kind":"invoke_function","inputs":[{"name":"step","type":"string","required":true}],
 			"config":{"operation":{"inline":{"runtime":"javascript","source":%q}}}}`, ot.ID, src), &d)
-		at := must(e.Store.ActionType(ctx, must(e.Store.CreateActionType(ctx, admin.ID, d))(t).ID))(t)
-		target := must(e.Store.CreateObjectAs(ctx, admin, "Ticket", ontology.ObjectSpec{Properties: map[string]any{"title": "t", "notes": "orig"}}))(t)
+		at := enginetest.Must(e.Store.ActionType(ctx, enginetest.Must(e.Store.CreateActionType(ctx, admin.ID, d))(t).ID))(t)
+		target := enginetest.Must(e.Store.CreateObjectAs(ctx, admin, "Ticket", ontology.ObjectSpec{Properties: map[string]any{"title": "t", "notes": "orig"}}))(t)
 		run := func(step string) string {
 			id := e.Execution(t, at, models.KindExecute, target.ID, map[string]any{"step": step}, nil, 0)
 			if err := e.RunWithEffect(ctx, id); err != nil {
@@ -161,7 +161,7 @@ func TestFunctionEditsRevert(t *testing.T) {
 				t.Fatal("the revert of the unlink did not restore the link")
 			}
 		}
-		got := must(e.Store.Object(ctx, nil, target.ID))(t)
+		got := enginetest.Must(e.Store.Object(ctx, nil, target.ID))(t)
 		if got.Properties["notes"] != "orig" || count(db.Where("object_type_id = ?", ot.ID), &models.Object{}) != 1 || count(db.Where("1 = 1"), &models.Link{}) != 0 {
 			t.Fatalf("after the reverts: notes %v, objects %d, links %d", got.Properties["notes"],
 				count(db.Where("object_type_id = ?", ot.ID), &models.Object{}), count(db.Where("1 = 1"), &models.Link{}))
@@ -177,18 +177,18 @@ func TestFunctionPreviewEffect(t *testing.T) {
 	e := enginetest.New(t, db)
 	svc := functions.New(db, functions.Options{})
 	k := invokefunction.InvokeFunction{Functions: svc, Reads: functions.NewReads(e.Store)}
-	must(e.Store.CreateObjectType(ctx, admin.ID, ontology.ObjectTypeSpec{Name: "Ticket", Properties: []ontology.PropertySpec{
+	enginetest.Must(e.Store.CreateObjectType(ctx, admin.ID, ontology.ObjectTypeSpec{Name: "Ticket", Properties: []ontology.PropertySpec{
 		{Name: "notes", Type: domain.T(domain.TypeString)}}}))(t)
-	obj := must(e.Store.CreateObjectAs(ctx, admin, "Ticket", ontology.ObjectSpec{Properties: map[string]any{"notes": "a"}}))(t)
-	must(svc.CreatePackage(ctx, admin, functions.PackageSpec{Name: "p", Runtime: "javascript",
+	obj := enginetest.Must(e.Store.CreateObjectAs(ctx, admin, "Ticket", ontology.ObjectSpec{Properties: map[string]any{"notes": "a"}}))(t)
+	enginetest.Must(svc.CreatePackage(ctx, admin, functions.PackageSpec{Name: "p", Runtime: "javascript",
 		Capabilities: &functions.Capabilities{Network: true}}))(t)
-	must(svc.Publish(ctx, admin, "p", functions.VersionSpec{Version: "1.0.0",
+	enginetest.Must(svc.Publish(ctx, admin, "p", functions.VersionSpec{Version: "1.0.0",
 		Source: `export default (ctx) => ({ edits: [], result: typeof ctx.fetch })`}))(t)
-	op := fnOp(t, k, e.Store, must(e.Store.Object(ctx, nil, obj.ID))(t), `{"package":"p","version":"1.0.0"}`)
+	op := fnOp(t, k, e.Store, enginetest.Must(e.Store.Object(ctx, nil, obj.ID))(t), `{"package":"p","version":"1.0.0"}`)
 	if o := k.EffectOptions(op); o.Local {
 		t.Fatal("a function with network must run as a regular activity")
 	}
-	raw := must(k.PreviewEffect(ctx, op))(t)
+	raw := enginetest.Must(k.PreviewEffect(ctx, op))(t)
 	var call invokefunction.FunctionCall
 	if err := json.Unmarshal(raw, &call); err != nil {
 		t.Fatal(err)
@@ -196,7 +196,7 @@ func TestFunctionPreviewEffect(t *testing.T) {
 	if !call.Preview || string(call.Result) != `"undefined"` || call.Version != "1.0.0" {
 		t.Fatalf("preview: %s", raw)
 	}
-	runs := must(svc.Runs(ctx, admin, functions.NewReads(e.Store), "p", functions.RunFilter{Limit: 10}))(t)
+	runs := enginetest.Must(svc.Runs(ctx, admin, functions.NewReads(e.Store), "p", functions.RunFilter{Limit: 10}))(t)
 	if len(runs) != 1 || runs[0].Kind != functions.RunWhatIf {
 		t.Fatalf("runs: %+v", runs)
 	}
@@ -211,22 +211,22 @@ func TestFunctionEditReferenceReadRule(t *testing.T) {
 		ctx := context.Background()
 		e := enginetest.New(t, db)
 		k := invokefunction.InvokeFunction{Functions: functions.New(db, functions.Options{}), Reads: functions.NewReads(e.Store)}
-		ot := must(e.Store.CreateObjectType(ctx, admin.ID, ontology.ObjectTypeSpec{Name: "Ticket", Properties: []ontology.PropertySpec{
+		ot := enginetest.Must(e.Store.CreateObjectType(ctx, admin.ID, ontology.ObjectTypeSpec{Name: "Ticket", Properties: []ontology.PropertySpec{
 			{Name: "title", Type: domain.T(domain.TypeString)}}}))(t)
-		must(e.Store.CreateProperty(ctx, ot.ID, ontology.PropertySpec{Name: "owner",
+		enginetest.Must(e.Store.CreateProperty(ctx, ot.ID, ontology.PropertySpec{Name: "owner",
 			Type: domain.PropertyType{Base: domain.TypeReference, ObjectTypeID: ot.ID}}))(t)
-		target := must(e.Store.CreateObjectAs(ctx, admin, "Ticket", ontology.ObjectSpec{Properties: map[string]any{"title": "open"}}))(t)
-		hidden := must(e.Store.CreateObjectAs(ctx, admin, "Ticket", ontology.ObjectSpec{Properties: map[string]any{"title": "secret"}, Marking: "pii"}))(t)
+		target := enginetest.Must(e.Store.CreateObjectAs(ctx, admin, "Ticket", ontology.ObjectSpec{Properties: map[string]any{"title": "open"}}))(t)
+		hidden := enginetest.Must(e.Store.CreateObjectAs(ctx, admin, "Ticket", ontology.ObjectSpec{Properties: map[string]any{"title": "secret"}, Marking: "pii"}))(t)
 		low := &models.User{ID: "00000000-0000-4000-8000-000000000100", Username: "low", Clearance: "public", Organization: "acme"}
 		missing := "aaaaaaaa-0000-4000-8000-000000000001"
 		src := `export default (ctx) => ctx.parameters.kind === "update"
   ? { edits: [{ type: "update", object_id: ctx.target.id, properties: { owner: ctx.parameters.ref } }] }
   : { edits: [{ type: "create", object_type: "Ticket", properties: { title: "new", owner: ctx.parameters.ref } }] }`
 		refusal := func(kind, ref string) string {
-			cur := must(e.Store.Object(ctx, nil, target.ID))(t)
+			cur := enginetest.Must(e.Store.Object(ctx, nil, target.ID))(t)
 			op := fnOp(t, k, e.Store, cur, fmt.Sprintf(`{"inline":{"runtime":"javascript","source":%q}}`, src))
 			op.Actor, op.Params = low, map[string]any{"kind": kind, "ref": ref}
-			effect := must(k.Effect(ctx, op, "e1"))(t)
+			effect := enginetest.Must(k.Effect(ctx, op, "e1"))(t)
 			_, err := applyIn(t, db, k, op, effect)
 			ae, ok := apperr.As(err)
 			if !ok {
@@ -241,7 +241,7 @@ func TestFunctionEditReferenceReadRule(t *testing.T) {
 				t.Errorf("%s: an unreadable reference answered\n %s\nwant as a missing one\n %s", kind, unreadable, gone)
 			}
 		}
-		if got := must(e.Store.Object(ctx, nil, target.ID))(t).Properties["owner"]; got != nil {
+		if got := enginetest.Must(e.Store.Object(ctx, nil, target.ID))(t).Properties["owner"]; got != nil {
 			t.Errorf("owner set to %v", got)
 		}
 	})
@@ -257,14 +257,14 @@ func TestFunctionExecutionRedactedByReads(t *testing.T) {
 		ctx := context.Background()
 		e := enginetest.New(t, db)
 		k := invokefunction.InvokeFunction{Functions: functions.New(db, functions.Options{}), Reads: functions.NewReads(e.Store)}
-		must(e.Store.CreateObjectType(ctx, admin.ID, ontology.ObjectTypeSpec{Name: "Ticket", Properties: []ontology.PropertySpec{
+		enginetest.Must(e.Store.CreateObjectType(ctx, admin.ID, ontology.ObjectTypeSpec{Name: "Ticket", Properties: []ontology.PropertySpec{
 			{Name: "title", Type: domain.T(domain.TypeString)}}}))(t)
-		open := must(e.Store.CreateObjectAs(ctx, admin, "Ticket", ontology.ObjectSpec{Properties: map[string]any{"title": "open"}}))(t)
-		hidden := must(e.Store.CreateObjectAs(ctx, admin, "Ticket", ontology.ObjectSpec{Properties: map[string]any{"title": "classified"}, Marking: "pii"}))(t)
+		open := enginetest.Must(e.Store.CreateObjectAs(ctx, admin, "Ticket", ontology.ObjectSpec{Properties: map[string]any{"title": "open"}}))(t)
+		hidden := enginetest.Must(e.Store.CreateObjectAs(ctx, admin, "Ticket", ontology.ObjectSpec{Properties: map[string]any{"title": "classified"}, Marking: "pii"}))(t)
 		src := `export default (ctx) => { const o = ctx.ontology.get(ctx.parameters.other); console.log(o.properties.title); return { result: o.properties.title } }`
-		op := fnOp(t, k, e.Store, must(e.Store.Object(ctx, nil, open.ID))(t), fmt.Sprintf(`{"inline":{"runtime":"javascript","source":%q}}`, src))
+		op := fnOp(t, k, e.Store, enginetest.Must(e.Store.Object(ctx, nil, open.ID))(t), fmt.Sprintf(`{"inline":{"runtime":"javascript","source":%q}}`, src))
 		op.Params = map[string]any{"other": hidden.ID}
-		out := must(applyIn(t, db, k, op, must(k.Effect(ctx, op, "e1"))(t)))(t)
+		out := enginetest.Must(applyIn(t, db, k, op, enginetest.Must(k.Effect(ctx, op, "e1"))(t)))(t)
 		stored, _ := json.Marshal(out.Result)
 		var roundTrip map[string]any
 		if err := json.Unmarshal(stored, &roundTrip); err != nil {
@@ -296,18 +296,18 @@ func TestFunctionPreviewReadsTheBranch(t *testing.T) {
 		defer cancel()
 		e := enginetest.New(t, db)
 		k := invokefunction.InvokeFunction{Functions: functions.New(db, functions.Options{}), Reads: functions.NewReads(e.Store)}
-		ot := must(e.Store.CreateObjectType(ctx, admin.ID, ontology.ObjectTypeSpec{Name: "Ticket", Properties: []ontology.PropertySpec{
+		ot := enginetest.Must(e.Store.CreateObjectType(ctx, admin.ID, ontology.ObjectTypeSpec{Name: "Ticket", Properties: []ontology.PropertySpec{
 			{Name: "title", Type: domain.T(domain.TypeString)}}}))(t)
-		lt := must(e.Store.CreateLinkType(ctx, admin.ID, ontology.LinkTypeSpec{Name: "relates", SourceObjectTypeID: ot.ID,
+		lt := enginetest.Must(e.Store.CreateLinkType(ctx, admin.ID, ontology.LinkTypeSpec{Name: "relates", SourceObjectTypeID: ot.ID,
 			TargetObjectTypeID: ot.ID, Cardinality: domain.ManyToMany}))(t)
-		target := must(e.Store.CreateObjectAs(ctx, admin, "Ticket", ontology.ObjectSpec{Properties: map[string]any{"title": "main"}}))(t)
+		target := enginetest.Must(e.Store.CreateObjectAs(ctx, admin, "Ticket", ontology.ObjectSpec{Properties: map[string]any{"title": "main"}}))(t)
 		src := `export default (ctx) => ({ result: { tickets: ctx.ontology.query("Ticket", {}).length, links: ctx.ontology.links(ctx.target.id, "relates").length } })`
 		var call invokefunction.FunctionCall
 		err := db.Transaction(func(tx *gorm.DB) error {
 			// What the branch's earlier steps left: one more ticket, linked.
-			branch := must(e.Store.CreateObject(ctx, tx, ot.ID, map[string]any{"title": "branch"}, "", admin.ID, admin.Organization))(t)
-			must(e.Store.CreateLink(ctx, tx, lt.ID, target.ID, branch.ID))(t)
-			op := fnOp(t, k, e.Store, must(e.Store.Object(ctx, tx, target.ID))(t),
+			branch := enginetest.Must(e.Store.CreateObject(ctx, tx, ot.ID, map[string]any{"title": "branch"}, "", admin.ID, admin.Organization))(t)
+			enginetest.Must(e.Store.CreateLink(ctx, tx, lt.ID, target.ID, branch.ID))(t)
+			op := fnOp(t, k, e.Store, enginetest.Must(e.Store.Object(ctx, tx, target.ID))(t),
 				fmt.Sprintf(`{"inline":{"runtime":"javascript","source":%q},"capabilities":{"timeout":"30s"}}`, src))
 			op.Tx = tx
 			raw, err := k.PreviewEffect(ctx, op)
@@ -344,15 +344,15 @@ func TestFunctionReadsLockedUntilCommit(t *testing.T) {
 	e := enginetest.New(t, db)
 	svc := functions.New(db, functions.Options{})
 	k := invokefunction.InvokeFunction{Functions: svc, Reads: functions.NewReads(e.Store)}
-	must(e.Store.CreateObjectType(ctx, admin.ID, ontology.ObjectTypeSpec{Name: "Ticket", Properties: []ontology.PropertySpec{
+	enginetest.Must(e.Store.CreateObjectType(ctx, admin.ID, ontology.ObjectTypeSpec{Name: "Ticket", Properties: []ontology.PropertySpec{
 		{Name: "notes", Type: domain.T(domain.TypeString)}}}))(t)
-	target := must(e.Store.CreateObjectAs(ctx, admin, "Ticket", ontology.ObjectSpec{Properties: map[string]any{"notes": "a"}}))(t)
-	other := must(e.Store.CreateObjectAs(ctx, admin, "Ticket", ontology.ObjectSpec{Properties: map[string]any{"notes": "read me"}}))(t)
+	target := enginetest.Must(e.Store.CreateObjectAs(ctx, admin, "Ticket", ontology.ObjectSpec{Properties: map[string]any{"notes": "a"}}))(t)
+	other := enginetest.Must(e.Store.CreateObjectAs(ctx, admin, "Ticket", ontology.ObjectSpec{Properties: map[string]any{"notes": "read me"}}))(t)
 	src := fmt.Sprintf(`export default (ctx) => ({ edits: [{ type: "update", object_id: ctx.target.id,
 		properties: { notes: ctx.ontology.get(%q).properties.notes } }] })`, other.ID)
-	cur := must(e.Store.Object(ctx, nil, target.ID))(t)
+	cur := enginetest.Must(e.Store.Object(ctx, nil, target.ID))(t)
 	op := fnOp(t, k, e.Store, cur, fmt.Sprintf(`{"inline":{"runtime":"javascript","source":%q}}`, src))
-	effect := must(k.Effect(ctx, op, "e1"))(t)
+	effect := enginetest.Must(k.Effect(ctx, op, "e1"))(t)
 
 	err := db.Transaction(func(tx *gorm.DB) error {
 		sub := *op

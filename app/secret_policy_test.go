@@ -150,6 +150,15 @@ func secretPolicySuite(t *testing.T, admin devClient) {
 		if e := errorOf(body); st != http.StatusBadRequest || !e.names("config.operation.signing_secret", "secret_destination") {
 			t.Errorf("signing secret: %d %s", st, body)
 		}
+		// The signing key is the named secret's value alone: text around
+		// the reference, or two references, would be ignored when signing.
+		for name, v := range map[string]string{"prefixed": "v1-{{ secrets.CRM_SIGNING }}",
+			"suffixed": "{{ secrets.CRM_SIGNING }}x", "twice": "{{ secrets.CRM_SIGNING }}{{ secrets.CRM_TOKEN }}", "literal": "k3y"} {
+			st, body := define(integrator, "signing_"+name, map[string]any{"url": crm.srv.URL + "/crm/x", "signing_secret": v})
+			if e := errorOf(body); st != http.StatusBadRequest || !e.names("config.operation.signing_secret", "invalid_secret_reference") {
+				t.Errorf("signing_secret %q: %d %s", v, st, body)
+			}
+		}
 		// An update is checked as a create is.
 		st, body = integrator.do("PATCH", "/api/v1/ontology/actions/crm_sync", map[string]any{"config": map[string]any{"operation": map[string]any{
 			"url": evil.srv.URL + "/x", "headers": map[string]string{"Authorization": "{{ secrets.CRM_TOKEN }}"}}}})

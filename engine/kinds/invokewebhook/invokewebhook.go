@@ -119,7 +119,10 @@ func (k InvokeWebhook) CheckConfig(ctx context.Context, s *domain.KindScope, cfg
 	if c.MaxAttempts < 0 || c.MaxAttempts > WebhookMaxAttempts {
 		return s.Err(".max_attempts", "range", "max_attempts must be between 1 and %d", WebhookMaxAttempts)
 	}
-	if c.SigningSecret != "" && len(secrets.Refs(c.SigningSecret)) != 1 {
+	// Exactly one reference and nothing around it: signing uses the
+	// named secret's value alone, so text around it ("v1-{{ secrets.K }}")
+	// would be silently ignored and the receiver's check would fail.
+	if _, ok := onlySecretRef(c.SigningSecret); c.SigningSecret != "" && !ok {
 		return s.Err(".signing_secret", "invalid_secret_reference", "signing_secret must be one secret reference, {{ secrets.NAME }}")
 	}
 	if err := checkMappings(s, c.ResponseMappings); err != nil {

@@ -344,12 +344,12 @@ func (a *App) assemble(ctx context.Context, o options) error {
 	withDeps := []engine.Kind{invokewebhook.InvokeWebhook{Client: a.Outbound, Secrets: a.Secrets},
 		invokefunction.InvokeFunction{Functions: a.Functions, Reads: reads, Client: a.Outbound}}
 	kinds := kinds.Registry(append(withDeps, o.kinds...)...)
-	a.Store = ontology.NewStore(a.DB, cfg.Markings, kinds.Domain())
-	a.Store.UseSecretPolicy(a.Secrets)
-	a.kinds = kinds
+	storeOpts := []ontology.Option{ontology.WithSecretPolicy(a.Secrets)}
 	if mediaErr == nil {
-		a.Store.UseMedia(mediaCheck(media, cfg.PublicURL))
+		storeOpts = append(storeOpts, ontology.WithMedia(mediaCheck(media, cfg.PublicURL)))
 	}
+	a.Store = ontology.NewStore(a.DB, cfg.Markings, kinds.Domain(), storeOpts...)
+	a.kinds = kinds
 	a.Engine = engine.New(engine.Deps{DB: a.DB, Ontology: a.Store, Kinds: kinds, Levels: cfg.Markings, Log: a.Log,
 		Registerer: a.Registry, Channels: a.channels(o.channels), MaxRecipients: cfg.MaxRecipients,
 		Media: media, PublicURL: cfg.PublicURL, Branches: whatif.New(a.DB, a.Store)})

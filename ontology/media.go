@@ -8,10 +8,10 @@ import "context"
 // not). app builds it over the WebDAV media store.
 type MediaCheck func(ctx context.Context, userID, uri string) (isFile, readable bool, err error)
 
-// UseMedia makes writes for a reader (As) check media_reference property
+// WithMedia makes writes for a reader (As) check media_reference property
 // values that name WebDAV files: one naming no file the reader may read
 // is refused as any invalid property value is (400, reason "media").
-func (s *Store) UseMedia(c MediaCheck) { s.media = c }
+func WithMedia(c MediaCheck) Option { return func(s *Store) { s.media = c } }
 
 // mediaCheck is the check of the store's reader (nil without a reader or
 // a check: a write the engine checked itself, or no file store).

@@ -14,10 +14,9 @@ type SecretPolicy interface {
 	CheckUses(ctx context.Context, definer *models.User, uses []domain.SecretUse) error
 }
 
-// UseSecretPolicy makes every save of an action type through s (and the
-// stores As and Over derive from it) pass p. Set it at assembly, before
-// the store is shared.
-func (s *Store) UseSecretPolicy(p SecretPolicy) { s.secrets = p }
+// WithSecretPolicy makes every save of an action type through the store
+// (and the stores As and Over derive from it) pass p.
+func WithSecretPolicy(p SecretPolicy) Option { return func(s *Store) { s.secrets = p } }
 
 // checkSecretUses applies the secret policy to d as saved by the store's
 // reader (As, as every route of the API writes). Without a reader there

@@ -50,10 +50,10 @@ type Store struct {
 	// reader, when set (As), is the user a write is made for: a reference
 	// it writes must name an object it may read.
 	reader *models.User
-	// secrets, when set (UseSecretPolicy), judges an action type's
+	// secrets, when set (WithSecretPolicy), judges an action type's
 	// references to secrets by their use policy.
 	secrets SecretPolicy
-	// media, when set (UseMedia), checks media references to WebDAV
+	// media, when set (WithMedia), checks media references to WebDAV
 	// files written for a reader.
 	media MediaCheck
 	// trigram: whether substring search has its trigram index (read once).
@@ -94,13 +94,22 @@ func (s *Store) Over(tx *gorm.DB) *Store {
 // NewStore returns a Store over db; markings are the configured marking
 // levels (also the clearance levels), lowest first. Empty means
 // auth.DefaultLevels. kinds are the operation kinds action types may use
-// (the engine's registry, engine.Kinds.Domain); nil accepts none.
-func NewStore(db *gorm.DB, markings auth.Levels, kinds *domain.Kinds) *Store {
+// (the engine's registry, engine.Kinds.Domain); nil accepts none. Options
+// add the checks that need other parts of the service: they are fixed at
+// construction, so a store is never shared half configured.
+func NewStore(db *gorm.DB, markings auth.Levels, kinds *domain.Kinds, opts ...Option) *Store {
 	if len(markings) == 0 {
 		markings = auth.DefaultLevels
 	}
-	return &Store{db: db, levels: markings, kinds: kinds, log: slog.Default().With("component", "ontology"), trigram: &lazyBool{}}
+	s := &Store{db: db, levels: markings, kinds: kinds, log: slog.Default().With("component", "ontology"), trigram: &lazyBool{}}
+	for _, o := range opts {
+		o(s)
+	}
+	return s
 }
+
+// Option configures a Store at construction.
+type Option func(*Store)
 
 // Levels are the configured marking levels.
 func (s *Store) Levels() auth.Levels { return s.levels }

@@ -185,7 +185,7 @@ func TestTreeModeQuota(t *testing.T) {
 func TestHashReaderParallel(t *testing.T) {
 	data := make([]byte, 3<<20+17)
 	rand.Read(data)
-	hr := newHashReader(bytes.NewReader(data))
+	hr := newHashReader(bytes.NewReader(data), int64(len(data)))
 	defer hr.close()
 	buf := make([]byte, 100<<10)
 	for {

@@ -210,7 +210,7 @@ func (m *migration) upFile(ctx context.Context, root *os.Root, userID, p string,
 		return err
 	}
 	defer f.Close()
-	hr := newHashReader(f)
+	hr := newHashReader(f, fi.Size())
 	defer hr.close()
 	n := &models.DavNode{UserID: userID, ParentID: parentID, Name: pathBase(p), Size: fi.Size(), MtimeNs: fi.ModTime().UnixNano(),
 		CreatedNs: creationTime(fi).UnixNano(), Version: 1}

@@ -112,6 +112,16 @@ func (t *tree) existingRootID(ctx context.Context, userID string) (int64, error)
 	return n.ID, nil
 }
 
+// child is the entry name of collection dirID: one query, where a lookup
+// of its path walks every segment again.
+func (t *tree) child(ctx context.Context, userID string, dirID int64, name string) (*models.DavNode, error) {
+	var n models.DavNode
+	if err := t.db.WithContext(ctx).Where("user_id = ? AND parent_id = ? AND name = ?", userID, dirID, name).Take(&n).Error; err != nil {
+		return nil, notFound(err)
+	}
+	return &n, nil
+}
+
 // walk resolves p from the root collection id.
 func walk(ctx context.Context, db *gorm.DB, userID string, id int64, p string) (*models.DavNode, error) {
 	db = db.WithContext(ctx)

@@ -3,10 +3,13 @@ package webdav
 import (
 	"bytes"
 	"context"
+	"crypto/md5"
 	"crypto/rand"
 	"crypto/sha1"
+	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"io"
 	"net/http"
 	"strings"
 	"testing"
@@ -181,21 +184,35 @@ func TestTreeModeQuota(t *testing.T) {
 	})
 }
 
-// The hashes computed side by side on large reads equal the plain ones.
+// The digests of the pipeline (bodies of 1 MiB or more, or of unknown
+// length) and of the inline path equal the plain ones, whatever the
+// caller's read size, and a body's error comes through after its bytes.
 func TestHashReaderParallel(t *testing.T) {
 	data := make([]byte, 3<<20+17)
 	rand.Read(data)
-	hr := newHashReader(bytes.NewReader(data))
-	defer hr.close()
-	buf := make([]byte, 100<<10)
-	for {
-		if _, err := hr.Read(buf); err != nil {
-			break
+	for _, c := range []struct {
+		n, hint int64
+		read    int
+	}{{int64(len(data)), int64(len(data)), 100 << 10}, {int64(len(data)), -1, 32 << 10}, {5000, 5000, 4 << 10}, {hashChunk * 4, hashChunk * 4, 1 << 20}} {
+		body := data[:c.n]
+		gone := fmt.Errorf("client gone")
+		hr := newHashReader(io.MultiReader(bytes.NewReader(body), &failReader{gone}), c.hint)
+		var got []byte
+		buf := make([]byte, c.read)
+		var err error
+		for err == nil {
+			var k int
+			k, err = hr.Read(buf)
+			got = append(got, buf[:k]...)
 		}
-	}
-	_, s1, _ := hr.sums()
-	want := sha1.Sum(data)
-	if s1 != hex.EncodeToString(want[:]) {
-		t.Fatalf("SHA-1 %s, want %x", s1, want)
+		m5, s1, s256 := hr.sums()
+		hr.close()
+		w5, w1, w256 := md5.Sum(body), sha1.Sum(body), sha256.Sum256(body)
+		if !bytes.Equal(got, body) || err != gone || hr.readErr != gone {
+			t.Errorf("size %d hint %d: read %d bytes, err %v, readErr %v", c.n, c.hint, len(got), err, hr.readErr)
+		}
+		if m5 != hex.EncodeToString(w5[:]) || s1 != hex.EncodeToString(w1[:]) || s256 != hex.EncodeToString(w256[:]) {
+			t.Errorf("size %d hint %d read %d: digests %s %s %s, want %x %x %x", c.n, c.hint, c.read, m5, s1, s256, w5, w1, w256)
+		}
 	}
 }

@@ -234,9 +234,13 @@ func (s *Server) Log() string {
 // start runs the binary and waits until a signed request is answered.
 func (s *Server) start() error {
 	log := &lockedBuffer{}
+	// --keep-alive: without it versitygw answers every request with
+	// "Connection: close", so each S3 call pays a TCP connect and the
+	// client's pool never reuses a connection (400 PUTs, 400 connects),
+	// which no production S3 server does.
 	cmd := exec.Command(s.bin,
 		"--access", s.AccessKey, "--secret", s.SecretKey,
-		"--region", s.Region, "--port", s.addr, "--quiet",
+		"--region", s.Region, "--port", s.addr, "--quiet", "--keep-alive",
 		"posix", s.Dir)
 	// A clean environment: versitygw reads many VGW_* and ROOT_* variables.
 	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + s.Dir}

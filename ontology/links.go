@@ -489,8 +489,8 @@ func (s *Store) objectLinksSQL(ctx context.Context, u *models.User, typeRef, obj
 	}
 	// Links by their source, then (not again the links to itself) by
 	// their target; o is readable, so only the other end is checked.
-	out := linkRange{where: "l.source_id = ?", args: []any{o.ID}, ends: []string{"l.target_id"}}
-	in := linkRange{where: "l.target_id = ?", args: []any{o.ID}, ends: []string{"l.source_id"}}
+	out := linkRange{index: "idx_link_source", where: "l.source_id = ?", args: []any{o.ID}, ends: []string{"l.target_id"}}
+	in := linkRange{index: "idx_link_target", where: "l.target_id = ?", args: []any{o.ID}, ends: []string{"l.source_id"}}
 	var ranges []linkRange
 	switch q.Direction {
 	case "":
@@ -536,6 +536,7 @@ func (s *Store) queryLinks(ctx context.Context, q string, args []any) ([]models.
 // (one value of the index's first column), with ends the columns naming
 // the objects whose read rule applies.
 type linkRange struct {
+	index string
 	where string
 	args  []any
 	ends  []string
@@ -557,6 +558,9 @@ func (s *Store) linksSQL(u *models.User, ranges []linkRange, typeID string, afte
 	for _, r := range ranges {
 		var sb strings.Builder
 		sb.WriteString("SELECT l.* FROM links l")
+		if r.index != "" && !models.IsPostgres(s.db) {
+			sb.WriteString(" INDEXED BY " + r.index)
+		}
 		var conds []string
 		var condArgs []any
 		for i, end := range r.ends {
@@ -585,11 +589,15 @@ func (s *Store) linksSQL(u *models.User, ranges []linkRange, typeID string, afte
 			sb.WriteString(" AND " + c)
 		}
 		args = append(args, condArgs...)
-		sb.WriteString(" ORDER BY " + orderSQL(linkCols, false) + " LIMIT ?")
 		if len(ranges) == 1 {
-			sb.WriteString(" OFFSET ?")
+			sb.WriteString(" ORDER BY " + orderSQL(linkCols, false) + " LIMIT ? OFFSET ?")
 			return sb.String(), append(args, limit, offset)
 		}
+		if !models.IsPostgres(s.db) {
+			parts = append(parts, sb.String())
+			continue
+		}
+		sb.WriteString(" ORDER BY " + orderSQL(linkCols, false) + " LIMIT ?")
 		args = append(args, offset+limit)
 		parts = append(parts, "SELECT * FROM ("+sb.String()+") r"+strconv.Itoa(len(parts)))
 	}

@@ -125,6 +125,18 @@ func ontoList[T any](c *gin.Context, pr PageRequest, items []T, err error) {
 	c.JSON(http.StatusOK, NewPage(pr, items))
 }
 
+// ontoKeysetList answers a page the store cut, with its next token.
+func ontoKeysetList[T any](c *gin.Context, items []T, next string, err error) {
+	if err != nil {
+		fail(c, err)
+		return
+	}
+	if items == nil {
+		items = []T{}
+	}
+	c.JSON(http.StatusOK, Page[T]{Data: items, NextPageToken: next})
+}
+
 // --- object types ---
 
 func (h *ontologyAPI) listObjectTypes(c *gin.Context) {
@@ -257,15 +269,7 @@ func (h *ontologyAPI) listObjects(c *gin.Context) {
 			ontology.ObjectQuery{Filters: ontoFilters(c), OrderBy: c.Query("order_by"), PageToken: c.Query("page_token"), Limit: size})
 		return err
 	})
-	if err != nil {
-		fail(c, err)
-		return
-	}
-	out := Page[models.Object]{Data: p.Items, NextPageToken: p.NextPageToken}
-	if out.Data == nil {
-		out.Data = []models.Object{}
-	}
-	c.JSON(http.StatusOK, out)
+	ontoKeysetList(c, p.Items, p.NextPageToken, err)
 }
 
 func (h *ontologyAPI) createObject(c *gin.Context) {
@@ -321,18 +325,21 @@ func (h *ontologyAPI) deleteObject(c *gin.Context) {
 	ontoNoContent(c, h.store.DeleteObjectAs(c.Request.Context(), ontoUser(c), c.Param("type_id"), c.Param("object_id")))
 }
 
+// objectLinks pages with keyset tokens (the store's), which also accepts
+// the offset tokens this route issued before them.
 func (h *ontologyAPI) objectLinks(c *gin.Context) {
-	pr, ok := ontoPage(c)
-	if !ok {
+	size, err := PageSize(c)
+	if err != nil {
+		fail(c, err)
 		return
 	}
-	var items []models.Link
-	err := h.inBranch(c, func(s *ontology.Store) (err error) {
-		items, err = s.ObjectLinks(c.Request.Context(), ontoUser(c), c.Param("type_id"), c.Param("object_id"),
-			ontology.LinkQuery{LinkType: c.Query("link_type"), Direction: c.Query("direction"), Offset: pr.Offset, Limit: pr.Limit + 1})
+	var p ontology.LinkPage
+	err = h.inBranch(c, func(s *ontology.Store) (err error) {
+		p, err = s.ObjectLinksPage(c.Request.Context(), ontoUser(c), c.Param("type_id"), c.Param("object_id"),
+			ontology.LinkQuery{LinkType: c.Query("link_type"), Direction: c.Query("direction"), PageToken: c.Query("page_token"), Limit: size})
 		return err
 	})
-	ontoList(c, pr, items, err)
+	ontoKeysetList(c, p.Items, p.NextPageToken, err)
 }
 
 // --- link types and links ---

@@ -142,6 +142,24 @@ func all() []any {
 	return out
 }
 
+// obsoleteIndexes are indexes earlier schemas created that a wider one
+// replaced; AutoMigrate creates indexes but never drops them.
+var obsoleteIndexes = []string{
+	// idx_link_source and idx_link_target, which start with these columns.
+	"idx_links_source_id", "idx_links_target_id",
+}
+
+// dropObsoleteIndexes drops obsoleteIndexes where they exist: each costs
+// every write and serves nothing its replacement does not.
+func dropObsoleteIndexes(conn *gorm.DB) error {
+	for _, name := range obsoleteIndexes {
+		if err := conn.Exec("DROP INDEX IF EXISTS " + name).Error; err != nil {
+			return fmt.Errorf("drop obsolete index %s: %w", name, err)
+		}
+	}
+	return nil
+}
+
 // migrationLockClass is the first half of the Postgres advisory lock that
 // serialises migrations when several replicas start at once; the second
 // half is the hash of the schema being migrated, so replicas of one
@@ -176,6 +194,9 @@ func Migrate(ctx context.Context, db *gorm.DB) error {
 			if tables || recreated {
 				if err := conn.AutoMigrate(all()...); err != nil {
 					return fmt.Errorf("auto-migrate: %w", err)
+				}
+				if err := dropObsoleteIndexes(conn); err != nil {
+					return err
 				}
 			}
 			return buildObjectValues(ctx, conn)

@@ -94,15 +94,18 @@ type LinkType struct {
 // the type the slot is the object id, otherwise the link id, and each slot
 // is unique per link type.
 type Link struct {
-	ID         string                  `gorm:"primaryKey;size:36" json:"id"`
+	// idx_link_source and idx_link_target serve an object's links in
+	// creation order, a keyset page each one range of an index (and every
+	// lookup by one end: the object's links on delete and restore).
+	ID         string                  `gorm:"primaryKey;size:36;index:idx_link_source,priority:3;index:idx_link_target,priority:3" json:"id"`
 	LinkTypeID string                  `gorm:"size:36;not null;uniqueIndex:idx_link_pair,priority:1;uniqueIndex:idx_link_source_slot,priority:1;uniqueIndex:idx_link_target_slot,priority:1" json:"link_type_id"`
-	SourceID   string                  `gorm:"size:36;not null;uniqueIndex:idx_link_pair,priority:2;index" json:"source_object_id"`
-	TargetID   string                  `gorm:"size:36;not null;uniqueIndex:idx_link_pair,priority:3;index" json:"target_object_id"`
+	SourceID   string                  `gorm:"size:36;not null;uniqueIndex:idx_link_pair,priority:2;index:idx_link_source,priority:1" json:"source_object_id"`
+	TargetID   string                  `gorm:"size:36;not null;uniqueIndex:idx_link_pair,priority:3;index:idx_link_target,priority:1" json:"target_object_id"`
 	SourceSlot string                  `gorm:"size:36;not null;uniqueIndex:idx_link_source_slot,priority:2" json:"-"`
 	TargetSlot string                  `gorm:"size:36;not null;uniqueIndex:idx_link_target_slot,priority:2" json:"-"`
 	Properties NumJSON[map[string]any] `json:"properties"`
 	CreatedBy  string                  `gorm:"size:36" json:"created_by"`
-	CreatedAt  time.Time               `json:"created_at"`
+	CreatedAt  time.Time               `gorm:"index:idx_link_source,priority:2;index:idx_link_target,priority:2" json:"created_at"`
 }
 
 // ActionType is a stored action type definition. Version starts at 1 and

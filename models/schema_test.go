@@ -106,3 +106,25 @@ func TestMigrateRecordsTheVersion(t *testing.T) {
 		})
 	}
 }
+
+// An upgrade drops the single-column indexes of links' ends that
+// idx_link_source and idx_link_target replaced.
+func TestMigrateDropsObsoleteLinkIndexes(t *testing.T) {
+	testdb.Each(t, func(t *testing.T, db *gorm.DB) {
+		for _, q := range []string{"CREATE INDEX idx_links_source_id ON links (source_id)", "CREATE INDEX idx_links_target_id ON links (target_id)"} {
+			if err := db.Exec(q).Error; err != nil {
+				t.Fatal(err)
+			}
+		}
+		testdb.AsOlderBinaryLeftIt(t, db)
+		if err := models.Migrate(context.Background(), db); err != nil {
+			t.Fatal(err)
+		}
+		for _, idx := range []string{"idx_links_source_id", "idx_links_target_id", "idx_link_source", "idx_link_target"} {
+			want := strings.HasPrefix(idx, "idx_link_")
+			if got := db.Migrator().HasIndex(&models.Link{}, idx); got != want {
+				t.Errorf("index %s exists: %v, want %v", idx, got, want)
+			}
+		}
+	})
+}

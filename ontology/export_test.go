@@ -55,3 +55,45 @@ func (s *Store) ObjectsSQL(ctx context.Context, u *models.User, typeRef string, 
 
 // OracleSortKey is the key an ordering by a property compares for v.
 func OracleSortKey(v any) []byte { return models.SortKey(v) }
+
+// OracleObjectLinks is an object's links as ObjectLinks listed them
+// before the read rule was in the query (the differential test's
+// oracle): every link of the object in creation order, kept when
+// readableLinks keeps it, then q's offset and limit.
+func (s *Store) OracleObjectLinks(ctx context.Context, u *models.User, typeRef, objectID string, q LinkQuery) ([]models.Link, error) {
+	o, err := s.readable(ctx, s.db, u, typeRef, objectID)
+	if err != nil {
+		return nil, err
+	}
+	db := s.db.WithContext(ctx)
+	switch q.Direction {
+	case "":
+		db = db.Where("(source_id = ? OR target_id = ?)", o.ID, o.ID)
+	case "outgoing":
+		db = db.Where("source_id = ?", o.ID)
+	case "incoming":
+		db = db.Where("target_id = ?", o.ID)
+	}
+	if q.LinkType != "" {
+		lt, err := findLinkType(ctx, s.db, q.LinkType)
+		if err != nil {
+			return nil, err
+		}
+		db = db.Where("link_type_id = ?", lt.ID)
+	}
+	var all []models.Link
+	if err := db.Order("created_at, id").Find(&all).Error; err != nil {
+		return nil, err
+	}
+	vis, err := s.readableLinks(ctx, u, all)
+	if err != nil {
+		return nil, err
+	}
+	vis = vis[min(q.Offset, len(vis)):]
+	return vis[:min(q.Limit, len(vis))], nil
+}
+
+// ObjectLinksSQL is the statement ObjectLinksPage runs (the EXPLAIN test).
+func (s *Store) ObjectLinksSQL(ctx context.Context, u *models.User, typeRef, objectID string, q LinkQuery) (string, []any, error) {
+	return s.objectLinksSQL(ctx, u, typeRef, objectID, q, true)
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 
 	"gorm.io/gorm"
@@ -426,80 +427,190 @@ type LinkQuery struct {
 	// Direction is "outgoing" (object is the source), "incoming" (the
 	// target) or "" (both); only with an object.
 	Direction string
+	// PageToken is a page's NextPageToken (a keyset position), or an
+	// offset token of the listing before keyset pages.
+	PageToken string
 	Offset    int
 	Limit     int
 }
 
+// LinkPage is a page of links and the token of the next ("" at the end).
+type LinkPage struct {
+	Items         []models.Link
+	NextPageToken string
+}
+
 // ListLinks lists the links of a link type (linkTypeRef) whose ends u may
-// read.
+// read, oldest first: the read rule is in the query.
 func (s *Store) ListLinks(ctx context.Context, u *models.User, linkTypeRef string, offset, limit int) ([]models.Link, error) {
 	lt, err := findLinkType(ctx, s.db, linkTypeRef)
 	if err != nil {
 		return nil, err
 	}
-	return s.scanLinks(ctx, u, s.db.WithContext(ctx).Where("link_type_id = ?", lt.ID), offset, limit)
+	q, args := s.linksSQL(u, []linkRange{{where: "l.link_type_id = ?", args: []any{lt.ID}, ends: []string{"l.source_id", "l.target_id"}}},
+		"", nil, offset, limit)
+	return s.queryLinks(ctx, q, args)
 }
 
-// ObjectLinks lists the links of an object u may read.
+// ObjectLinks lists the links of an object u may read whose other end u
+// may read, oldest first.
 func (s *Store) ObjectLinks(ctx context.Context, u *models.User, typeRef, objectID string, q LinkQuery) ([]models.Link, error) {
+	p, err := s.listObjectLinks(ctx, u, typeRef, objectID, q, false)
+	return p.Items, err
+}
+
+// ObjectLinksPage is ObjectLinks with the token of the next page.
+func (s *Store) ObjectLinksPage(ctx context.Context, u *models.User, typeRef, objectID string, q LinkQuery) (LinkPage, error) {
+	return s.listObjectLinks(ctx, u, typeRef, objectID, q, true)
+}
+
+func (s *Store) listObjectLinks(ctx context.Context, u *models.User, typeRef, objectID string, q LinkQuery, paged bool) (LinkPage, error) {
+	sql, args, err := s.objectLinksSQL(ctx, u, typeRef, objectID, q, paged)
+	if err != nil {
+		return LinkPage{}, err
+	}
+	items, err := s.queryLinks(ctx, sql, args)
+	if err != nil {
+		return LinkPage{}, err
+	}
+	p := LinkPage{Items: items}
+	if paged {
+		p.Items, p.NextPageToken = nextPage(items, q.Limit, linkCursor)
+	}
+	return p, nil
+}
+
+// objectLinksSQL is listObjectLinks' statement (paged: one row more than
+// the page, telling whether another follows).
+func (s *Store) objectLinksSQL(ctx context.Context, u *models.User, typeRef, objectID string, q LinkQuery, paged bool) (string, []any, error) {
 	o, err := s.readable(ctx, s.db, u, typeRef, objectID)
 	if err != nil {
-		return nil, err
+		return "", nil, err
 	}
-	db := s.db.WithContext(ctx)
+	// Links by their source, then (not again the links to itself) by
+	// their target; o is readable, so only the other end is checked.
+	out := linkRange{index: "idx_link_source", where: "l.source_id = ?", args: []any{o.ID}, ends: []string{"l.target_id"}}
+	in := linkRange{index: "idx_link_target", where: "l.target_id = ?", args: []any{o.ID}, ends: []string{"l.source_id"}}
+	var ranges []linkRange
 	switch q.Direction {
 	case "":
-		db = db.Where("(source_id = ? OR target_id = ?)", o.ID, o.ID)
+		in.where, in.args = in.where+" AND l.source_id <> ?", append(in.args, o.ID)
+		ranges = []linkRange{out, in}
 	case "outgoing":
-		db = db.Where("source_id = ?", o.ID)
+		ranges = []linkRange{out}
 	case "incoming":
-		db = db.Where("target_id = ?", o.ID)
+		ranges = []linkRange{in}
 	default:
-		return nil, apperr.New(apperr.InvalidArgument, "direction must be outgoing or incoming, got %q", q.Direction).
+		return "", nil, apperr.New(apperr.InvalidArgument, "direction must be outgoing or incoming, got %q", q.Direction).
 			WithDetails(apperr.Detail{Field: "direction", Reason: "value", Message: "outgoing or incoming"})
 	}
+	typeID := ""
 	if q.LinkType != "" {
 		lt, err := findLinkType(ctx, s.db, q.LinkType)
 		if err != nil {
-			return nil, err
+			return "", nil, err
 		}
-		db = db.Where("link_type_id = ?", lt.ID)
+		typeID = lt.ID
 	}
-	return s.scanLinks(ctx, u, db, q.Offset, q.Limit)
+	after, offset, err := parseToken(order{}, q.PageToken)
+	if err != nil {
+		return "", nil, err
+	}
+	limit := q.Limit
+	if paged {
+		limit++
+	}
+	sql, args := s.linksSQL(u, ranges, typeID, after, q.Offset+offset, limit)
+	return sql, args, nil
 }
 
-// scanLinks pages through q, keeping the links u may see.
-func (s *Store) scanLinks(ctx context.Context, u *models.User, q *gorm.DB, offset, limit int) ([]models.Link, error) {
+func (s *Store) queryLinks(ctx context.Context, q string, args []any) ([]models.Link, error) {
 	out := []models.Link{}
-	if u.IsAdmin() {
-		if err := q.Order("created_at, id").Offset(offset).Limit(limit).Find(&out).Error; err != nil {
-			return nil, fmt.Errorf("list links: %w", err)
-		}
-		return out, nil
+	if err := s.db.WithContext(ctx).Raw(q, args...).Scan(&out).Error; err != nil {
+		return nil, fmt.Errorf("list links: %w", err)
 	}
-	const batch = 500
-	skip := offset
-	for off := 0; ; off += batch {
-		var ls []models.Link
-		if err := q.Session(&gorm.Session{}).Order("created_at, id").Offset(off).Limit(batch).Find(&ls).Error; err != nil {
-			return nil, fmt.Errorf("list links: %w", err)
+	return out, nil
+}
+
+// linkRange is one range of an index of links: the links matching where
+// (one value of the index's first column), with ends the columns naming
+// the objects whose read rule applies.
+type linkRange struct {
+	index string
+	where string
+	args  []any
+	ends  []string
+}
+
+// linkColumns are the columns a listing reads: not the cardinality slots,
+// which no reader of a listing uses (a fifth of the text a row converts).
+// Named (AS): a compound's ORDER BY refers to them.
+const linkColumns = "l.id AS id, l.link_type_id AS link_type_id, l.source_id AS source_id, l.target_id AS target_id, " +
+	"l.properties AS properties, l.created_by AS created_by, l.created_at AS created_at"
+
+// linkCols are the columns links are listed by: creation, then id.
+var linkCols = sortCols{at: "l.created_at", id: "l.id", atTime: true}
+
+// linksSQL lists the links of ranges (of link type typeID unless "")
+// whose ends u may read, in creation order, after the keyset position
+// after (if any), skipping offset and returning at most limit. Each range
+// is read in order from its index and stops at offset+limit rows; two
+// are merged by UNION ALL, so a page costs its own rows, however many
+// links the object has.
+func (s *Store) linksSQL(u *models.User, ranges []linkRange, typeID string, after *cursor, offset, limit int) (string, []any) {
+	sc := s.levels.ReadScope(u)
+	var parts []string
+	var args []any
+	for _, r := range ranges {
+		var sb strings.Builder
+		sb.WriteString("SELECT " + linkColumns + " FROM links l")
+		if r.index != "" && !models.IsPostgres(s.db) {
+			sb.WriteString(" INDEXED BY " + r.index)
 		}
-		vis, err := s.readableLinks(ctx, u, ls)
-		if err != nil {
-			return nil, err
-		}
-		for _, l := range vis {
-			if skip > 0 {
-				skip--
-				continue
+		var conds []string
+		var condArgs []any
+		for i, end := range r.ends {
+			if sc.All {
+				break
 			}
-			out = append(out, l)
-			if len(out) >= limit {
-				return out, nil
-			}
+			// CROSS JOIN: SQLite keeps the links' index as the outer loop.
+			e := fmt.Sprintf("e%d", i)
+			sb.WriteString(" CROSS JOIN objects " + e)
+			cond, as := sc.SQL(e)
+			conds = append(conds, e+".id = "+end+" AND "+cond)
+			condArgs = append(condArgs, as...)
 		}
-		if len(ls) < batch {
-			return out, nil
+		sb.WriteString(" WHERE " + r.where)
+		args = append(args, r.args...)
+		if typeID != "" {
+			sb.WriteString(" AND l.link_type_id = ?")
+			args = append(args, typeID)
 		}
+		if after != nil {
+			q, as := keysetSQL(linkCols, after, false)
+			sb.WriteString(" AND " + q)
+			args = append(args, as...)
+		}
+		for _, c := range conds {
+			sb.WriteString(" AND " + c)
+		}
+		args = append(args, condArgs...)
+		if len(ranges) == 1 {
+			sb.WriteString(" ORDER BY " + orderSQL(linkCols, false) + " LIMIT ? OFFSET ?")
+			return sb.String(), append(args, limit, offset)
+		}
+		if !models.IsPostgres(s.db) {
+			parts = append(parts, sb.String())
+			continue
+		}
+		sb.WriteString(" ORDER BY " + orderSQL(linkCols, false) + " LIMIT ?")
+		args = append(args, offset+limit)
+		parts = append(parts, "SELECT * FROM ("+sb.String()+") r"+strconv.Itoa(len(parts)))
 	}
+	return strings.Join(parts, " UNION ALL ") + " ORDER BY created_at, id LIMIT ? OFFSET ?", append(args, limit, offset)
+}
+
+// linkCursor is the keyset position after l.
+func linkCursor(l *models.Link) cursor {
+	return cursor{Version: 1, At: models.CreatedKey(l.CreatedAt), ID: l.ID}
 }

@@ -777,11 +777,8 @@ func (s *Store) listObjects(ctx context.Context, u *models.User, typeRef string,
 		return ObjectPage{}, err
 	}
 	p := ObjectPage{Items: items}
-	if paged && len(items) > q.Limit {
-		p.Items = items[:q.Limit]
-		if q.Limit > 0 {
-			p.NextPageToken = cursorAfter(ord, &p.Items[q.Limit-1]).token()
-		}
+	if paged {
+		p.Items, p.NextPageToken = nextPage(items, q.Limit, func(o *models.Object) cursor { return cursorAfter(ord, o) })
 	}
 	return p, nil
 }

@@ -108,6 +108,16 @@ func cursorAfter(ord order, o *models.Object) cursor {
 	return c
 }
 
+// nextPage cuts items, read with one row more than a page of limit, to
+// the page, with the token of the position after its last item ("" when
+// no row followed).
+func nextPage[T any](items []T, limit int, after func(*T) cursor) ([]T, string) {
+	if len(items) <= limit || limit <= 0 {
+		return items[:min(len(items), max(limit, 0))], ""
+	}
+	return items[:limit], after(&items[limit-1]).token()
+}
+
 func (c cursor) token() string {
 	b, _ := json.Marshal(c)
 	return base64.RawURLEncoding.EncodeToString(b)

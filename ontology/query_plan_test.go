@@ -3,12 +3,14 @@ package ontology_test
 import (
 	"context"
 	"fmt"
+	"math/rand"
 	"regexp"
 	"strings"
 	"testing"
 
 	"gorm.io/gorm"
 
+	"github.com/ontoflow/ontoflow/apperr"
 	"github.com/ontoflow/ontoflow/internal/harness/testdb"
 	"github.com/ontoflow/ontoflow/models"
 	"github.com/ontoflow/ontoflow/ontology"
@@ -190,6 +192,99 @@ func checkPlan(postgres bool, plan, drive string, ordered bool) string {
 	}
 	if ordered && strings.Contains(plan, "TEMP B-TREE FOR ORDER BY") {
 		return "sorts rows the index gives in order"
+	}
+	return ""
+}
+
+// TestLinkPlansUseIndexes asserts that an object's links are read from
+// idx_link_source and idx_link_target, in their order (no sort of the
+// object's links), for admins and for readers (whose read rule probes
+// the far end by primary key), on the first page and after a token.
+func TestLinkPlansUseIndexes(t *testing.T) {
+	testdb.Each(t, func(t *testing.T, db *gorm.DB) {
+		ctx := context.Background()
+		f := newLinkFixture(t, db, rand.New(rand.NewSource(3)), 300, 900)
+		// One object with many links both ways, as the benchmark's.
+		hub := f.ids[0]
+		err := db.Transaction(func(tx *gorm.DB) error {
+			for _, o := range f.ids[1:200] {
+				for _, pair := range [][2]string{{hub, o}, {o, hub}} {
+					if _, err := f.s.CreateLink(ctx, tx, "rel2", pair[0], pair[1]); err != nil && !apperr.Is(err, apperr.Conflict) {
+						return err
+					}
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := db.Exec("ANALYZE").Error; err != nil {
+			t.Fatal(err)
+		}
+		reader := &models.User{ID: "00000000-0000-4000-8000-0000000000bb", Username: "reader",
+			Roles: models.NewJSON([]string{"viewer"}), Clearance: "pii", Organization: "o1"}
+		var ho models.Object
+		if err := db.Take(&ho, "id = ?", hub).Error; err != nil {
+			t.Fatal(err)
+		}
+		db.Model(&ho).Updates(map[string]any{"marking": "public", "organization": "o1"})
+		for _, dir := range []string{"", "outgoing", "incoming"} {
+			for _, u := range []*models.User{admin, reader} {
+				for _, deep := range []bool{false, true} {
+					q := ontology.LinkQuery{Direction: dir, Limit: 20}
+					if deep {
+						q.PageToken = ok(f.s.ObjectLinksPage(ctx, u, "Node", hub, q))(t).NextPageToken
+						if q.PageToken == "" {
+							t.Fatalf("%q as %s: no second page", dir, u.Username)
+						}
+					}
+					sql, args := ok2(f.s.ObjectLinksSQL(ctx, u, "Node", hub, q))(t)
+					plan := explain(t, db, sql, args)
+					if msg := checkLinkPlan(models.IsPostgres(db), plan, dir); msg != "" {
+						t.Errorf("direction %q as %s, deep %v: %s\n%s\nplan:\n%s", dir, u.Username, deep, msg, sql, plan)
+					}
+				}
+			}
+		}
+	})
+}
+
+func ok2(q string, args []any, err error) func(testing.TB) (string, []any) {
+	return func(t testing.TB) (string, []any) {
+		t.Helper()
+		if err != nil {
+			t.Fatalf("unexpected error: %v", err)
+		}
+		return q, args
+	}
+}
+
+// checkLinkPlan says what is wrong with a links listing's plan ("" =
+// nothing). On Postgres, which sorts or hashes what is small here, the
+// indexes must be used and no table scanned; SQLite's plan is the one it
+// takes at any size, so it is checked whole.
+func checkLinkPlan(postgres bool, plan, dir string) string {
+	want := map[string][]string{"": {"idx_link_source", "idx_link_target"}, "outgoing": {"idx_link_source"}, "incoming": {"idx_link_target"}}[dir]
+	for _, idx := range want {
+		if !strings.Contains(plan, idx) {
+			return "does not use " + idx
+		}
+	}
+	if postgres {
+		if strings.Contains(plan, "Seq Scan") {
+			return "a sequential scan"
+		}
+		return ""
+	}
+	if sqliteFullScan.MatchString(plan) {
+		return "a table scan"
+	}
+	if strings.Contains(plan, "TEMP B-TREE") {
+		return "sorts links the index gives in order"
+	}
+	if strings.Contains(plan, "SEARCH e") && !strings.Contains(plan, "USING INDEX sqlite_autoindex_objects_1 (id=?)") {
+		return "does not find the far end by primary key"
 	}
 	return ""
 }

@@ -74,9 +74,15 @@ type writerTx struct {
 // hourly totals"). Prepared on the pool, it stays open, and each
 // transaction runs it on its connection, prepared there once
 // (Tx.StmtContext keeps one per connection). The pool's connection is
-// needed only for a query's first preparation.
+// needed only for a query's first preparation. A query naming what only
+// this transaction sees (a table a migration is rebuilding) does not
+// prepare on another connection, so it is prepared on the transaction,
+// as before.
 func (t *writerTx) PrepareContext(ctx context.Context, query string) (*sql.Stmt, error) {
-	return t.pool.PrepareContext(ctx, query)
+	if st, err := t.pool.PrepareContext(ctx, query); err == nil {
+		return st, nil
+	}
+	return t.Tx.PrepareContext(ctx, query)
 }
 
 func (t *writerTx) Commit() error {

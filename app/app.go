@@ -278,10 +278,11 @@ func (a *App) openDatabase(ctx context.Context) error {
 
 // MigrateData brings stored data to what this version expects, after the
 // schema (models.Migrate): it gives secrets stored before use policies
-// existed theirs, judging definitions by ks (nil: the built-in ones), and
-// fills the execution rollup from the executions once (schema version 3;
-// execstore keeps it from then on). Every start runs it before serving;
-// so does `ontoflow migrate`. It is idempotent.
+// existed theirs, judging definitions by ks (nil: the built-in ones),
+// fills the execution rollups from the executions once (schema version
+// 4; execstore keeps them from then on) and deletes the hourly totals
+// version 4 kept (5). Every start runs it before serving; so does
+// `ontoflow migrate`. It is idempotent.
 func MigrateData(ctx context.Context, db *gorm.DB, log *slog.Logger, ks *engine.Kinds) error {
 	if ks == nil {
 		ks = kinds.Registry()
@@ -290,9 +291,17 @@ func MigrateData(ctx context.Context, db *gorm.DB, log *slog.Logger, ks *engine.
 		return err
 	}
 	start := time.Now()
-	ran, err := execstore.New(db).BackfillRollup(ctx)
+	store := execstore.New(db)
+	ran, err := store.BackfillRollup(ctx)
 	if ran {
 		log.Info("filled the execution rollup from the executions", "took", time.Since(start))
+	}
+	if err != nil {
+		return err
+	}
+	dropped, err := store.DropHourTotals(ctx)
+	if dropped > 0 {
+		log.Info("deleted the hourly execution totals of schema version 4", "rows", dropped)
 	}
 	return err
 }

@@ -16,21 +16,30 @@ import (
 )
 
 // The rollups (models.ExecutionRollup per actor and hour,
-// models.ExecutionTotal for everyone per hour and per day) are kept here,
-// beside every write that creates a row or moves its status, in the same
-// transaction: a create adds one to its buckets, a status change takes
-// one from the old status's buckets and adds one to the new, and a row
-// that gets a finished time adds one to its duration's histogram bin.
-// Each transaction writes its changes as one multi-row upsert per table
-// (a status change: two rows of the rollup, four of the totals, naming
-// only the histogram bin it touches), in key order, after locking the
+// models.ExecutionTotal for everyone per day) are kept here, beside every
+// write that creates a row or moves its status, in the same transaction:
+// a create adds one to its buckets, a status change takes one from the
+// old status's buckets and adds one to the new, and a row that gets a
+// finished time adds one to its duration's histogram bin. Each
+// transaction writes its changes as one multi-row upsert per table (a
+// status change: two rows of the rollup, two of the totals, naming only
+// the histogram bin it touches), in key order, after locking the
 // execution rows it moves, so concurrent writers on Postgres wait for
 // each other rather than deadlock, and SQLite runs one writer at a time.
+//
+// Why no hourly totals (schema version 5): version 4 kept the totals per
+// hour too, for the hours before a window's first midnight, which made a
+// status change write six rows instead of four, and cost the 1,000-item
+// batch and the throughput of actionbench 5-20% (BENCHMARKS.md, Action
+// engine). Those at most 23 hours are now read from the per-actor rollup,
+// summed over the actors (package insights): a few thousand rows at 1M
+// executions, bounded by the hours' executions. The other ways weighed
+// are in docs/observability.md (Insights, Writes).
 
 // bucket is a rollup or totals row's key.
 type bucket struct {
 	// grain is "" for the per-actor rollup's hour, else the totals'
-	// models.GrainHour or models.GrainDay (actor "").
+	// models.GrainDay (actor "").
 	grain                       string
 	start                       time.Time
 	action, actor, status, code string
@@ -66,8 +75,8 @@ type rowCols struct {
 func stateOf(r rowKey) rowCols { return rowCols{r.Status, r.ErrorCode, r.FinishedAt} }
 
 // add counts n (±1) of row r in state st: in its hour by its actor, and
-// in its hour and day for everyone; with a finished time, in the bin of
-// its duration too.
+// in its day for everyone; with a finished time, in the bin of its
+// duration too.
 func (d deltas) add(r rowKey, st rowCols, n int64) {
 	at := r.CreatedAt.UTC()
 	hour := at.Truncate(time.Hour)
@@ -78,7 +87,6 @@ func (d deltas) add(r rowKey, st rowCols, n int64) {
 	}
 	for _, b := range [...]bucket{
 		{"", hour, r.ActionTypeID, r.ActorID, st.status, st.code},
-		{models.GrainHour, hour, r.ActionTypeID, "", st.status, st.code},
 		{models.GrainDay, day, r.ActionTypeID, "", st.status, st.code},
 	} {
 		c := d[b]
@@ -318,6 +326,19 @@ func (s *Store) BackfillRollup(ctx context.Context) (bool, error) {
 		}
 		ran = true
 	}
+}
+
+// DropHourTotals deletes the hourly totals version 4 kept (grain
+// models.GrainHour), which nothing writes or reads since version 5, and
+// reports how many went. Every start runs it (app.MigrateData): after the
+// first, it is one search of the primary key that finds nothing, so it
+// needs no record of being done.
+func (s *Store) DropHourTotals(ctx context.Context) (int64, error) {
+	res := s.db.WithContext(ctx).Where("grain = ?", models.GrainHour).Delete(&models.ExecutionTotal{})
+	if res.Error != nil {
+		return 0, fmt.Errorf("delete the hourly execution totals of version 4: %w", res.Error)
+	}
+	return res.RowsAffected, nil
 }
 
 // backfillDay rebuilds the next day after the migration's cursor, or

@@ -19,7 +19,7 @@ import (
 type bucketKey struct{ grain, start, action, actor, status, code string }
 
 // recount counts the executions table per bucket of the per-actor rollup
-// (grain "") and of the totals (hour and day), with each bucket's
+// (grain "") and of the daily totals, with each bucket's
 // duration histogram and, for failed buckets, greatest id; and reads the
 // rollup and the totals the same way.
 func recount(t *testing.T, db *gorm.DB) (want, got map[bucketKey]string) {
@@ -38,7 +38,7 @@ func recount(t *testing.T, db *gorm.DB) (want, got map[bucketKey]string) {
 		at := r.CreatedAt.UTC()
 		hour, day := at.Truncate(time.Hour).Format(time.RFC3339), at.Truncate(24*time.Hour).Format(time.RFC3339)
 		for _, k := range []bucketKey{{"", hour, r.ActionTypeID, r.ActorID, r.Status, r.ErrorCode},
-			{models.GrainHour, hour, r.ActionTypeID, "", r.Status, r.ErrorCode}, {models.GrainDay, day, r.ActionTypeID, "", r.Status, r.ErrorCode}} {
+			{models.GrainDay, day, r.ActionTypeID, "", r.Status, r.ErrorCode}} {
 			c := tallies[k]
 			if c == nil {
 				c = &tally{}
@@ -308,6 +308,38 @@ func TestBackfillRollupResumesAfterACrash(t *testing.T) {
 		sameCounts(t, db)
 		if ran, err := s.BackfillRollup(ctx); err != nil || ran {
 			t.Fatalf("BackfillRollup once done = %v, %v, want false", ran, err)
+		}
+	})
+}
+
+// An upgrade from schema version 4 deletes the hourly totals it kept,
+// which nothing keeps any more, and leaves the rollups equal to a
+// recount; run again, it finds nothing to delete.
+func TestDropHourTotals(t *testing.T) {
+	testdb.Each(t, func(t *testing.T, db *gorm.DB) {
+		ctx, s, now := context.Background(), execstore.New(db), time.Now().UTC()
+		ex := newRow(nil)
+		if err := s.Create(ctx, ex); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := s.Fail(ctx, ex.ID, execstore.Failure{Code: "E", At: now}, nil); err != nil {
+			t.Fatal(err)
+		}
+		// As version 4 left them: an hour row beside each day row.
+		var v4 []models.ExecutionTotal
+		for _, st := range []string{models.StatusQueued, models.StatusFailed} {
+			v4 = append(v4, models.ExecutionTotal{Grain: models.GrainHour, Start: ex.CreatedAt.UTC().Truncate(time.Hour),
+				ActionTypeID: ex.ActionTypeID, Status: st, N: 1})
+		}
+		if err := db.Create(&v4).Error; err != nil {
+			t.Fatal(err)
+		}
+		if n, err := s.DropHourTotals(ctx); err != nil || n != 2 {
+			t.Fatalf("DropHourTotals = %d, %v; want the 2 hour rows", n, err)
+		}
+		sameCounts(t, db)
+		if n, err := s.DropHourTotals(ctx); err != nil || n != 0 {
+			t.Fatalf("second DropHourTotals = %d, %v; want 0", n, err)
 		}
 	})
 }

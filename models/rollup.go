@@ -29,18 +29,23 @@ type ExecutionRollup struct {
 
 // Grains of ExecutionTotal's buckets.
 const (
+	GrainDay = "day"
+	// GrainHour names the hourly totals schema version 4 kept beside the
+	// daily ones; version 5 keeps none and deletes them on upgrade
+	// (execstore.DropHourTotals).
 	GrainHour = "hour"
-	GrainDay  = "day"
 )
 
-// ExecutionTotal is ExecutionRollup without the actor, in hour and in day
-// buckets (Grain; Start is the bucket's first instant, UTC): what a
-// reader who may see every execution reads. Actors multiply the per-actor
+// ExecutionTotal is ExecutionRollup without the actor, in day buckets
+// (Grain GrainDay; Start is the day's first instant, UTC): what a reader
+// who may see every execution reads. Actors multiply the per-actor
 // rollup's rows almost to the executions' own number; without them a
 // day of one action holds a few rows, one per status and error code. A
-// window reads whole days from the day rows and the hours before its
-// first midnight from the hour rows. execstore keeps both grains beside
-// the per-actor rollup, in the same transaction (execstore/rollup.go).
+// window reads whole days from these rows and the hours before its first
+// midnight from the per-actor rollup, summed over the actors. execstore
+// keeps them beside the per-actor rollup, in the same transaction
+// (execstore/rollup.go). Grain stays in the key, so a finer or coarser
+// grain can be added without a new table.
 type ExecutionTotal struct {
 	Grain        string    `gorm:"primaryKey;size:4"`
 	Start        time.Time `gorm:"primaryKey;autoIncrement:false"`

@@ -16,8 +16,10 @@ import (
 // not run against. Version 1 is every schema from before versions were
 // recorded; 2 is the first recorded one; 3 adds the execution rollup,
 // which an older binary would leave behind its writes; 4 adds the
-// actor-free totals and the duration histograms, likewise.
-const SchemaVersion = 4
+// actor-free totals and the duration histograms, likewise; 5 keeps the
+// totals per day only (no hourly rows), which a version-4 binary would
+// read as missing.
+const SchemaVersion = 5
 
 // legacySchemaVersion is what an existing database without a recorded
 // version is taken for: the version before versions were recorded.
@@ -83,10 +85,12 @@ func storedSchema(ctx context.Context, db *gorm.DB) (SchemaState, error) {
 
 // migrateVersioned runs migrate on conn unless the database is newer than
 // this binary, then records SchemaVersion and the models' fingerprint.
-// migrate is told whether the tables need migrating: the version or the
-// fingerprint differs from the recorded one (see schemaFingerprint for
-// why an unchanged schema is not auto-migrated). conn holds the migration
-// lock.
+// migrate is told whether the tables need migrating: the fingerprint
+// differs from the recorded one, or none was recorded (see
+// schemaFingerprint for why an unchanged schema is not auto-migrated). A
+// new version over the same tables (5: a change of what the rows hold)
+// is recorded without migrating them, which on SQLite would copy the
+// largest tables. conn holds the migration lock.
 func migrateVersioned(ctx context.Context, conn *gorm.DB, migrate func(tables bool) error) (from int, err error) {
 	stored, err := storedSchema(ctx, conn)
 	if err != nil {
@@ -100,11 +104,11 @@ func migrateVersioned(ctx context.Context, conn *gorm.DB, migrate func(tables bo
 	if err != nil {
 		return from, err
 	}
-	current := from == SchemaVersion && stored.Fingerprint == fp
-	if err := migrate(!current); err != nil {
+	tables := stored.Fingerprint != fp
+	if err := migrate(tables); err != nil {
 		return from, err
 	}
-	if current {
+	if from == SchemaVersion && !tables {
 		return from, nil
 	}
 	if err := conn.AutoMigrate(&SchemaState{}); err != nil {

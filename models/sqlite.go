@@ -47,7 +47,7 @@ func (p *writerPool) BeginTx(ctx context.Context, opts *sql.TxOptions) (gorm.Con
 		<-p.sem
 		return nil, err
 	}
-	wt := &writerTx{Tx: tx}
+	wt := &writerTx{Tx: tx, pool: p.DB}
 	wt.release = func() { wt.once.Do(func() { <-p.sem }) }
 	return wt, nil
 }
@@ -58,8 +58,31 @@ func (p *writerPool) GetDBConn() (*sql.DB, error) { return p.DB, nil }
 // writerTx releases the write turn when it ends, however it ends.
 type writerTx struct {
 	*sql.Tx
+	// pool is the database the transaction came from.
+	pool    *sql.DB
 	once    sync.Once
 	release func()
+}
+
+// PrepareContext prepares query on the pool, not on the transaction.
+// gorm (PrepareStmt) prepares a statement first run inside a transaction
+// through here and caches it; prepared on the transaction, it was closed
+// at the commit, so every later transaction parsed it again
+// (database/sql's Tx.StmtContext re-prepares a closed statement): a
+// fifth of the CPU of an execution's store writes, most of it the
+// rollup upserts (BENCHMARKS.md, Action engine, "Issue 31: without the
+// hourly totals"). Prepared on the pool, it stays open, and each
+// transaction runs it on its connection, prepared there once
+// (Tx.StmtContext keeps one per connection). The pool's connection is
+// needed only for a query's first preparation. A query naming what only
+// this transaction sees (a table a migration is rebuilding) does not
+// prepare on another connection, so it is prepared on the transaction,
+// as before.
+func (t *writerTx) PrepareContext(ctx context.Context, query string) (*sql.Stmt, error) {
+	if st, err := t.pool.PrepareContext(ctx, query); err == nil {
+		return st, nil
+	}
+	return t.Tx.PrepareContext(ctx, query)
 }
 
 func (t *writerTx) Commit() error {

@@ -8,6 +8,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"gorm.io/gorm"
 )
 
 // This process's write transactions take turns on SQLite's write lock:
@@ -87,4 +89,40 @@ func TestWriterPool(t *testing.T) {
 		t.Fatal("a second turn was handed out: the first was released twice")
 	}
 	a.(*writerTx).Rollback()
+}
+
+// A statement gorm prepares inside a transaction stays prepared after
+// the commit (on the pool, not the transaction), so later transactions
+// run it without parsing it again.
+func TestTransactionStatementsStayPrepared(t *testing.T) {
+	ctx := context.Background()
+	db, err := Open(ctx, "sqlite:"+filepath.Join(t.TempDir(), "p.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if s, err := db.DB(); err == nil {
+			s.Close()
+		}
+	})
+	if err := db.Exec("CREATE TABLE t (n INTEGER)").Error; err != nil {
+		t.Fatal(err)
+	}
+	const q = "INSERT INTO t (n) VALUES (?)"
+	for i := range 2 {
+		if err := db.Transaction(func(tx *gorm.DB) error { return tx.Exec(q, i).Error }); err != nil {
+			t.Fatal(err)
+		}
+	}
+	st, ok := db.ConnPool.(*gorm.PreparedStmtDB).Stmts.Get(q)
+	if !ok {
+		t.Fatal("gorm did not cache the statement")
+	}
+	if _, err := st.ExecContext(ctx, 2); err != nil {
+		t.Errorf("the cached statement after the commits: %v, want it open", err)
+	}
+	var n int64
+	if err := db.Raw("SELECT COUNT(*) FROM t").Scan(&n).Error; err != nil || n != 3 {
+		t.Errorf("%d rows (%v), want 3", n, err)
+	}
 }

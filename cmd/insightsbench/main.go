@@ -107,7 +107,8 @@ func run(ctx context.Context, dsn string, cfg config) error {
 }
 
 // upgrade brings a database loaded by an earlier version up to this one:
-// the schema, then the rollups' rebuild (execstore.BackfillRollup), timed.
+// the schema, then the rollups' rebuild (execstore.BackfillRollup) and
+// the hourly totals' removal (execstore.DropHourTotals), timed.
 func upgrade(ctx context.Context, db *gorm.DB) error {
 	v, err := models.StoredSchemaVersion(ctx, db)
 	if err != nil {
@@ -122,14 +123,25 @@ func upgrade(ctx context.Context, db *gorm.DB) error {
 		}
 	}
 	t0 := time.Now()
-	ran, err := execstore.New(db).BackfillRollup(ctx)
+	store := execstore.New(db)
+	ran, err := store.BackfillRollup(ctx)
 	if err != nil {
 		return err
 	}
-	if !ran {
+	if ran {
+		fmt.Fprintf(os.Stderr, "rebuilt the execution rollups in %s\n", time.Since(t0).Round(time.Millisecond))
+	}
+	t0 = time.Now()
+	dropped, err := store.DropHourTotals(ctx)
+	if err != nil {
+		return err
+	}
+	if dropped > 0 {
+		fmt.Fprintf(os.Stderr, "deleted %d hourly totals of version 4 in %s\n", dropped, time.Since(t0).Round(time.Millisecond))
+	}
+	if !ran && dropped == 0 {
 		return nil
 	}
-	fmt.Fprintf(os.Stderr, "rebuilt the execution rollups in %s\n", time.Since(t0).Round(time.Millisecond))
 	return analyze(db)
 }
 

@@ -132,12 +132,15 @@ func ping(ctx context.Context, db *gorm.DB) error {
 // Ping checks that the database answers (used by /readyz).
 func Ping(ctx context.Context, db *gorm.DB) error { return ping(ctx, db) }
 
-// all lists every record type; each area of the schema declares its own list
-// in its own file.
-func all() []any {
+// all lists every record type of db's dialect; each area of the schema
+// declares its own list in its own file.
+func all(db *gorm.DB) []any {
 	var out []any
 	for _, group := range [][]any{userModels, davModels, ontologyModels, actionModels, rollupModels, secretModels, branchModels, functionModels, objectValueModels} {
 		out = append(out, group...)
+	}
+	if !IsPostgres(db) {
+		out = append(out, &ObjectText{})
 	}
 	return out
 }
@@ -192,7 +195,7 @@ func Migrate(ctx context.Context, db *gorm.DB) error {
 			// Recreated index tables get the models' indexes from
 			// AutoMigrate too.
 			if tables || recreated {
-				if err := conn.AutoMigrate(all()...); err != nil {
+				if err := conn.AutoMigrate(all(conn)...); err != nil {
 					return fmt.Errorf("auto-migrate: %w", err)
 				}
 				if err := dropObsoleteIndexes(conn); err != nil {

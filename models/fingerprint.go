@@ -28,7 +28,7 @@ import (
 func schemaFingerprint(db *gorm.DB) (string, error) {
 	h := sha256.New()
 	m := db.Migrator()
-	for _, model := range all() {
+	for _, model := range all(db) {
 		stmt := &gorm.Statement{DB: db}
 		if err := stmt.Parse(model); err != nil {
 			return "", fmt.Errorf("parse model %T: %w", model, err)

@@ -19,11 +19,11 @@ import (
 
 // ObjectValue is one row of the property-value index that object filters
 // are answered from (docs/ontology.md, "The query path"): one row for a
-// property's value (Part 0), one per distinct element of an array value
-// (Part 1), and, for a string or marking property whose value is a date
-// or timestamp, a second Part 0 row with its text (class
-// domain.KeyInstantText); a property without a value has one Part 0 row
-// of key KeyNull. Key is a domain value key cut to MaxIndexedKey bytes;
+// property's value (Prop PropKey), one per distinct element of an array
+// value (Prop ElementKey of it), and, for a string or marking property
+// whose value is a date or timestamp, a second value row with its text
+// (class domain.KeyInstantText); a property without a value has one
+// value row of key KeyNull. Key is a domain value key cut to MaxIndexedKey bytes;
 // Full is the string when the key was cut. ObjectID is the object's id
 // as its 16 bytes (IDKey), not 36 characters of text: a row is mostly
 // its object's id, and the id is in every index of the table.
@@ -31,29 +31,41 @@ import (
 // idx_object_value serves filters: it finds a property's objects by
 // value in creation order. An object's rows (writes, probes: does object
 // X have a value of property P matching ...) are found by the primary key
-// on SQLite (object_id, prop, part, key; the table WITHOUT ROWID is that
+// on SQLite (object_id, prop, key; the table WITHOUT ROWID is that
 // key's B-tree) and by idx_object_values_object (object_id) on Postgres,
 // whose B-tree stores an object's ~10 rows as one deduplicated entry.
-// Fixed-width columns first: Postgres aligns each 8-byte column.
+// Fixed-width columns first: Postgres aligns each 8-byte column. An
+// element row is told by its Prop (ElementKey), not by a column of its
+// own: a column of 2 bytes costs 8 in most rows of Postgres' heap and
+// index, which align rows and the column after the key to 8 bytes.
+//
+// On Postgres idx_object_value ends at created: the object id (17 of an
+// entry's ~50 bytes) is read from the heap row, which every plan of it
+// reads anyway (for full, object_id or the join), and ties of one
+// creation time are put in id order by an incremental sort of the few
+// rows sharing it. On SQLite an index of a WITHOUT ROWID table holds the
+// primary key's columns whatever it declares.
 type ObjectValue struct {
 	// Prop is PropKey(object type id, property name).
 	Prop     int64  `gorm:"primaryKey;autoIncrement:false;index:idx_object_value,priority:1"`
-	Created  int64  `gorm:"not null;index:idx_object_value,priority:4"` // the object's created_at, Unix µs
-	Part     int16  `gorm:"primaryKey;autoIncrement:false;index:idx_object_value,priority:2"`
-	ObjectID []byte `gorm:"primaryKey;index:idx_object_value,priority:5"`
-	Key      []byte `gorm:"primaryKey;index:idx_object_value,priority:3"`
+	Created  int64  `gorm:"not null;index:idx_object_value,priority:3"` // the object's created_at, Unix µs
+	ObjectID []byte `gorm:"primaryKey;index:idx_object_value,priority:4"`
+	Key      []byte `gorm:"primaryKey;index:idx_object_value,priority:2"`
 	Full     []byte
 }
 
 // objectValuesDDL is object_values as gorm would create it, but WITHOUT
 // ROWID on SQLite (the table is its primary key's B-tree, instead of a
-// rowid table plus an index holding every column again) and without a
-// primary key on Postgres (idx_object_values_object instead: an object's
-// rows are one deduplicated B-tree entry there, not one entry each).
+// rowid table plus an index holding every column again) and on Postgres
+// without a primary key (idx_object_values_object instead: an object's
+// rows are one deduplicated B-tree entry there, not one entry each) and
+// with idx_object_value without the object id (see ObjectValue); gorm
+// creates the other indexes, and skips idx_object_value as existing.
 var objectValuesDDL = map[bool][]string{
-	false: {"CREATE TABLE `object_values` (`prop` integer,`created` integer NOT NULL,`part` integer,`object_id` blob,`key` blob,`full` blob,PRIMARY KEY (`object_id`,`prop`,`part`,`key`)) WITHOUT ROWID"},
-	true: {`CREATE TABLE "object_values" ("prop" bigint NOT NULL,"created" bigint NOT NULL,"part" smallint NOT NULL,"object_id" bytea NOT NULL,"key" bytea NOT NULL,"full" bytea)`,
-		`CREATE INDEX "idx_object_values_object" ON "object_values" ("object_id")`},
+	false: {"CREATE TABLE `object_values` (`prop` integer,`created` integer NOT NULL,`object_id` blob,`key` blob,`full` blob,PRIMARY KEY (`object_id`,`prop`,`key`)) WITHOUT ROWID"},
+	true: {`CREATE TABLE "object_values" ("prop" bigint NOT NULL,"created" bigint NOT NULL,"object_id" bytea NOT NULL,"key" bytea NOT NULL,"full" bytea)`,
+		`CREATE INDEX "idx_object_values_object" ON "object_values" ("object_id")`,
+		`CREATE INDEX "idx_object_value" ON "object_values" ("prop","key","created")`},
 }
 
 // IDKey is an object id as the index stores it: the 16 bytes of the
@@ -109,16 +121,29 @@ type ObjectValueBuild struct {
 
 // ObjectValueVersion is the index's encoding version (2: rows of
 // KeyNull for properties without a value; 3: object ids as 16 bytes,
-// no primary key on Postgres).
-const ObjectValueVersion = 3
+// no primary key on Postgres; 4: no column part (ElementKey), and on
+// Postgres no object_texts (the trigram index is on object_values) and
+// idx_object_value without the object id).
+const ObjectValueVersion = 4
 
-var objectValueModels = []any{&ObjectValue{}, &ObjectValueBuild{}, &ObjectText{}}
+var objectValueModels = []any{&ObjectValue{}, &ObjectValueBuild{}}
+
+// indexModels are the index's tables in db's dialect: ObjectText on
+// SQLite only.
+func indexModels(db *gorm.DB) []any {
+	if IsPostgres(db) {
+		return []any{&ObjectValue{}}
+	}
+	return []any{&ObjectValue{}, &ObjectText{}}
+}
 
 // ObjectText is the text of a string property's value, searched by
-// substring (the operator includes) through a trigram index: SQLite's
-// FTS5 table object_texts_fts (tokenizer trigram, case-sensitive) over
-// it, Postgres' pg_trgm GIN index on Txt. Strings holding U+0000, which
-// Postgres text cannot store, are left out.
+// substring (the operator includes) through SQLite's FTS5 table
+// object_texts_fts (tokenizer trigram, case-sensitive) over it. Strings
+// holding U+0000 are left out (as on Postgres, which text cannot store
+// them in). Postgres has no such table: its pg_trgm GIN index
+// idx_object_values_trgm is on object_values' rows of strings
+// (valueTextFunc), whose text they hold already.
 type ObjectText struct {
 	ID       int64  `gorm:"primaryKey"`
 	ObjectID []byte `gorm:"not null;index"` // IDKey
@@ -134,7 +159,7 @@ var sqliteTextSearch = []string{
 	`CREATE TRIGGER IF NOT EXISTS object_texts_ad AFTER DELETE ON object_texts BEGIN INSERT INTO object_texts_fts(object_texts_fts, rowid, txt) VALUES ('delete', old.id, old.txt); END`,
 }
 
-// TrigramSearch reports whether db has a trigram index for ObjectText:
+// TrigramSearch reports whether db has a trigram index of strings:
 // always on SQLite; on Postgres when the pg_trgm extension could be
 // created (Debian's postgresql-contrib).
 func TrigramSearch(db *gorm.DB) bool {
@@ -142,11 +167,33 @@ func TrigramSearch(db *gorm.DB) bool {
 		return true
 	}
 	var n int64
-	db.Raw("SELECT COUNT(*) FROM pg_indexes WHERE indexname = 'idx_object_texts_trgm' AND schemaname = current_schema()").Scan(&n)
+	db.Raw("SELECT COUNT(*) FROM pg_indexes WHERE indexname = 'idx_object_values_trgm' AND schemaname = current_schema()").Scan(&n)
 	return n > 0
 }
 
-// ensureTextSearch creates the trigram index of object_texts.
+// ValueText is the SQL function (Postgres) giving the text of an
+// object_values row of a string's value (not an element row, key class KeyString or
+// KeyInstantText; the full string when the key was cut), NULL for every
+// other row and for strings holding U+0000. idx_object_values_trgm is a
+// pg_trgm index of it, partial on its not being NULL: a search names
+// ValueText(alias) LIKE ..., which implies that.
+const ValueText = "ontoflow_value_text"
+
+// valueTextFunc creates ValueText. Immutable: its answer depends on
+// the row only (convert_from is stable in general, for the encoding
+// conversion; from UTF8 to the UTF8 database it is not one).
+const valueTextFunc = `CREATE FUNCTION ` + ValueText + `(p bigint, k bytea, f bytea) RETURNS text
+LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $fn$
+SELECT CASE WHEN p & 1 = 0 AND get_byte(k, 0) IN (83, 85) AND position('\x00'::bytea IN COALESCE(f, k)) = 0
+THEN convert_from(COALESCE(f, substring(k FROM 2)), 'UTF8') END
+$fn$`
+
+// ValueTextOf is ValueText of the object_values row aliased a.
+func ValueTextOf(a string) string {
+	return ValueText + "(" + a + ".prop, " + a + ".key, " + a + `."full")`
+}
+
+// ensureTextSearch creates the trigram index of strings.
 func ensureTextSearch(db *gorm.DB) error {
 	if !IsPostgres(db) {
 		for _, q := range sqliteTextSearch {
@@ -167,30 +214,40 @@ func ensureTextSearch(db *gorm.DB) error {
 		return fmt.Errorf("find pg_trgm: %w", err)
 	}
 	opclass := `"` + strings.ReplaceAll(schema, `"`, `""`) + `".gin_trgm_ops`
-	if err := db.Exec("CREATE INDEX IF NOT EXISTS idx_object_texts_trgm ON object_texts USING gin (txt " + opclass + ")").Error; err != nil {
+	var fns int64
+	if err := db.Raw("SELECT COUNT(*) FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace WHERE p.proname = ? AND n.nspname = current_schema()", ValueText).Scan(&fns).Error; err != nil {
+		return fmt.Errorf("find %s: %w", ValueText, err)
+	}
+	if fns == 0 {
+		if err := db.Exec(valueTextFunc).Error; err != nil {
+			return fmt.Errorf("create %s: %w", ValueText, err)
+		}
+	}
+	// A pending list of 256 kB, not 4 MB: GIN's pending list holds new
+	// entries unmerged until it is full, and each search reads all of
+	// it; 4 MB was 4 of the index's 5.5 MiB at 10,000 objects (and
+	// 14,000 rows read per search). Without one (fastupdate off) every
+	// string's trigrams are merged as it is written: the load took 2.2x
+	// as long, for 0.25 MB less.
+	text := ValueTextOf("object_values")
+	if err := db.Exec("CREATE INDEX IF NOT EXISTS idx_object_values_trgm ON object_values USING gin ((" + text + ") " + opclass + ") WITH (gin_pending_list_limit = 256) WHERE " + text + " IS NOT NULL").Error; err != nil {
 		return fmt.Errorf("create trigram index: %w", err)
 	}
 	return nil
 }
-
-// Index row parts.
-const (
-	PartValue   int16 = 0
-	PartElement int16 = 1
-)
 
 // KeyUnequal is the key class of a value equal to nothing, so that it
 // still exists for exists and not_exists.
 const KeyUnequal byte = 'X'
 
 // KeyNull is the key of a property without a value (absent or null): a
-// Part 0 row of its own, so that not_exists is an equality on the index
+// value row of its own, so that not_exists is an equality on the index
 // and an ordering by the property reads every object from one index
 // range, objects without a value after (ascending) or before
 // (descending) all others, as Postgres orders NULL.
 const KeyNull byte = 'Z'
 
-// SortKey is the key of v's first Part 0 row, the one an ordering by its
+// SortKey is the key of v's first value row, the one an ordering by its
 // property reads: its equality key cut to MaxIndexedKey bytes, KeyUnequal
 // with a hash for a value equal to nothing, KeyNull for no value.
 func SortKey(v any) []byte {
@@ -213,11 +270,15 @@ const MaxIndexedKey = 129
 
 // PropKey is the index's name for property name of object type typeID:
 // the first 8 bytes of SHA-256 of both, 8 bytes instead of ~45 in every
-// row and index entry.
+// row and index entry, the lowest bit 0 (ElementKey's is 1).
 func PropKey(typeID, name string) int64 {
 	sum := sha256.Sum256([]byte(typeID + "\x00" + name))
-	return int64(binary.BigEndian.Uint64(sum[:8]))
+	return int64(binary.BigEndian.Uint64(sum[:8]) &^ 1)
 }
+
+// ElementKey is the Prop of the element rows of property prop
+// (PropKey).
+func ElementKey(prop int64) int64 { return prop | 1 }
 
 // CutKey splits a value key into what the index stores: the key (at most
 // MaxIndexedKey bytes) and, when cut, the string it was cut from.
@@ -261,21 +322,21 @@ func ObjectValues(typeID, objectID string, created time.Time, defs []Property, v
 // (as read from the database) of the object of IDKey id.
 func appendPropertyValues(out []ObjectValue, typeID string, id []byte, created time.Time, name string, t domain.PropertyType, v any) []ObjectValue {
 	prop, at := PropKey(typeID, name), CreatedKey(created)
-	row := func(part int16, k []byte) {
+	row := func(prop int64, k []byte) {
 		key, full := CutKey(k)
-		out = append(out, ObjectValue{ObjectID: id, Prop: prop, Part: part, Key: key, Full: full, Created: at})
+		out = append(out, ObjectValue{ObjectID: id, Prop: prop, Key: key, Full: full, Created: at})
 	}
 	k, ok := domain.EqualityKey(v)
 	if !ok {
 		// No value (KeyNull), or a value equal to nothing (a number
 		// conditions cannot read exactly), which is still present: a key
 		// no filter value has.
-		row(PartValue, SortKey(v))
+		row(prop, SortKey(v))
 		return out
 	}
-	row(PartValue, k)
+	row(prop, k)
 	if s, isStr := v.(string); isStr && k[0] == domain.KeyInstant && (t.Base == domain.TypeString || t.Base == domain.TypeMarking) {
-		row(PartValue, append([]byte{domain.KeyInstantText}, s...))
+		row(prop, append([]byte{domain.KeyInstantText}, s...))
 	}
 	if items, isArr := v.([]any); isArr && t.Base == domain.TypeArray {
 		seen := map[string]bool{}
@@ -285,7 +346,7 @@ func appendPropertyValues(out []ObjectValue, typeID string, id []byte, created t
 				continue
 			}
 			seen[string(ek)] = true
-			row(PartElement, ek)
+			row(ElementKey(prop), ek)
 		}
 	}
 	return out
@@ -330,7 +391,7 @@ func IndexObject(ctx context.Context, tx *gorm.DB, typeID, objectID string, crea
 	if err != nil {
 		return err
 	}
-	return insertTexts(ctx, tx, texts)
+	return InsertObjectTexts(ctx, tx, texts)
 }
 
 // UnindexObject removes an object's index rows.
@@ -339,22 +400,20 @@ func UnindexObject(ctx context.Context, tx *gorm.DB, objectID string) error {
 	if err != nil {
 		return err
 	}
-	if err := tx.WithContext(ctx).Where("object_id = ?", id).Delete(&ObjectValue{}).Error; err != nil {
-		return fmt.Errorf("unindex object %s: %w", objectID, err)
-	}
-	if err := tx.WithContext(ctx).Where("object_id = ?", id).Delete(&ObjectText{}).Error; err != nil {
-		return fmt.Errorf("unindex the text of object %s: %w", objectID, err)
+	for _, m := range indexModels(tx) {
+		if err := tx.WithContext(ctx).Where("object_id = ?", id).Delete(m).Error; err != nil {
+			return fmt.Errorf("unindex object %s: %w", objectID, err)
+		}
 	}
 	return nil
 }
 
 // DropPropertyIndex removes every index row of property prop (PropKey).
 func DropPropertyIndex(ctx context.Context, tx *gorm.DB, prop int64) error {
-	if err := tx.WithContext(ctx).Where("prop = ?", prop).Delete(&ObjectValue{}).Error; err != nil {
-		return fmt.Errorf("drop the index of a property: %w", err)
-	}
-	if err := tx.WithContext(ctx).Where("prop = ?", prop).Delete(&ObjectText{}).Error; err != nil {
-		return fmt.Errorf("drop the text index of a property: %w", err)
+	for _, m := range indexModels(tx) {
+		if err := tx.WithContext(ctx).Where("prop IN ?", []int64{prop, ElementKey(prop)}).Delete(m).Error; err != nil {
+			return fmt.Errorf("drop the index of a property: %w", err)
+		}
 	}
 	return nil
 }
@@ -368,8 +427,8 @@ func IndexProperty(ctx context.Context, tx *gorm.DB, typeID, objectID string, cr
 		if err != nil {
 			return err
 		}
-		for _, m := range []any{&ObjectValue{}, &ObjectText{}} {
-			if err := tx.WithContext(ctx).Where("object_id = ? AND prop = ?", id, prop).Delete(m).Error; err != nil {
+		for _, m := range indexModels(tx) {
+			if err := tx.WithContext(ctx).Where("object_id = ? AND prop IN ?", id, []int64{prop, ElementKey(prop)}).Delete(m).Error; err != nil {
 				return fmt.Errorf("unindex %s of %s: %w", p.Name, objectID, err)
 			}
 		}
@@ -386,11 +445,13 @@ func IndexProperty(ctx context.Context, tx *gorm.DB, typeID, objectID string, cr
 	if err != nil {
 		return err
 	}
-	return insertTexts(ctx, tx, texts)
+	return InsertObjectTexts(ctx, tx, texts)
 }
 
-func insertTexts(ctx context.Context, tx *gorm.DB, rows []ObjectText) error {
-	if len(rows) == 0 {
+// InsertObjectTexts writes rows (SQLite; Postgres searches the strings
+// in object_values) in statements of a few hundred.
+func InsertObjectTexts(ctx context.Context, tx *gorm.DB, rows []ObjectText) error {
+	if len(rows) == 0 || IsPostgres(tx) {
 		return nil
 	}
 	if err := tx.WithContext(ctx).CreateInBatches(rows, 500).Error; err != nil {
@@ -430,7 +491,7 @@ func buildObjectValues(ctx context.Context, db *gorm.DB) error {
 		return fmt.Errorf("count objects: %w", err)
 	}
 	start := time.Now()
-	for _, m := range []any{&ObjectValue{}, &ObjectText{}} {
+	for _, m := range indexModels(db) {
 		if err := db.Session(&gorm.Session{AllowGlobalUpdate: true}).Delete(m).Error; err != nil {
 			return fmt.Errorf("clear property-value index: %w", err)
 		}
@@ -474,7 +535,7 @@ func buildObjectValues(ctx context.Context, db *gorm.DB) error {
 			if err := InsertObjectValues(ctx, tx, rows); err != nil {
 				return err
 			}
-			return insertTexts(ctx, tx, texts)
+			return InsertObjectTexts(ctx, tx, texts)
 		})
 		if err != nil {
 			return err

@@ -27,7 +27,7 @@ const (
 type order struct {
 	field string
 	desc  bool
-	// prop is the property's index key; strs: its Part 0 rows may hold
+	// prop is the property's index key; strs: its value rows may hold
 	// KeyInstantText rows, which the ordering skips.
 	prop int64
 	strs bool

@@ -20,11 +20,11 @@ import (
 // query path", describes the plans.
 
 // valueFilter is one condition as SQL over index rows of one property:
-// an object matches when it has a row of (prop, part) for which pred
-// holds (or, negated, has none).
+// an object matches when it has a row of prop (the property's PropKey,
+// or ElementKey for its elements) for which pred holds (or, negated,
+// has none).
 type valueFilter struct {
 	prop   int64
-	part   int16
 	pred   func(a string) (string, []any)
 	negate bool
 	// none: no row can match (a value equal to nothing).
@@ -33,7 +33,7 @@ type valueFilter struct {
 	// (lower is better); 0 means it is not used to drive.
 	drive int
 	// text, when set, is a substring found through the trigram index
-	// (models.ObjectText) when the filter drives.
+	// (textDriver) when the filter drives.
 	text string
 	// eq: pred is an equality of the key.
 	eq bool
@@ -50,10 +50,10 @@ const (
 func (s *Store) sqlFilter(ts *typeState, c domain.Condition) valueFilter {
 	name := strings.TrimPrefix(c.Path, domain.PathTargetPropertiesPrefix)
 	t := ts.byKey[name].Type.V
-	f := valueFilter{prop: models.PropKey(ts.ot.ID, name), part: models.PartValue}
+	f := valueFilter{prop: models.PropKey(ts.ot.ID, name)}
 	switch c.Operator {
 	case domain.OpExists:
-		// Every object has a Part 0 row per property; KeyNull's when it
+		// Every object has a value row per property; KeyNull's when it
 		// has no value. Checked per object: most objects have a value.
 		f.pred = func(a string) (string, []any) { return a + ".key < ?", []any{[]byte{models.KeyNull}} }
 	case domain.OpNotExists:
@@ -65,7 +65,7 @@ func (s *Store) sqlFilter(ts *typeState, c domain.Condition) valueFilter {
 		f.pred, f.none = equalPred(c.Value)
 	case domain.OpIncludes:
 		if t.Base == domain.TypeArray {
-			f.part = models.PartElement
+			f.prop = models.ElementKey(f.prop)
 			f.drive, f.eq = driveEquality, true
 			f.pred, f.none = equalPred(c.Value)
 			break
@@ -227,8 +227,8 @@ func (s *Store) substringPred(sub string) func(a string) (string, []any) {
 
 // rowPred is f's condition on index rows aliased a.
 func (f valueFilter) rowPred(a string) (string, []any) {
-	q := a + ".prop = ? AND " + a + ".part = ?"
-	args := []any{f.prop, f.part}
+	q := a + ".prop = ?"
+	args := []any{f.prop}
 	if p, as := f.pred(a); p != "" {
 		q += " AND " + p
 		args = append(args, as...)
@@ -275,8 +275,8 @@ func (s *Store) objectsSQL(u *models.User, ts *typeState, fs []valueFilter, ord 
 		sb.WriteString("SELECT o.* FROM objects o WHERE 1 = 1")
 		cols = sortCols{at: "o.updated_at", id: "o.id", atTime: true}
 	case ord.field != "":
-		sb.WriteString("SELECT o.* FROM object_values d CROSS JOIN objects o WHERE d.prop = ? AND d.part = ?")
-		args = append(args, ord.prop, models.PartValue)
+		sb.WriteString("SELECT o.* FROM object_values d CROSS JOIN objects o WHERE d.prop = ?")
+		args = append(args, ord.prop)
 		if ord.strs {
 			// One row per object: not the second row of a date-like string.
 			sb.WriteString(" AND (d.key < ? OR d.key >= ?)")
@@ -317,7 +317,7 @@ func (s *Store) objectsSQL(u *models.User, ts *typeState, fs []valueFilter, ord 
 		}
 		p, as := f.rowPred("e")
 		if f.eq && models.IsPostgres(s.db) {
-			// Postgres has no index of (object_id, prop, part, key): with
+			// Postgres has no index of (object_id, prop, key): with
 			// the object's creation time an equality's probe is one
 			// entry of idx_object_value, not a scan of the key's entries
 			// for the object (which the planner picks, 50 ms for a key
@@ -342,12 +342,13 @@ func (s *Store) objectsSQL(u *models.User, ts *typeState, fs []valueFilter, ord 
 }
 
 // textDriver selects the objects whose property holds f.text through the
-// trigram index: FTS5's phrase of the text's trigrams (case-sensitive),
-// Postgres' LIKE served by pg_trgm.
+// trigram index: FTS5's phrase of the text's trigrams (case-sensitive)
+// over object_texts, Postgres' LIKE over the strings of object_values,
+// served by pg_trgm (models.ValueText).
 func (s *Store) textDriver(f valueFilter) (string, []any) {
 	if models.IsPostgres(s.db) {
 		like := "%" + strings.NewReplacer(`\`, `\\`, `%`, `\%`, `_`, `\_`).Replace(f.text) + "%"
-		return `SELECT o.* FROM object_texts d CROSS JOIN objects o WHERE d.txt LIKE ? ESCAPE '\' AND d.prop = ? AND o.id = ` + s.idText("d.object_id"),
+		return "SELECT o.* FROM object_values d CROSS JOIN objects o WHERE " + models.ValueTextOf("d") + ` LIKE ? ESCAPE '\' AND d.prop = ? AND o.id = ` + s.idText("d.object_id"),
 			[]any{like, f.prop}
 	}
 	phrase := `"` + strings.ReplaceAll(f.text, `"`, `""`) + `"`

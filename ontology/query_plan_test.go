@@ -152,7 +152,7 @@ func checkPlan(postgres bool, plan, drive string, ordered bool) string {
 			return "a sequential scan"
 		}
 		if drive == "text" {
-			drive = "idx_object_texts_trgm"
+			drive = "idx_object_values_trgm"
 		}
 		if strings.HasPrefix(drive, "objects:") {
 			// With a filter Postgres weighs the order's index against

@@ -13,26 +13,29 @@ import (
 	"github.com/ontoflow/ontoflow/ontology"
 )
 
-// oldIndex recreates object_values and object_texts as version 2 of the
-// index made them (ids as text), with a row each.
+// oldIndex recreates object_values and object_texts as version 3 of the
+// index made them (a column part; on Postgres object_texts with its
+// trigram index, idx_object_value ending in the object id), with a row
+// each.
 var oldIndex = map[bool][]string{
 	false: {"DROP TABLE object_values", "DROP TABLE object_texts", "DROP TABLE object_texts_fts",
-		"CREATE TABLE `object_values` (`object_id` text,`prop` integer,`part` integer,`key` blob,`created` integer NOT NULL,`full` blob,PRIMARY KEY (`object_id`,`prop`,`part`,`key`)) WITHOUT ROWID",
+		"CREATE TABLE `object_values` (`prop` integer,`created` integer NOT NULL,`part` integer,`object_id` blob,`key` blob,`full` blob,PRIMARY KEY (`object_id`,`prop`,`part`,`key`)) WITHOUT ROWID",
 		"CREATE INDEX `idx_object_value` ON `object_values`(`prop`,`part`,`key`,`created`,`object_id`)",
-		"CREATE TABLE `object_texts` (`id` integer PRIMARY KEY AUTOINCREMENT,`object_id` text NOT NULL,`prop` integer NOT NULL,`created` integer NOT NULL,`txt` text NOT NULL)",
-		"INSERT INTO object_values VALUES ('00000000-0000-4000-8000-000000000001', 1, 0, x'73', 1, NULL)",
-		"INSERT INTO object_texts (object_id, prop, created, txt) VALUES ('00000000-0000-4000-8000-000000000001', 1, 1, 'old')"},
-	true: {"DROP TABLE object_values", "DROP TABLE object_texts",
-		`CREATE TABLE "object_values" ("object_id" varchar(36),"prop" bigint,"part" smallint,"key" bytea,"created" bigint NOT NULL,"full" bytea,PRIMARY KEY ("object_id","prop","part","key"))`,
+		"CREATE TABLE `object_texts` (`id` integer PRIMARY KEY AUTOINCREMENT,`object_id` blob NOT NULL,`prop` integer NOT NULL,`created` integer NOT NULL,`txt` text NOT NULL)",
+		"INSERT INTO object_values VALUES (1, 1, 0, x'00000000000040008000000000000001', x'73', NULL)",
+		"INSERT INTO object_texts (object_id, prop, created, txt) VALUES (x'00000000000040008000000000000001', 1, 1, 'old')"},
+	true: {"DROP TABLE object_values", "DROP TABLE IF EXISTS object_texts",
+		`CREATE TABLE "object_values" ("prop" bigint NOT NULL,"created" bigint NOT NULL,"part" smallint NOT NULL,"object_id" bytea NOT NULL,"key" bytea NOT NULL,"full" bytea)`,
+		`CREATE INDEX "idx_object_values_object" ON "object_values" ("object_id")`,
 		`CREATE INDEX "idx_object_value" ON "object_values" ("prop","part","key","created","object_id")`,
-		`CREATE TABLE "object_texts" ("id" bigserial PRIMARY KEY,"object_id" varchar(36) NOT NULL,"prop" bigint NOT NULL,"created" bigint NOT NULL,"txt" text NOT NULL)`,
-		"INSERT INTO object_values VALUES ('00000000-0000-4000-8000-000000000001', 1, 0, '\\x73', 1, NULL)",
-		"INSERT INTO object_texts (object_id, prop, created, txt) VALUES ('00000000-0000-4000-8000-000000000001', 1, 1, 'old')"},
+		`CREATE TABLE "object_texts" ("id" bigserial PRIMARY KEY,"object_id" bytea NOT NULL,"prop" bigint NOT NULL,"created" bigint NOT NULL,"txt" text NOT NULL)`,
+		"INSERT INTO object_values VALUES (1, 1, 0, '\\x00000000000040008000000000000001', '\\x73', NULL)",
+		"INSERT INTO object_texts (object_id, prop, created, txt) VALUES ('\\x00000000000040008000000000000001', 1, 1, 'old')"},
 }
 
 // TestUpgradeBuildsIndex: objects whose index was built by an older
-// version (ids as text) are indexed by the next migration, and found by
-// filters and substring search again.
+// version (3: a column part, object_texts on Postgres) are indexed by the
+// next migration, and found by filters and substring search again.
 func TestUpgradeBuildsIndex(t *testing.T) {
 	testdb.Each(t, func(t *testing.T, db *gorm.DB) {
 		ctx := context.Background()
@@ -56,14 +59,14 @@ func TestUpgradeBuildsIndex(t *testing.T) {
 		if n := count(ontology.RawFilter{Key: "s", Value: "nn3"}); n != 0 {
 			t.Fatalf("without the index %d objects found", n)
 		}
-		// The index of version 2: object ids as text (version 1 on
-		// SQLite, a rowid table, is recreated the same way).
+		// The index of version 3 (versions 1 and 2, a rowid table on
+		// SQLite and ids as text, are recreated the same way).
 		for _, q := range oldIndex[models.IsPostgres(db)] {
 			if err := db.Exec(q).Error; err != nil {
 				t.Fatalf("%s: %v", q, err)
 			}
 		}
-		if err := db.Create(&models.ObjectValueBuild{Version: 2}).Error; err != nil {
+		if err := db.Create(&models.ObjectValueBuild{Version: 3}).Error; err != nil {
 			t.Fatal(err)
 		}
 		if err := models.Migrate(ctx, db); err != nil {
@@ -82,8 +85,15 @@ func TestUpgradeBuildsIndex(t *testing.T) {
 		if !models.IsPostgres(db) {
 			var ddl string
 			db.Raw("SELECT sql FROM sqlite_master WHERE name = 'object_values'").Scan(&ddl)
-			if !strings.Contains(ddl, "WITHOUT ROWID") || !strings.Contains(ddl, "`object_id` blob") {
+			if !strings.Contains(ddl, "WITHOUT ROWID") || strings.Contains(ddl, "`part`") {
 				t.Fatalf("object_values: %s", ddl)
+			}
+		} else {
+			var texts, trgm int64
+			db.Raw("SELECT COUNT(*) FROM pg_tables WHERE tablename = 'object_texts' AND schemaname = current_schema()").Scan(&texts)
+			db.Raw("SELECT COUNT(*) FROM pg_indexes WHERE indexname = 'idx_object_values_trgm' AND schemaname = current_schema()").Scan(&trgm)
+			if texts != 0 || trgm != 1 {
+				t.Fatalf("after the upgrade: object_texts %d, idx_object_values_trgm %d", texts, trgm)
 			}
 		}
 		if n := count(ontology.RawFilter{Key: "s", Value: "nn3"}); n != 250 {

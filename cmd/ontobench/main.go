@@ -259,7 +259,7 @@ func (b *bench) load(ctx context.Context, n int) error {
 			if err := models.InsertObjectValues(ctx, tx, rows); err != nil {
 				return err
 			}
-			return tx.CreateInBatches(texts, 500).Error
+			return models.InsertObjectTexts(ctx, tx, texts)
 		})
 		if err != nil {
 			return fmt.Errorf("load objects: %w", err)
@@ -408,7 +408,8 @@ func (b *bench) sizes(ctx context.Context) (string, error) {
 		if err := b.db.Raw("SELECT pg_total_relation_size('objects') + pg_total_relation_size('unique_values')").Scan(&objs).Error; err != nil {
 			return "", err
 		}
-		if err := b.db.Raw("SELECT pg_total_relation_size('object_values') + pg_total_relation_size('object_texts')").Scan(&idx).Error; err != nil {
+		// object_texts: before index version 4.
+		if err := b.db.Raw("SELECT pg_total_relation_size('object_values') + COALESCE(pg_total_relation_size(to_regclass('object_texts')), 0)").Scan(&idx).Error; err != nil {
 			return "", err
 		}
 	} else {

@@ -41,7 +41,7 @@ func newLinkFixture(t *testing.T, db *gorm.DB, r *rand.Rand, objects, links int)
 	}
 	f := linkFixture{s: s, db: db}
 	base := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-	err := db.Transaction(func(tx *gorm.DB) error {
+	loadAnalyzed(t, db, func(tx *gorm.DB) error {
 		for i := 0; i < objects; i++ {
 			o, err := s.CreateObject(ctx, tx, "Node", map[string]any{"n": i}, pick(r, []string{"public", "confidential", "pii"}), admin.ID, pick(r, diffOrgs))
 			if err != nil {
@@ -80,12 +80,6 @@ func newLinkFixture(t *testing.T, db *gorm.DB, r *rand.Rand, objects, links int)
 		}
 		return nil
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := db.Exec("ANALYZE").Error; err != nil {
-		t.Fatal(err)
-	}
 	return f
 }
 

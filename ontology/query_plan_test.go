@@ -70,7 +70,7 @@ func TestQueryPlansUseIndexes(t *testing.T) {
 			{"name":"tag","type":"string"},{"name":"at","type":"timestamp"},{"name":"level","type":"marking"},
 			{"name":"tags","type":{"type":"array","element_type":"string"}}]}`, &sp)
 		ok(s.CreateObjectType(ctx, admin.ID, sp))(t)
-		err := db.Transaction(func(tx *gorm.DB) error {
+		loadAnalyzed(t, db, func(tx *gorm.DB) error {
 			for i := 0; i < 300; i++ {
 				props := jsMap(t, fmt.Sprintf(`{"key":"k%d","n":%d,"tag":"t%d","at":"2024-01-01T00:%02d:00Z","level":"public","tags":["red","c%d"]}`, i, i, i%10, i%60, i%7))
 				if _, err := s.CreateObject(ctx, tx, "Plan", props, "", admin.ID, "o1"); err != nil {
@@ -79,12 +79,6 @@ func TestQueryPlansUseIndexes(t *testing.T) {
 			}
 			return nil
 		})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := db.Exec("ANALYZE").Error; err != nil {
-			t.Fatal(err)
-		}
 		reader := &models.User{ID: "00000000-0000-4000-8000-0000000000bb", Username: "reader",
 			Roles: models.NewJSON([]string{"viewer"}), Clearance: "confidential", Organization: "o1"}
 		for _, sh := range planShapes {
@@ -206,7 +200,7 @@ func TestLinkPlansUseIndexes(t *testing.T) {
 		f := newLinkFixture(t, db, rand.New(rand.NewSource(3)), 300, 900)
 		// One object with many links both ways, as the benchmark's.
 		hub := f.ids[0]
-		err := db.Transaction(func(tx *gorm.DB) error {
+		loadAnalyzed(t, db, func(tx *gorm.DB) error {
 			for _, o := range f.ids[1:200] {
 				for _, pair := range [][2]string{{hub, o}, {o, hub}} {
 					if _, err := f.s.CreateLink(ctx, tx, "rel2", pair[0], pair[1]); err != nil && !apperr.Is(err, apperr.Conflict) {
@@ -216,12 +210,6 @@ func TestLinkPlansUseIndexes(t *testing.T) {
 			}
 			return nil
 		})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := db.Exec("ANALYZE").Error; err != nil {
-			t.Fatal(err)
-		}
 		reader := &models.User{ID: "00000000-0000-4000-8000-0000000000bb", Username: "reader",
 			Roles: models.NewJSON([]string{"viewer"}), Clearance: "pii", Organization: "o1"}
 		var ho models.Object
@@ -287,4 +275,16 @@ func checkLinkPlan(postgres bool, plan, dir string) string {
 		return "does not find the far end by primary key"
 	}
 	return ""
+}
+
+// loadAnalyzed runs load in one transaction, then ANALYZE, so plans are
+// chosen over the rows a test planted.
+func loadAnalyzed(t *testing.T, db *gorm.DB, load func(tx *gorm.DB) error) {
+	t.Helper()
+	if err := db.Transaction(load); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Exec("ANALYZE").Error; err != nil {
+		t.Fatal(err)
+	}
 }

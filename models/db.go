@@ -75,8 +75,12 @@ func Open(ctx context.Context, dsn string) (*gorm.DB, error) {
 		// embedded Temporal server; reusing it keeps the binary cgo-free.
 		// WAL + busy_timeout lets readers run beside the single writer;
 		// foreign keys stay off because the schema enforces relations in code
-		// identically on both dialects.
-		q := "?_pragma=journal_mode(WAL)&_pragma=synchronous(NORMAL)&_pragma=busy_timeout(10000)&_pragma=foreign_keys(OFF)&_txlock=immediate"
+		// identically on both dialects. A page cache of 32 MiB per connection
+		// (SQLite's default is 2 MiB) keeps the interior pages of the
+		// objects' and the index's B-trees in memory at a million objects,
+		// so a lookup reads its leaf rather than its whole path from the
+		// file; four connections bound it at 128 MiB.
+		q := "?_pragma=journal_mode(WAL)&_pragma=synchronous(NORMAL)&_pragma=busy_timeout(10000)&_pragma=foreign_keys(OFF)&_pragma=cache_size(-32768)&_txlock=immediate"
 		sqlDB, err := sql.Open("sqlite", "file:"+path+q)
 		if err != nil {
 			return nil, fmt.Errorf("open sqlite %s: %w", path, err)

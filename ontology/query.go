@@ -285,7 +285,7 @@ func (s *Store) objectsSQL(u *models.User, ts *typeState, fs []valueFilter, ord 
 		sb.WriteString(" AND o.id = " + s.idText("d.object_id"))
 		cols.key = "d.key"
 	case di >= 0 && fs[di].text != "":
-		q, as := s.textDriver(fs[di])
+		q, as := s.textDriver(fs[di], ord.desc)
 		sb.WriteString(q)
 		args = append(args, as...)
 	case di >= 0:
@@ -311,6 +311,14 @@ func (s *Store) objectsSQL(u *models.User, ts *typeState, fs []valueFilter, ord 
 	if ord.field != "" && models.IsPostgres(s.db) {
 		probeEnd = " OFFSET 0)"
 	}
+	// A probe names the driving index row's object id where there is
+	// one (SQLite), so it runs before the object is read: an object a
+	// probe rejects costs no read of its row (half the reads of an
+	// ordered page filtered to 50%).
+	probeID := s.idKey("o.id")
+	if cols.idKey && !models.IsPostgres(s.db) {
+		probeID = "d.object_id"
+	}
 	for i, f := range fs {
 		if i == di || (f.none && f.negate) {
 			continue
@@ -328,7 +336,7 @@ func (s *Store) objectsSQL(u *models.User, ts *typeState, fs []valueFilter, ord 
 		if f.negate {
 			not = "NOT "
 		}
-		sb.WriteString(" AND " + not + "EXISTS (SELECT 1 FROM object_values e WHERE e.object_id = " + s.idKey("o.id") + " AND " + p + probeEnd)
+		sb.WriteString(" AND " + not + "EXISTS (SELECT 1 FROM object_values e WHERE e.object_id = " + probeID + " AND " + p + probeEnd)
 		args = append(args, as...)
 	}
 	if after != nil {
@@ -345,14 +353,23 @@ func (s *Store) objectsSQL(u *models.User, ts *typeState, fs []valueFilter, ord 
 // trigram index: FTS5's phrase of the text's trigrams (case-sensitive)
 // over object_texts, Postgres' LIKE over the strings of object_values,
 // served by pg_trgm (models.ValueText).
-func (s *Store) textDriver(f valueFilter) (string, []any) {
+//
+// On SQLite the matches' ids and creation times are sorted first (the
+// materialized hits, in the listing's order, which the outer query keeps
+// without sorting again), and objects are read from there until the page
+// is full: reading every match's object before sorting cost one random
+// row read per match (1,000 matches of a search at 1M objects for a
+// page of 100).
+func (s *Store) textDriver(f valueFilter, desc bool) (string, []any) {
 	if models.IsPostgres(s.db) {
 		like := "%" + strings.NewReplacer(`\`, `\\`, `%`, `\%`, `_`, `\_`).Replace(f.text) + "%"
 		return "SELECT o.* FROM object_values d CROSS JOIN objects o WHERE " + models.ValueTextOf("d") + ` LIKE ? ESCAPE '\' AND d.prop = ? AND o.id = ` + s.idText("d.object_id"),
 			[]any{like, f.prop}
 	}
 	phrase := `"` + strings.ReplaceAll(f.text, `"`, `""`) + `"`
-	return "SELECT o.* FROM object_texts_fts t CROSS JOIN object_texts d CROSS JOIN objects o WHERE t.object_texts_fts MATCH ? AND d.id = t.rowid AND d.prop = ? AND o.id = " + s.idText("d.object_id"),
+	order := orderSQL(sortCols{at: "d.created", id: "d.object_id"}, desc)
+	return "WITH hits AS MATERIALIZED (SELECT d.object_id, d.created FROM object_texts_fts t CROSS JOIN object_texts d WHERE t.object_texts_fts MATCH ? AND d.id = t.rowid AND d.prop = ? ORDER BY " + order +
+			") SELECT o.* FROM hits d CROSS JOIN objects o WHERE o.id = " + s.idText("d.object_id"),
 		[]any{phrase, f.prop}
 }
 

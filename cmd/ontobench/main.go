@@ -18,6 +18,8 @@ import (
 	"math/rand"
 	"os"
 	"path/filepath"
+	"regexp"
+	"runtime/pprof"
 	"sort"
 	"strconv"
 	"strings"
@@ -37,6 +39,8 @@ func main() {
 	runs := flag.Int("runs", 50, "timed runs of each shape")
 	detail := flag.Bool("detail", false, "print each table's and index's size (stderr) after each size; -runs 0 skips the shapes")
 	reuse := flag.Bool("reuse", false, "keep the objects an earlier run loaded into -db (not emptied; loads only up to each size): load 1M once, measure later")
+	only := flag.String("only", "", "time only the shapes whose name matches this regular expression")
+	cpuProfile := flag.String("cpuprofile", "", "write a CPU profile of the timed shapes (not the load) to this file")
 	appN := flag.Int("app", 0, "instead: start the dev process in-process, create this many objects by execute-batch of a create_object action (-db as its --database-url, kept: objects of an earlier run stay), then time links, update_object and function executes")
 	flag.Parse()
 	slog.SetDefault(slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})))
@@ -44,7 +48,11 @@ func main() {
 	if *appN > 0 {
 		err = runApp(context.Background(), *dsn, *appN, *runs)
 	} else {
-		err = run(context.Background(), *dsn, *sizes, *runs, *detail, *reuse)
+		var o runOpts
+		if o.only, err = regexp.Compile(*only); err == nil {
+			o.cpuProfile = *cpuProfile
+			err = run(context.Background(), *dsn, *sizes, *runs, *detail, *reuse, o)
+		}
 	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "ontobench:", err)
@@ -66,7 +74,13 @@ type bench struct {
 	ids    []string
 }
 
-func run(ctx context.Context, dsn, sizeList string, runs int, detail, reuse bool) error {
+// runOpts narrow a run to some shapes and profile them.
+type runOpts struct {
+	only       *regexp.Regexp
+	cpuProfile string
+}
+
+func run(ctx context.Context, dsn, sizeList string, runs int, detail, reuse bool, o runOpts) error {
 	if dsn == "" {
 		dir, err := os.MkdirTemp("", "ontobench")
 		if err != nil {
@@ -128,7 +142,14 @@ func run(ctx context.Context, dsn, sizeList string, runs int, detail, reuse bool
 				return err
 			}
 		}
+		stop, err := startProfile(o.cpuProfile, n)
+		if err != nil {
+			return err
+		}
 		for _, sh := range shapes {
+			if !o.only.MatchString(sh.name) {
+				continue
+			}
 			p50, p95, err := b.measure(ctx, sh, runs)
 			if err != nil {
 				return fmt.Errorf("%s at %d: %w", sh.name, n, err)
@@ -138,6 +159,7 @@ func run(ctx context.Context, dsn, sizeList string, runs int, detail, reuse bool
 			}
 			results[sh.name] = append(results[sh.name], fmt.Sprintf("%.2f / %.2f", p50, p95))
 		}
+		stop()
 		sz, err := b.sizes(ctx)
 		if err != nil {
 			return err
@@ -451,4 +473,21 @@ func (b *bench) sizeDetail(ctx context.Context) error {
 		}
 	}
 	return nil
+}
+
+// startProfile starts a CPU profile into file (with the size appended
+// when several are measured: file.10000); "" profiles nothing.
+func startProfile(file string, n int) (stop func(), err error) {
+	if file == "" {
+		return func() {}, nil
+	}
+	f, err := os.Create(fmt.Sprintf("%s.%d", file, n))
+	if err != nil {
+		return nil, fmt.Errorf("create the CPU profile: %w", err)
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("start the CPU profile: %w", err)
+	}
+	return func() { pprof.StopCPUProfile(); f.Close() }, nil
 }

@@ -311,13 +311,13 @@ func (s *Store) objectsSQL(u *models.User, ts *typeState, fs []valueFilter, ord 
 	if ord.field != "" && models.IsPostgres(s.db) {
 		probeEnd = " OFFSET 0)"
 	}
-	// A probe names the driving index row's object id where there is
-	// one (SQLite), so it runs before the object is read: an object a
-	// probe rejects costs no read of its row (half the reads of an
-	// ordered page filtered to 50%).
-	probeID := s.idKey("o.id")
-	if cols.idKey && !models.IsPostgres(s.db) {
-		probeID = "d.object_id"
+	// A probe names the driving index row's object id (and creation
+	// time) where there is one, so it runs before the object is read: an
+	// object a probe rejects costs no read of its row (half the reads of
+	// an ordered page filtered to 50%).
+	probeID, created := s.idKey("o.id"), "CAST(EXTRACT(EPOCH FROM o.created_at) * 1000000 AS bigint)"
+	if cols.idKey {
+		probeID, created = "d.object_id", "d.created"
 	}
 	for i, f := range fs {
 		if i == di || (f.none && f.negate) {
@@ -330,7 +330,7 @@ func (s *Store) objectsSQL(u *models.User, ts *typeState, fs []valueFilter, ord 
 			// entry of idx_object_value, not a scan of the key's entries
 			// for the object (which the planner picks, 50 ms for a key
 			// of 5,000 objects).
-			p += " AND e.created = CAST(EXTRACT(EPOCH FROM o.created_at) * 1000000 AS bigint)"
+			p += " AND e.created = " + created
 		}
 		not := ""
 		if f.negate {

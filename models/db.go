@@ -143,10 +143,7 @@ func all(db *gorm.DB) []any {
 	for _, group := range [][]any{userModels, davModels, ontologyModels, actionModels, rollupModels, secretModels, branchModels, functionModels, objectValueModels} {
 		out = append(out, group...)
 	}
-	if !IsPostgres(db) {
-		out = append(out, &ObjectText{})
-	}
-	return out
+	return append(out, textModels(db)...)
 }
 
 // obsoleteIndexes are indexes earlier schemas created that a wider one

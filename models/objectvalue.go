@@ -128,14 +128,17 @@ const ObjectValueVersion = 4
 
 var objectValueModels = []any{&ObjectValue{}, &ObjectValueBuild{}}
 
-// indexModels are the index's tables in db's dialect: ObjectText on
-// SQLite only.
-func indexModels(db *gorm.DB) []any {
+// textModels are the text index's tables in db's dialect: ObjectText on
+// SQLite; none on Postgres, whose trigram index is on object_values.
+func textModels(db *gorm.DB) []any {
 	if IsPostgres(db) {
-		return []any{&ObjectValue{}}
+		return nil
 	}
-	return []any{&ObjectValue{}, &ObjectText{}}
+	return []any{&ObjectText{}}
 }
+
+// indexModels are the index's tables in db's dialect.
+func indexModels(db *gorm.DB) []any { return append([]any{&ObjectValue{}}, textModels(db)...) }
 
 // ObjectText is the text of a string property's value, searched by
 // substring (the operator includes) through SQLite's FTS5 table

@@ -115,8 +115,13 @@ func (t *tree) existingRootID(ctx context.Context, userID string) (int64, error)
 // child is the entry name of collection dirID: one query, where a lookup
 // of its path walks every segment again.
 func (t *tree) child(ctx context.Context, userID string, dirID int64, name string) (*models.DavNode, error) {
+	return childOf(t.db.WithContext(ctx), userID, dirID, name)
+}
+
+// childOf is the entry name of collection dirID in db.
+func childOf(db *gorm.DB, userID string, dirID int64, name string) (*models.DavNode, error) {
 	var n models.DavNode
-	if err := t.db.WithContext(ctx).Where("user_id = ? AND parent_id = ? AND name = ?", userID, dirID, name).Take(&n).Error; err != nil {
+	if err := db.Where("user_id = ? AND parent_id = ? AND name = ?", userID, dirID, name).Take(&n).Error; err != nil {
 		return nil, notFound(err)
 	}
 	return &n, nil
@@ -133,17 +138,18 @@ func walk(ctx context.Context, db *gorm.DB, userID string, id int64, p string) (
 		return &n, nil
 	}
 	segs := strings.Split(p[1:], "/")
+	var c *models.DavNode
 	for i, seg := range segs {
-		n = models.DavNode{}
-		if err := db.Where("user_id = ? AND parent_id = ? AND name = ?", userID, id, seg).Take(&n).Error; err != nil {
-			return nil, notFound(err)
+		var err error
+		if c, err = childOf(db, userID, id, seg); err != nil {
+			return nil, err
 		}
-		if !n.Dir && i < len(segs)-1 {
+		if !c.Dir && i < len(segs)-1 {
 			return nil, fs.ErrNotExist
 		}
-		id = n.ID
+		id = c.ID
 	}
-	return &n, nil
+	return c, nil
 }
 
 func notFound(err error) error {

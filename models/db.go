@@ -189,13 +189,13 @@ func Migrate(ctx context.Context, db *gorm.DB) error {
 		}
 		var err error
 		from, err = migrateVersioned(ctx, conn, func(tables bool) error {
-			recreated, err := prepareObjectValues(conn)
+			rebuild, err := prepareObjectValues(conn)
 			if err != nil {
 				return err
 			}
 			// Recreated index tables get the models' indexes from
 			// AutoMigrate too.
-			if tables || recreated {
+			if tables || rebuild != rebuildNone {
 				if err := conn.AutoMigrate(all(conn)...); err != nil {
 					return fmt.Errorf("auto-migrate: %w", err)
 				}
@@ -203,7 +203,7 @@ func Migrate(ctx context.Context, db *gorm.DB) error {
 					return err
 				}
 			}
-			return buildObjectValues(ctx, conn)
+			return buildObjectValues(ctx, conn, rebuild)
 		})
 		return err
 	})

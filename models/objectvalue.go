@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"log/slog"
+	"slices"
 	"strings"
 	"time"
 
@@ -80,24 +81,46 @@ func IDKey(id string) ([]byte, error) {
 	return u[:], nil
 }
 
+// indexRebuild is what prepareObjectValues left for buildObjectValues.
+type indexRebuild int
+
+const (
+	rebuildNone  indexRebuild = iota
+	rebuildTexts              // SQLite's object_texts only (from version 4)
+	rebuildAll
+)
+
 // prepareObjectValues recreates object_values and object_texts (empty,
 // for buildObjectValues to fill) unless the index of this version was
 // built: an older version's tables hold ids as text (version 2) or
-// object_values as a rowid table (version 1).
-func prepareObjectValues(db *gorm.DB) (recreated bool, err error) {
+// object_values as a rowid table (version 1). From version 4 only
+// SQLite's object_texts are recreated (its ids become creation labels);
+// Postgres has nothing to change.
+func prepareObjectValues(db *gorm.DB) (indexRebuild, error) {
 	db = db.Session(&gorm.Session{NewDB: true})
 	pg := IsPostgres(db)
 	m := db.Migrator()
 	if m.HasTable(&ObjectValueBuild{}) {
-		var n int64
-		if err := db.Model(&ObjectValueBuild{}).Where("version = ?", ObjectValueVersion).Count(&n).Error; err != nil {
-			return false, fmt.Errorf("read index build: %w", err)
+		var built []int
+		if err := db.Model(&ObjectValueBuild{}).Pluck("version", &built).Error; err != nil {
+			return rebuildAll, fmt.Errorf("read index build: %w", err)
 		}
-		if n > 0 && m.HasTable(&ObjectValue{}) {
-			return false, nil
+		switch {
+		case slices.Contains(built, ObjectValueVersion) && m.HasTable(&ObjectValue{}):
+			return rebuildNone, nil
+		case slices.Contains(built, 4) && m.HasTable(&ObjectValue{}):
+			if pg {
+				return rebuildNone, recordIndexBuild(db)
+			}
+			for _, q := range []string{"DROP TABLE IF EXISTS object_texts", "DROP TABLE IF EXISTS object_texts_fts"} {
+				if err := db.Exec(q).Error; err != nil {
+					return rebuildAll, fmt.Errorf("recreate the text index: %w", err)
+				}
+			}
+			return rebuildTexts, nil
 		}
 		if err := db.Session(&gorm.Session{AllowGlobalUpdate: true}).Delete(&ObjectValueBuild{}).Error; err != nil {
-			return false, fmt.Errorf("forget the index build: %w", err)
+			return rebuildAll, fmt.Errorf("forget the index build: %w", err)
 		}
 	}
 	drops := []string{"DROP TABLE IF EXISTS object_values", "DROP TABLE IF EXISTS object_texts"}
@@ -106,10 +129,24 @@ func prepareObjectValues(db *gorm.DB) (recreated bool, err error) {
 	}
 	for _, q := range append(drops, objectValuesDDL[pg]...) {
 		if err := db.Exec(q).Error; err != nil {
-			return false, fmt.Errorf("recreate the property-value index: %w", err)
+			return rebuildAll, fmt.Errorf("recreate the property-value index: %w", err)
 		}
 	}
-	return true, nil
+	return rebuildAll, nil
+}
+
+// recordIndexBuild records the index of this version as built (and
+// forgets older versions' builds).
+func recordIndexBuild(db *gorm.DB) error {
+	return db.Transaction(func(tx *gorm.DB) error {
+		if err := tx.Where("version <> ?", ObjectValueVersion).Delete(&ObjectValueBuild{}).Error; err != nil {
+			return fmt.Errorf("forget older index builds: %w", err)
+		}
+		if err := tx.Create(&ObjectValueBuild{Version: ObjectValueVersion, BuiltAt: time.Now().UTC()}).Error; err != nil {
+			return fmt.Errorf("record index build: %w", err)
+		}
+		return nil
+	})
 }
 
 // ObjectValueBuild records that the index was built for existing objects
@@ -123,8 +160,9 @@ type ObjectValueBuild struct {
 // KeyNull for properties without a value; 3: object ids as 16 bytes,
 // no primary key on Postgres; 4: no column part (ElementKey), and on
 // Postgres no object_texts (the trigram index is on object_values) and
-// idx_object_value without the object id).
-const ObjectValueVersion = 4
+// idx_object_value without the object id; 5: SQLite's object_texts ids
+// are creation labels, TextBlock).
+const ObjectValueVersion = 5
 
 var objectValueModels = []any{&ObjectValue{}, &ObjectValueBuild{}}
 
@@ -457,6 +495,9 @@ func InsertObjectTexts(ctx context.Context, tx *gorm.DB, rows []ObjectText) erro
 	if len(rows) == 0 || IsPostgres(tx) {
 		return nil
 	}
+	if err := labelTexts(ctx, tx, rows); err != nil {
+		return err
+	}
 	if err := tx.WithContext(ctx).CreateInBatches(rows, 500).Error; err != nil {
 		return fmt.Errorf("write text index: %w", err)
 	}
@@ -476,8 +517,9 @@ func InsertObjectValues(ctx context.Context, tx *gorm.DB, rows []ObjectValue) er
 
 // buildObjectValues indexes every existing object unless the index of
 // this version was built: in batches of 1,000 objects, each its own
-// transaction (no long lock on Postgres), logging progress.
-func buildObjectValues(ctx context.Context, db *gorm.DB) error {
+// transaction (no long lock on Postgres), logging progress. With
+// rebuildTexts it writes only the text index.
+func buildObjectValues(ctx context.Context, db *gorm.DB, what indexRebuild) error {
 	db = db.Session(&gorm.Session{NewDB: true, Context: ctx})
 	if err := ensureTextSearch(db); err != nil {
 		return err
@@ -494,13 +536,17 @@ func buildObjectValues(ctx context.Context, db *gorm.DB) error {
 		return fmt.Errorf("count objects: %w", err)
 	}
 	start := time.Now()
-	for _, m := range indexModels(db) {
+	tables := indexModels(db)
+	if what == rebuildTexts {
+		tables = textModels(db)
+	}
+	for _, m := range tables {
 		if err := db.Session(&gorm.Session{AllowGlobalUpdate: true}).Delete(m).Error; err != nil {
 			return fmt.Errorf("clear property-value index: %w", err)
 		}
 	}
 	if total > 0 {
-		slog.Info("building the property-value index", "objects", total)
+		slog.Info("building the property-value index", "objects", total, "texts_only", what == rebuildTexts)
 	}
 	defs := map[string][]Property{}
 	last, done := "", 0
@@ -523,11 +569,13 @@ func buildObjectValues(ctx context.Context, db *gorm.DB) error {
 				}
 				defs[o.ObjectTypeID] = ps
 			}
-			r, err := ObjectValues(o.ObjectTypeID, o.ID, o.CreatedAt, ps, o.Properties.V)
-			if err != nil {
-				return err
+			if what != rebuildTexts {
+				r, err := ObjectValues(o.ObjectTypeID, o.ID, o.CreatedAt, ps, o.Properties.V)
+				if err != nil {
+					return err
+				}
+				rows = append(rows, r...)
 			}
-			rows = append(rows, r...)
 			t, err := ObjectTexts(o.ObjectTypeID, o.ID, o.CreatedAt, ps, o.Properties.V)
 			if err != nil {
 				return err
@@ -549,8 +597,5 @@ func buildObjectValues(ctx context.Context, db *gorm.DB) error {
 			slog.Info("property-value index", "indexed", done, "of", total, "took", time.Since(start).Round(time.Millisecond))
 		}
 	}
-	if err := db.Create(&ObjectValueBuild{Version: ObjectValueVersion, BuiltAt: time.Now().UTC()}).Error; err != nil {
-		return fmt.Errorf("record index build: %w", err)
-	}
-	return nil
+	return recordIndexBuild(db)
 }

@@ -3,6 +3,7 @@ package ontology
 import (
 	"context"
 	"fmt"
+	"math"
 	"sort"
 	"strings"
 	"unicode/utf8"
@@ -37,6 +38,9 @@ type valueFilter struct {
 	text string
 	// eq: pred is an equality of the key.
 	eq bool
+	// block, when set, narrows a labelled text search to the texts of
+	// one millisecond of creation (models.TextBlock): settleTies.
+	block *[2]int64
 }
 
 // Driving ranks.
@@ -240,6 +244,17 @@ func (f valueFilter) rowPred(a string) (string, []any) {
 // may read, in the order ord, after the keyset position after (if any),
 // skipping offset and returning at most limit.
 func (s *Store) queryObjects(ctx context.Context, u *models.User, ts *typeState, fs []valueFilter, ord order, after *cursor, offset, limit int) ([]models.Object, error) {
+	out, err := s.runObjects(ctx, u, ts, fs, ord, after, offset, limit)
+	if err != nil {
+		return nil, err
+	}
+	if di := s.labelledText(fs, ord, offset); di >= 0 {
+		return s.settleTies(ctx, u, ts, fs, di, ord, after, limit, out)
+	}
+	return out, nil
+}
+
+func (s *Store) runObjects(ctx context.Context, u *models.User, ts *typeState, fs []valueFilter, ord order, after *cursor, offset, limit int) ([]models.Object, error) {
 	out := []models.Object{}
 	q, args, ok := s.objectsSQL(u, ts, fs, ord, after, offset, limit)
 	if !ok {
@@ -251,6 +266,72 @@ func (s *Store) queryObjects(ctx context.Context, u *models.User, ts *typeState,
 	return out, nil
 }
 
+// driver is the index of the filter that drives a listing in creation
+// order (-1: none, ordered by a property or by update, or the type's
+// objects in creation order); none: a filter matches nothing.
+func driver(fs []valueFilter, ord order) (di int, none bool) {
+	di = -1
+	for i, f := range fs {
+		if f.none && !f.negate {
+			return -1, true
+		}
+		if ord.field == "" && f.drive != driveNever && (di < 0 || f.drive < fs[di].drive) {
+			di = i
+		}
+	}
+	return di, false
+}
+
+// labelledText is the index of the text filter that drives a listing
+// in creation order through SQLite's labelled texts (models.TextBlock),
+// or -1. A page at an offset (an old page token) sorts every match
+// instead (textDriver).
+func (s *Store) labelledText(fs []valueFilter, ord order, offset int) int {
+	di, none := driver(fs, ord)
+	if none || di < 0 || fs[di].text == "" || offset > 0 || models.IsPostgres(s.db) {
+		return -1
+	}
+	return di
+}
+
+// settleTies puts a page of a labelled text search (out, in label
+// order) into the listing's order: labels order texts by the
+// millisecond of creation, not within it, so the page is sorted, and
+// when it is full the matches of its last millisecond are read whole
+// (the block query) in case one that sorts earlier was left out.
+func (s *Store) settleTies(ctx context.Context, u *models.User, ts *typeState, fs []valueFilter, di int, ord order, after *cursor, limit int, out []models.Object) ([]models.Object, error) {
+	sortCreated(out, ord.desc)
+	if len(out) < limit || len(out) == 0 {
+		return out, nil
+	}
+	lo, hi := models.TextBlock(models.CreatedKey(out[len(out)-1].CreatedAt))
+	narrowed := append([]valueFilter(nil), fs...)
+	narrowed[di].block = &[2]int64{lo, hi}
+	tie, err := s.runObjects(ctx, u, ts, narrowed, ord, after, 0, math.MaxInt32)
+	if err != nil {
+		return nil, err
+	}
+	merged := tie
+	for _, o := range out {
+		if l, _ := models.TextBlock(models.CreatedKey(o.CreatedAt)); l != lo {
+			merged = append(merged, o)
+		}
+	}
+	sortCreated(merged, ord.desc)
+	return merged[:min(limit, len(merged))], nil
+}
+
+// sortCreated sorts objs in creation order (ties by id), or its reverse.
+func sortCreated(objs []models.Object, desc bool) {
+	sort.SliceStable(objs, func(i, j int) bool {
+		a, b := models.CreatedKey(objs[i].CreatedAt), models.CreatedKey(objs[j].CreatedAt)
+		if a != b {
+			return (a < b) != desc
+		}
+		return (objs[i].ID < objs[j].ID) != desc
+	})
+}
+
 // objectsSQL is queryObjects' statement; false when no object can match.
 // In creation order the best-driving filter is joined (its index rows
 // in creation order for an equality) and the others are probes of an
@@ -258,18 +339,14 @@ func (s *Store) queryObjects(ctx context.Context, u *models.User, ts *typeState,
 // drive (one range of the index, already in order) and every filter is
 // a probe; ordered by update, idx_object_updated drives.
 func (s *Store) objectsSQL(u *models.User, ts *typeState, fs []valueFilter, ord order, after *cursor, offset, limit int) (string, []any, bool) {
-	di := -1
-	for i, f := range fs {
-		if f.none && !f.negate {
-			return "", nil, false
-		}
-		if ord.field == "" && f.drive != driveNever && (di < 0 || f.drive < fs[di].drive) {
-			di = i
-		}
+	di, none := driver(fs, ord)
+	if none {
+		return "", nil, false
 	}
 	var sb strings.Builder
 	var args []any
 	cols := sortCols{at: "d.created", id: "d.object_id", idKey: true}
+	labelled := s.labelledText(fs, ord, offset) >= 0
 	switch {
 	case ord.field == OrderUpdated:
 		sb.WriteString("SELECT o.* FROM objects o WHERE 1 = 1")
@@ -284,6 +361,10 @@ func (s *Store) objectsSQL(u *models.User, ts *typeState, fs []valueFilter, ord 
 		}
 		sb.WriteString(" AND o.id = " + s.idText("d.object_id"))
 		cols.key = "d.key"
+	case labelled:
+		q, as := s.labelledTextDriver(fs[di], ord.desc, after)
+		sb.WriteString(q)
+		args = append(args, as...)
 	case di >= 0 && fs[di].text != "":
 		q, as := s.textDriver(fs[di], ord.desc)
 		sb.WriteString(q)
@@ -344,7 +425,11 @@ func (s *Store) objectsSQL(u *models.User, ts *typeState, fs []valueFilter, ord 
 		sb.WriteString(" AND " + q)
 		args = append(args, as...)
 	}
-	sb.WriteString(" ORDER BY " + orderSQL(cols, ord.desc) + " LIMIT ? OFFSET ?")
+	by := orderSQL(cols, ord.desc)
+	if labelled {
+		by = orderSQL(sortCols{id: "t.rowid"}, ord.desc) // the labels' order, settled by settleTies
+	}
+	sb.WriteString(" ORDER BY " + by + " LIMIT ? OFFSET ?")
 	args = append(args, limit, offset)
 	return sb.String(), args, true
 }
@@ -371,6 +456,32 @@ func (s *Store) textDriver(f valueFilter, desc bool) (string, []any) {
 	return "WITH hits AS MATERIALIZED (SELECT d.object_id, d.created FROM object_texts_fts t CROSS JOIN object_texts d WHERE t.object_texts_fts MATCH ? AND d.id = t.rowid AND d.prop = ? ORDER BY " + order +
 			") SELECT o.* FROM hits d CROSS JOIN objects o WHERE o.id = " + s.idText("d.object_id"),
 		[]any{phrase, f.prop}
+}
+
+// labelledTextDriver selects the objects whose property holds f.text
+// through SQLite's FTS5 table in label order (models.TextBlock): FTS5
+// returns a phrase's matches in rowid order and stops when the page is
+// full, so a search reads about the matches its page needs. The keyset
+// position after becomes a label bound too, so a later page starts in
+// the trigram lists where the last one stopped.
+func (s *Store) labelledTextDriver(f valueFilter, desc bool, after *cursor) (string, []any) {
+	phrase := `"` + strings.ReplaceAll(f.text, `"`, `""`) + `"`
+	q := "SELECT o.* FROM object_texts_fts t CROSS JOIN object_texts d CROSS JOIN objects o WHERE t.object_texts_fts MATCH ?"
+	args := []any{phrase}
+	if f.block != nil {
+		q += " AND t.rowid >= ? AND t.rowid < ?"
+		args = append(args, f.block[0], f.block[1])
+	}
+	if after != nil {
+		lo, hi := models.TextBlock(after.At)
+		if desc {
+			q, args = q+" AND t.rowid < ?", append(args, hi)
+		} else {
+			q, args = q+" AND t.rowid >= ?", append(args, lo)
+		}
+	}
+	q += " AND d.id = t.rowid AND d.prop = ? AND o.id = " + s.idText("d.object_id")
+	return q, append(args, f.prop)
 }
 
 // idText is the object id (text, as objects.id) of the index's id

@@ -104,3 +104,72 @@ func TestUpgradeBuildsIndex(t *testing.T) {
 		}
 	})
 }
+
+// TestUpgradeLabelsTexts: from index version 4 an upgrade rebuilds only
+// what changed: SQLite's object texts get creation labels (ids of
+// version 4 were a sequence), object_values stays as it is (a row no
+// object has survives), and Postgres, which has no object_texts, only
+// records the new version. A search then pages in creation order.
+func TestUpgradeLabelsTexts(t *testing.T) {
+	testdb.Each(t, func(t *testing.T, db *gorm.DB) {
+		ctx := context.Background()
+		s, _ := everything(t, db)
+		for i := 0; i < 300; i++ {
+			ok(s.CreateObject(ctx, nil, "Everything", jsMap(t, fmt.Sprintf(`{"s":"nn%d","i":%d}`, i%10, i)), "", admin.ID, ""))(t)
+		}
+		pg := models.IsPostgres(db)
+		v4 := []string{"DELETE FROM object_value_builds", "INSERT INTO object_value_builds (version) VALUES (4)",
+			"INSERT INTO object_values (prop, created, object_id, key) VALUES (1, 1, " + map[bool]string{false: "x'00000000000040008000000000000009'", true: `'\x00000000000040008000000000000009'`}[pg] + ", 'marker')"}
+		if !pg {
+			v4 = append(v4, "CREATE TEMP TABLE texts4 AS SELECT object_id, prop, created, txt FROM object_texts ORDER BY random()",
+				"DELETE FROM object_texts",
+				"INSERT INTO object_texts (id, object_id, prop, created, txt) SELECT row_number() OVER (), object_id, prop, created, txt FROM texts4")
+		}
+		for _, q := range v4 {
+			if err := db.Exec(q).Error; err != nil {
+				t.Fatalf("%s: %v", q, err)
+			}
+		}
+		if err := models.Migrate(ctx, db); err != nil {
+			t.Fatal(err)
+		}
+		var marker, unlabelled int64
+		db.Raw("SELECT COUNT(*) FROM object_values WHERE prop = 1 AND created = 1").Scan(&marker)
+		if marker != 1 {
+			t.Fatal("the upgrade from version 4 rebuilt object_values")
+		}
+		var built []int
+		db.Model(&models.ObjectValueBuild{}).Pluck("version", &built)
+		if fmt.Sprint(built) != fmt.Sprint([]int{models.ObjectValueVersion}) {
+			t.Fatalf("index builds recorded: %v", built)
+		}
+		if !pg {
+			var texts []models.ObjectText
+			db.Find(&texts)
+			for _, x := range texts {
+				if lo, hi := models.TextBlock(x.Created); x.ID < lo || x.ID >= hi {
+					unlabelled++
+				}
+			}
+			if len(texts) < 300 || unlabelled != 0 {
+				t.Fatalf("after the upgrade %d texts, %d not labelled by creation", len(texts), unlabelled)
+			}
+		}
+		var want, got []string
+		for _, o := range ok(s.ListObjects(ctx, admin, "Everything", ontology.ObjectQuery{Filters: []ontology.RawFilter{{Key: "s", Value: "nn3"}}, Limit: 100}))(t) {
+			want = append(want, o.ID)
+		}
+		q := ontology.ObjectQuery{Filters: []ontology.RawFilter{{Key: "s.includes", Value: "nn3"}}, Limit: 7}
+		for {
+			page := ok(s.ListObjectsPage(ctx, admin, "Everything", q))(t)
+			got = append(got, objIDs(page.Items)...)
+			if page.NextPageToken == "" || len(got) > 30 {
+				break
+			}
+			q.PageToken = page.NextPageToken
+		}
+		if len(want) != 30 || fmt.Sprint(got) != fmt.Sprint(want) {
+			t.Fatalf("search after the upgrade: %d objects, in creation order: %v (%d wanted)", len(got), fmt.Sprint(got) == fmt.Sprint(want), len(want))
+		}
+	})
+}

@@ -14,6 +14,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/stdlib"
 	"gorm.io/driver/postgres"
 	"gorm.io/driver/sqlite"
 	"gorm.io/gorm"
@@ -52,7 +54,7 @@ func Open(ctx context.Context, dsn string) (*gorm.DB, error) {
 	)
 	switch {
 	case strings.HasPrefix(dsn, "postgres://"), strings.HasPrefix(dsn, "postgresql://"), strings.Contains(dsn, "host="):
-		db, err = gorm.Open(postgres.Open(dsn), cfg)
+		db, err = gorm.Open(postgres.New(postgres.Config{DSN: dsn, OptionOpenDB: []stdlib.OptionOpenDB{stdlib.OptionBeforeConnect(customPlans)}}), cfg)
 		if err != nil {
 			return nil, fmt.Errorf("open postgres: %w", err)
 		}
@@ -101,6 +103,21 @@ func Open(ctx context.Context, dsn string) (*gorm.DB, error) {
 		return nil, err
 	}
 	return db, nil
+}
+
+// customPlans makes Postgres plan each execution of a prepared statement
+// for its values (plan_cache_mode force_custom_plan) unless the DSN says
+// otherwise. Statements are prepared (PrepareStmt), and after five
+// executions Postgres may keep a generic plan, blind to the values: for
+// the query path, whose best plan depends on how many objects a value
+// selects, that plan read a 1% filter's every index row (190 ms instead
+// of 2.8 ms for a page at 100,000 objects). Planning each time costs
+// tens of microseconds.
+func customPlans(_ context.Context, c *pgx.ConnConfig) error {
+	if _, set := c.RuntimeParams["plan_cache_mode"]; !set {
+		c.RuntimeParams["plan_cache_mode"] = "force_custom_plan"
+	}
+	return nil
 }
 
 // sqliteDialector translates the modernc driver's constraint errors, which

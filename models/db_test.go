@@ -3,6 +3,7 @@ package models_test
 import (
 	"context"
 	"errors"
+	"slices"
 	"testing"
 
 	"gorm.io/gorm"
@@ -51,5 +52,32 @@ func TestOpenRefusesBadDSN(t *testing.T) {
 	}
 	if _, err := models.Open(ctx, "sqlite:/proc/no/such/dir/x.db"); err == nil {
 		t.Error("opened SQLite in a directory that cannot exist")
+	}
+}
+
+// Postgres plans each execution of a prepared statement for its values
+// (a generic plan of a filter read every index row of a 1% value: 190 ms
+// for a page at 100,000 objects), unless the DSN chooses otherwise.
+func TestPostgresPlansEachExecution(t *testing.T) {
+	if !slices.Contains(testdb.Dialects(), "postgres") {
+		t.Skip("TEST_DATABASE_URL is not set (CI sets it)")
+	}
+	ctx := context.Background()
+	dsn := testdb.DSN(t, "postgres")
+	for _, c := range []struct{ dsn, want string }{{dsn, "force_custom_plan"}, {dsn + "&plan_cache_mode=auto", "auto"}} {
+		db, err := models.Open(ctx, c.dsn)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var mode string
+		if err := db.Raw("SHOW plan_cache_mode").Scan(&mode).Error; err != nil {
+			t.Fatal(err)
+		}
+		if sqlDB, err := db.DB(); err == nil {
+			sqlDB.Close()
+		}
+		if mode != c.want {
+			t.Errorf("plan_cache_mode %q, want %q (DSN %s)", mode, c.want, c.dsn)
+		}
 	}
 }

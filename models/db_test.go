@@ -57,27 +57,34 @@ func TestOpenRefusesBadDSN(t *testing.T) {
 
 // Postgres plans each execution of a prepared statement for its values
 // (a generic plan of a filter read every index row of a 1% value: 190 ms
-// for a page at 100,000 objects), unless the DSN chooses otherwise.
-func TestPostgresPlansEachExecution(t *testing.T) {
+// for a page at 100,000 objects) and without parallel workers (which
+// read past a page), unless the DSN chooses otherwise.
+func TestPostgresSessionSettings(t *testing.T) {
 	if !slices.Contains(testdb.Dialects(), "postgres") {
 		t.Skip("TEST_DATABASE_URL is not set (CI sets it)")
 	}
 	ctx := context.Background()
 	dsn := testdb.DSN(t, "postgres")
-	for _, c := range []struct{ dsn, want string }{{dsn, "force_custom_plan"}, {dsn + "&plan_cache_mode=auto", "auto"}} {
+	for _, c := range []struct{ dsn, plans, workers string }{
+		{dsn, "force_custom_plan", "0"},
+		{dsn + "&plan_cache_mode=auto&max_parallel_workers_per_gather=2", "auto", "2"},
+	} {
 		db, err := models.Open(ctx, c.dsn)
 		if err != nil {
 			t.Fatal(err)
 		}
-		var mode string
-		if err := db.Raw("SHOW plan_cache_mode").Scan(&mode).Error; err != nil {
+		var plans, workers string
+		if err := db.Raw("SHOW plan_cache_mode").Scan(&plans).Error; err != nil {
+			t.Fatal(err)
+		}
+		if err := db.Raw("SHOW max_parallel_workers_per_gather").Scan(&workers).Error; err != nil {
 			t.Fatal(err)
 		}
 		if sqlDB, err := db.DB(); err == nil {
 			sqlDB.Close()
 		}
-		if mode != c.want {
-			t.Errorf("plan_cache_mode %q, want %q (DSN %s)", mode, c.want, c.dsn)
+		if plans != c.plans || workers != c.workers {
+			t.Errorf("plan_cache_mode %q, max_parallel_workers_per_gather %q; want %q, %q (DSN %s)", plans, workers, c.plans, c.workers, c.dsn)
 		}
 	}
 }

@@ -17,20 +17,21 @@ import (
 	"github.com/ontoflow/ontoflow/ontology"
 )
 
-// TestTextSearchSettlesTiesOfOneMillisecond: SQLite's text labels order
-// matches by the millisecond of creation only (models.TextBlock), so a
-// search's page must still come out in creation order, ties by id, when
-// many matches share a millisecond (and microseconds), were written in
-// another order (restored) or relabelled by an update, and a page ends
-// inside that millisecond. Pages of every size from 1 to 9, both
-// directions, through page tokens.
-func TestTextSearchSettlesTiesOfOneMillisecond(t *testing.T) {
+// TestLooseOrdersSettleTies: SQLite's text labels order matches by the
+// millisecond of creation only (models.TextBlock), and Postgres orders
+// an equality's rows by creation time alone, so a page must still come
+// out in creation order, ties by id, when many matches share a
+// millisecond and microseconds, were written in another order
+// (restored) or relabelled by an update, and a page ends inside that
+// millisecond or microsecond. Pages of every size from 1 to 9, both
+// directions, through page tokens, of a search and of an equality.
+func TestLooseOrdersSettleTies(t *testing.T) {
 	testdb.Each(t, func(t *testing.T, db *gorm.DB) {
 		ctx := context.Background()
 		s := ontology.NewStore(db, nil, builtinKinds)
 		var sp ontology.ObjectTypeSpec
 		decodeInto(t, `{"name":"Tie","primary_key":"key","properties":[
-			{"name":"key","type":"string","required":true,"unique":true},{"name":"note","type":"string"}]}`, &sp)
+			{"name":"key","type":"string","required":true,"unique":true},{"name":"note","type":"string"},{"name":"kind","type":"string"}]}`, &sp)
 		ok(s.CreateObjectType(ctx, admin.ID, sp))(t)
 		r := rand.New(rand.NewSource(5))
 		base := time.Date(2025, 3, 1, 12, 0, 0, 0, time.UTC)
@@ -40,12 +41,12 @@ func TestTextSearchSettlesTiesOfOneMillisecond(t *testing.T) {
 			// microseconds each, so that ties of one microsecond go by id.
 			ms := []int{0, 1, 1, 1, 2}[r.Intn(5)]
 			at := base.Add(time.Duration(ms)*time.Millisecond + time.Duration(r.Intn(4))*time.Microsecond)
-			note := "tie " + fmt.Sprint(i)
+			note, kind := "tie "+fmt.Sprint(i), "k"
 			if i%5 == 0 {
-				note = "other"
+				note, kind = "other", "other"
 			}
 			objs = append(objs, domain.Object{ID: uuid.NewString(), ObjectTypeID: "Tie", Marking: "public", CreatedBy: admin.ID,
-				Organization: "o1", CreatedAt: at, UpdatedAt: at, Properties: map[string]any{"key": fmt.Sprint("k", i), "note": note}})
+				Organization: "o1", CreatedAt: at, UpdatedAt: at, Properties: map[string]any{"key": fmt.Sprint("k", i), "note": note, "kind": kind}})
 		}
 		// Restored in random order: the labels of one millisecond are in
 		// the order written, not the listing's.
@@ -54,10 +55,11 @@ func TestTextSearchSettlesTiesOfOneMillisecond(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		// An update relabels a text: it goes after its millisecond's others.
+		// An update relabels a text: it goes after its millisecond's
+		// others. The equality's rows are written again too.
 		for _, i := range r.Perm(len(objs))[:20] {
-			objs[i].Properties["note"] = fmt.Sprint("tie again ", i)
-			if _, err := s.UpdateObject(ctx, nil, objs[i].ID, map[string]any{"note": objs[i].Properties["note"]}); err != nil {
+			objs[i].Properties["note"], objs[i].Properties["kind"] = fmt.Sprint("tie again ", i), "k"
+			if _, err := s.UpdateObject(ctx, nil, objs[i].ID, map[string]any{"note": objs[i].Properties["note"], "kind": "k"}); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -73,13 +75,18 @@ func TestTextSearchSettlesTiesOfOneMillisecond(t *testing.T) {
 				want = append(want, o.ID)
 			}
 		}
-		for _, order := range []string{"", "-created_at"} {
-			if order != "" {
+		for _, c := range []struct {
+			filter ontology.RawFilter
+			order  string
+		}{{ontology.RawFilter{Key: "note.includes", Value: "tie"}, ""}, {ontology.RawFilter{Key: "note.includes", Value: "tie"}, "-created_at"},
+			{ontology.RawFilter{Key: "kind", Value: "k"}, ""}, {ontology.RawFilter{Key: "kind", Value: "k"}, "-created_at"}} {
+			want := want
+			if c.order != "" {
 				want = reversed(want)
 			}
 			for size := 1; size <= 9; size++ {
 				var got []string
-				q := ontology.ObjectQuery{Filters: []ontology.RawFilter{{Key: "note.includes", Value: "tie"}}, OrderBy: order, Limit: size}
+				q := ontology.ObjectQuery{Filters: []ontology.RawFilter{c.filter}, OrderBy: c.order, Limit: size}
 				for {
 					page := ok(s.ListObjectsPage(ctx, admin, "Tie", q))(t)
 					got = append(got, objIDs(page.Items)...)
@@ -89,7 +96,7 @@ func TestTextSearchSettlesTiesOfOneMillisecond(t *testing.T) {
 					q.PageToken = page.NextPageToken
 				}
 				if !slices.Equal(want, got) {
-					t.Fatalf("order %q, pages of %d: %d objects, want %d; first difference at %s", order, size, len(got), len(want), firstDiff(want, got))
+					t.Fatalf("%v, order %q, pages of %d: %d objects, want %d; first difference at %s", c.filter, c.order, size, len(got), len(want), firstDiff(want, got))
 				}
 			}
 		}

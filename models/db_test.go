@@ -57,24 +57,28 @@ func TestOpenRefusesBadDSN(t *testing.T) {
 
 // Postgres plans each execution of a prepared statement for its values
 // (a generic plan of a filter read every index row of a 1% value: 190 ms
-// for a page at 100,000 objects) and without parallel workers (which
-// read past a page), unless the DSN chooses otherwise.
+// for a page at 100,000 objects), without parallel workers (which read
+// past a page) and without JIT (which compiled longer than a page took),
+// unless the DSN chooses otherwise.
 func TestPostgresSessionSettings(t *testing.T) {
 	if !slices.Contains(testdb.Dialects(), "postgres") {
 		t.Skip("TEST_DATABASE_URL is not set (CI sets it)")
 	}
 	ctx := context.Background()
 	dsn := testdb.DSN(t, "postgres")
-	for _, c := range []struct{ dsn, plans, workers string }{
-		{dsn, "force_custom_plan", "0"},
-		{dsn + "&plan_cache_mode=auto&max_parallel_workers_per_gather=2", "auto", "2"},
+	for _, c := range []struct{ dsn, plans, workers, jit string }{
+		{dsn, "force_custom_plan", "0", "off"},
+		{dsn + "&plan_cache_mode=auto&max_parallel_workers_per_gather=2&jit=on", "auto", "2", "on"},
 	} {
 		db, err := models.Open(ctx, c.dsn)
 		if err != nil {
 			t.Fatal(err)
 		}
-		var plans, workers string
+		var plans, workers, jit string
 		if err := db.Raw("SHOW plan_cache_mode").Scan(&plans).Error; err != nil {
+			t.Fatal(err)
+		}
+		if err := db.Raw("SHOW jit").Scan(&jit).Error; err != nil {
 			t.Fatal(err)
 		}
 		if err := db.Raw("SHOW max_parallel_workers_per_gather").Scan(&workers).Error; err != nil {
@@ -83,8 +87,8 @@ func TestPostgresSessionSettings(t *testing.T) {
 		if sqlDB, err := db.DB(); err == nil {
 			sqlDB.Close()
 		}
-		if plans != c.plans || workers != c.workers {
-			t.Errorf("plan_cache_mode %q, max_parallel_workers_per_gather %q; want %q, %q (DSN %s)", plans, workers, c.plans, c.workers, c.dsn)
+		if plans != c.plans || workers != c.workers || jit != c.jit {
+			t.Errorf("plan_cache_mode %q, max_parallel_workers_per_gather %q, jit %q; want %q, %q, %q (DSN %s)", plans, workers, jit, c.plans, c.workers, c.jit, c.dsn)
 		}
 	}
 }

@@ -97,3 +97,27 @@ func (s *Store) OracleObjectLinks(ctx context.Context, u *models.User, typeRef, 
 func (s *Store) ObjectLinksSQL(ctx context.Context, u *models.User, typeRef, objectID string, q LinkQuery) (string, []any, error) {
 	return s.objectLinksSQL(ctx, u, typeRef, objectID, q, true)
 }
+
+// WindowSQL is the statement of a Postgres substring search's first
+// window (the EXPLAIN test); "" when raw's search is not read through
+// windows.
+func (s *Store) WindowSQL(ctx context.Context, u *models.User, typeRef string, raw []RawFilter) (string, []any, error) {
+	ts, err := loadTypeState(ctx, s.db, typeRef)
+	if err != nil {
+		return "", nil, err
+	}
+	conds, err := parseFilters(ts, raw, s.levels)
+	if err != nil {
+		return "", nil, err
+	}
+	fs := make([]valueFilter, len(conds))
+	for i, c := range conds {
+		fs[i] = s.sqlFilter(ts, c)
+	}
+	_, like := s.windowable(fs, order{}, 0)
+	if like == "" {
+		return "", nil, nil
+	}
+	q, args, _ := s.statement(u, ts, fs, order{}, nil, 0, 100, &textWindow{window: textWindowFirst, like: like})
+	return q, args, nil
+}

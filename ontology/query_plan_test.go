@@ -104,6 +104,22 @@ func TestQueryPlansUseIndexes(t *testing.T) {
 				if msg := checkPlan(models.IsPostgres(db), plan, sh.drive, sh.ordered); msg != "" {
 					t.Errorf("%s as %s: %s\n%s\nplan:\n%s", sh.name, u.Username, msg, q, plan)
 				}
+				if sh.drive != "text" || !models.IsPostgres(db) || sh.deep {
+					continue
+				}
+				// A window of a Postgres search reads the type's objects in
+				// creation order and probes each (no sort of them but the
+				// incremental one of ties, no join of the property's
+				// strings).
+				q, args, err = s.WindowSQL(ctx, u, "Plan", sh.filters)
+				if err != nil || q == "" {
+					t.Fatalf("%s: no window statement (%v)", sh.name, err)
+				}
+				plan = explain(t, db, q, args)
+				if !strings.Contains(plan, "Index Scan using idx_object_type on objects") || !strings.Contains(plan, "SubPlan") ||
+					strings.Contains(plan, "Join") || strings.Count(plan, "Sort Key") != strings.Count(plan, "Presorted Key") {
+					t.Errorf("%s as %s, a window: does not read objects in creation order probing each\n%s\nplan:\n%s", sh.name, u.Username, q, plan)
+				}
 			}
 		}
 	})

@@ -26,17 +26,9 @@ func (s *Store) OracleMatch(conds []domain.Condition, o *models.Object) bool {
 
 // ObjectsSQL is the statement ListObjects runs for raw (the EXPLAIN test).
 func (s *Store) ObjectsSQL(ctx context.Context, u *models.User, typeRef string, raw []RawFilter, orderBy, pageToken string, limit int) (string, []any, error) {
-	ts, err := loadTypeState(ctx, s.db, typeRef)
+	ts, fs, err := s.sqlFilters(ctx, typeRef, raw)
 	if err != nil {
 		return "", nil, err
-	}
-	conds, err := parseFilters(ts, raw, s.levels)
-	if err != nil {
-		return "", nil, err
-	}
-	fs := make([]valueFilter, len(conds))
-	for i, c := range conds {
-		fs[i] = s.sqlFilter(ts, c)
 	}
 	ord, err := parseOrder(ts, orderBy)
 	if err != nil {
@@ -102,17 +94,9 @@ func (s *Store) ObjectLinksSQL(ctx context.Context, u *models.User, typeRef, obj
 // window (the EXPLAIN test); "" when raw's search is not read through
 // windows.
 func (s *Store) WindowSQL(ctx context.Context, u *models.User, typeRef string, raw []RawFilter) (string, []any, error) {
-	ts, err := loadTypeState(ctx, s.db, typeRef)
+	ts, fs, err := s.sqlFilters(ctx, typeRef, raw)
 	if err != nil {
 		return "", nil, err
-	}
-	conds, err := parseFilters(ts, raw, s.levels)
-	if err != nil {
-		return "", nil, err
-	}
-	fs := make([]valueFilter, len(conds))
-	for i, c := range conds {
-		fs[i] = s.sqlFilter(ts, c)
 	}
 	_, like := s.windowable(fs, order{}, 0)
 	if like == "" {
@@ -120,4 +104,21 @@ func (s *Store) WindowSQL(ctx context.Context, u *models.User, typeRef string, r
 	}
 	q, args, _ := s.statement(u, ts, fs, order{}, nil, 0, 100, &textWindow{window: textWindowFirst, like: like})
 	return q, args, nil
+}
+
+// sqlFilters parses raw filters on typeRef into the query path's.
+func (s *Store) sqlFilters(ctx context.Context, typeRef string, raw []RawFilter) (*typeState, []valueFilter, error) {
+	ts, err := loadTypeState(ctx, s.db, typeRef)
+	if err != nil {
+		return nil, nil, err
+	}
+	conds, err := parseFilters(ts, raw, s.levels)
+	if err != nil {
+		return nil, nil, err
+	}
+	fs := make([]valueFilter, len(conds))
+	for i, c := range conds {
+		fs[i] = s.sqlFilter(ts, c)
+	}
+	return ts, fs, nil
 }

@@ -108,7 +108,7 @@ func prepareObjectValues(db *gorm.DB) (indexRebuild, error) {
 		switch {
 		case slices.Contains(built, ObjectValueVersion) && m.HasTable(&ObjectValue{}):
 			return rebuildNone, nil
-		case slices.Contains(built, 4) && m.HasTable(&ObjectValue{}):
+		case slices.Contains(built, 4) && m.HasTable(&ObjectValue{}): // version 5 changed only the texts
 			if pg {
 				return rebuildNone, recordIndexBuild(db)
 			}

@@ -418,7 +418,7 @@ func (s *Store) windowed(ctx context.Context, u *models.User, ts *typeState, fs 
 	if like == "" {
 		return nil, false, nil
 	}
-	read := func(window int, after *cursor, limit int) ([]models.Object, error) {
+	read := func(window int) ([]models.Object, error) {
 		out := []models.Object{}
 		q, args, _ := s.statement(u, ts, fs, ord, after, 0, limit, &textWindow{window: window, like: like})
 		if err := s.db.WithContext(ctx).Raw(q, args...).Scan(&out).Error; err != nil {
@@ -426,7 +426,7 @@ func (s *Store) windowed(ctx context.Context, u *models.User, ts *typeState, fs 
 		}
 		return out, nil
 	}
-	out, err := read(textWindowFirst, after, limit)
+	out, err := read(textWindowFirst)
 	if err != nil || len(out) == limit {
 		return out, err == nil, err
 	}
@@ -437,7 +437,7 @@ func (s *Store) windowed(ctx context.Context, u *models.User, ts *typeState, fs 
 	}
 	// The second window starts where the first did: its first matches
 	// are the first window's, and its page is whole or it falls through.
-	more, err := read(textWindowMax, after, limit)
+	more, err := read(textWindowMax)
 	if err != nil || len(more) == limit {
 		return more, err == nil, err
 	}

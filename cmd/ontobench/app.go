@@ -313,7 +313,10 @@ func (b *appBench) shapes(ctx context.Context, runs int) error {
 		{"listing 1,000 links of one object (store.ObjectLinks, limit 1,000)", storeLinks},
 		{"update_object execute on a random object (sync, HTTP)", update},
 	}
-	if err := profileLinks(links); err != nil {
+	if err := profileShape("ONTOBENCH_LINKS_PROFILE", links); err != nil {
+		return err
+	}
+	if err := profileShape("ONTOBENCH_UPDATE_PROFILE", update); err != nil {
 		return err
 	}
 	for _, r := range rows {
@@ -446,24 +449,25 @@ func (b *appBench) admin(ctx context.Context) *models.User {
 
 func ontologyLinkQuery(limit int) ontology.LinkQuery { return ontology.LinkQuery{Limit: limit} }
 
-// profileLinks writes a CPU profile of 200 REST listings of the links to
-// the file ONTOBENCH_LINKS_PROFILE names, if it names one.
-func profileLinks(links func() error) error {
-	path := os.Getenv("ONTOBENCH_LINKS_PROFILE")
+// profileShape writes a CPU profile of 200 runs of a shape (the REST
+// listing of links, the update_object execute) to the file the
+// environment variable env names, if it names one.
+func profileShape(env string, shape func() error) error {
+	path := os.Getenv(env)
 	if path == "" {
 		return nil
 	}
 	f, err := os.Create(path)
 	if err != nil {
-		return fmt.Errorf("links profile: %w", err)
+		return fmt.Errorf("%s: %w", env, err)
 	}
 	defer f.Close()
 	if err := pprof.StartCPUProfile(f); err != nil {
-		return fmt.Errorf("links profile: %w", err)
+		return fmt.Errorf("%s: %w", env, err)
 	}
 	defer pprof.StopCPUProfile()
 	for i := 0; i < 200; i++ {
-		if err := links(); err != nil {
+		if err := shape(); err != nil {
 			return err
 		}
 	}

@@ -12,7 +12,7 @@ import (
 // that SQLite's FTS5 table, which returns a search's matches in id order
 // and can stop after a page, returns them in the listing's order: a
 // search costs the page it fills, not every match of the type (docs/
-// ontology.md, "Substring search"). A label is the creation time's
+// ontology.md, "The query path"). A label is the creation time's
 // millisecond shifted left by textLabelBits, plus a sequence number
 // within that millisecond; texts of one millisecond are in no particular
 // order among themselves, and the query sorts them (TextBlock).

@@ -392,7 +392,7 @@ func (s *Store) windowable(fs []valueFilter, ord order, offset int) (int, string
 		strings.ContainsAny(fs[di].text, "\"\\<>&\u2028\u2029") || strings.IndexFunc(fs[di].text, func(r rune) bool { return r < 0x20 }) >= 0 {
 		return -1, ""
 	}
-	return di, "%" + strings.NewReplacer(`\`, `\\`, `%`, `\%`, `_`, `\_`).Replace(fs[di].text) + "%"
+	return di, likeContains(fs[di].text)
 }
 
 // windowSQL reads the window: the type's next w.window objects after the
@@ -594,16 +594,18 @@ func (s *Store) statement(u *models.User, ts *typeState, fs []valueFilter, ord o
 func (s *Store) textDriver(f valueFilter, desc bool) (string, []any) {
 	order := orderSQL(sortCols{at: "d.created", id: "d.object_id"}, desc)
 	if models.IsPostgres(s.db) {
-		like := "%" + strings.NewReplacer(`\`, `\\`, `%`, `\%`, `_`, `\_`).Replace(f.text) + "%"
 		return "SELECT o.* FROM (SELECT d.object_id, d.created FROM object_values d WHERE " + models.ValueTextOf("d") + ` LIKE ? ESCAPE '\' AND d.prop = ? ORDER BY ` + order +
 				" OFFSET 0) d CROSS JOIN objects o WHERE o.id = " + s.idText("d.object_id"),
-			[]any{like, f.prop}
+			[]any{likeContains(f.text), f.prop}
 	}
-	phrase := `"` + strings.ReplaceAll(f.text, `"`, `""`) + `"`
 	return "WITH hits AS MATERIALIZED (SELECT d.object_id, d.created FROM object_texts_fts t CROSS JOIN object_texts d WHERE t.object_texts_fts MATCH ? AND d.id = t.rowid AND d.prop = ? ORDER BY " + order +
 			") SELECT o.* FROM hits d CROSS JOIN objects o WHERE o.id = " + s.idText("d.object_id"),
-		[]any{phrase, f.prop}
+		[]any{ftsPhrase(f.text), f.prop}
 }
+
+// ftsPhrase is an FTS5 phrase of s: with the trigram tokenizer, the
+// strings containing s.
+func ftsPhrase(s string) string { return `"` + strings.ReplaceAll(s, `"`, `""`) + `"` }
 
 // labelledTextDriver selects the objects whose property holds f.text
 // through SQLite's FTS5 table in label order (models.TextBlock): FTS5
@@ -612,9 +614,8 @@ func (s *Store) textDriver(f valueFilter, desc bool) (string, []any) {
 // position after becomes a label bound too, so a later page starts in
 // the trigram lists where the last one stopped.
 func (s *Store) labelledTextDriver(f valueFilter, desc bool, after *cursor) (string, []any) {
-	phrase := `"` + strings.ReplaceAll(f.text, `"`, `""`) + `"`
 	q := "SELECT o.* FROM object_texts_fts t CROSS JOIN object_texts d CROSS JOIN objects o WHERE t.object_texts_fts MATCH ?"
-	args := []any{phrase}
+	args := []any{ftsPhrase(f.text)}
 	if f.block != nil {
 		q += " AND t.rowid >= ? AND t.rowid < ?"
 		args = append(args, f.block[0], f.block[1])
@@ -664,13 +665,7 @@ func mergeObjects(lists [][]models.Object, limit int) []models.Object {
 			}
 		}
 	}
-	sort.SliceStable(out, func(i, j int) bool {
-		a, b := models.CreatedKey(out[i].CreatedAt), models.CreatedKey(out[j].CreatedAt)
-		if a != b {
-			return a < b
-		}
-		return out[i].ID < out[j].ID
-	})
+	sortCreated(out, false)
 	if len(out) > limit {
 		out = out[:limit]
 	}

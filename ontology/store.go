@@ -242,10 +242,14 @@ func loadProperties(ctx context.Context, db *gorm.DB, objectTypeID string) ([]mo
 	return props, nil
 }
 
-// escapeLike escapes LIKE wildcards in a search term.
-func escapeLike(s string) string {
-	r := strings.NewReplacer(`\`, `\\`, `%`, `\%`, `_`, `\_`)
-	return "%" + strings.ToLower(r.Replace(s)) + "%"
+// escapeLike is a case-insensitive search term's LIKE pattern (matched
+// against lower-cased columns).
+func escapeLike(s string) string { return likeContains(strings.ToLower(s)) }
+
+// likeContains is the LIKE pattern (ESCAPE '\') of the strings that
+// contain s.
+func likeContains(s string) string {
+	return "%" + strings.NewReplacer(`\`, `\\`, `%`, `\%`, `_`, `\_`).Replace(s) + "%"
 }
 
 // searchClause matches q in the lower-cased columns (same on both dialects).

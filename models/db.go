@@ -226,7 +226,7 @@ func Migrate(ctx context.Context, db *gorm.DB) error {
 			}
 			// Recreated index tables get the models' indexes from
 			// AutoMigrate too.
-			if tables || rebuild != rebuildNone {
+			if tables || rebuild {
 				if err := conn.AutoMigrate(all(conn)...); err != nil {
 					return fmt.Errorf("auto-migrate: %w", err)
 				}
@@ -234,7 +234,7 @@ func Migrate(ctx context.Context, db *gorm.DB) error {
 					return err
 				}
 			}
-			return buildObjectValues(ctx, conn, rebuild)
+			return buildObjectValues(ctx, conn)
 		})
 		return err
 	})

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"crypto/sha256"
-	"encoding/binary"
 	"encoding/json"
 	"fmt"
 	"log/slog"
@@ -46,9 +45,20 @@ import (
 // creation time are put in id order by an incremental sort of the few
 // rows sharing it. On SQLite an index of a WITHOUT ROWID table holds the
 // primary key's columns whatever it declares.
+//
+// On Postgres an object's rows are found by its creation time
+// (idx_object_values_created, then the object id among the rows of that
+// microsecond), not by an index of object ids: creation times grow, so
+// that index is appended at its right edge and its pages stay full
+// (10 MiB at 100,000 objects, against 16 for random ids), and the
+// object's ~10 rows share one deduplicated entry. Objects sharing a
+// creation microsecond are read together; the store gives each object
+// its own clock reading.
 type ObjectValue struct {
-	// Prop is PropKey(object type id, property name).
-	Prop     int64  `gorm:"primaryKey;autoIncrement:false;index:idx_object_value,priority:1"`
+	// Prop is PropKey of the property (ElementKey of it for element
+	// rows): 4 bytes, where Postgres' alignment makes 8 cost 8 more in
+	// the rows and entries of short keys.
+	Prop     int32  `gorm:"primaryKey;autoIncrement:false;index:idx_object_value,priority:1"`
 	Created  int64  `gorm:"not null;index:idx_object_value,priority:3"` // the object's created_at, Unix µs
 	ObjectID []byte `gorm:"primaryKey;index:idx_object_value,priority:4"`
 	Key      []byte `gorm:"primaryKey;index:idx_object_value,priority:2"`
@@ -58,14 +68,15 @@ type ObjectValue struct {
 // objectValuesDDL is object_values as gorm would create it, but WITHOUT
 // ROWID on SQLite (the table is its primary key's B-tree, instead of a
 // rowid table plus an index holding every column again) and on Postgres
-// without a primary key (idx_object_values_object instead: an object's
-// rows are one deduplicated B-tree entry there, not one entry each) and
-// with idx_object_value without the object id (see ObjectValue); gorm
+// without a primary key (idx_object_values_created instead: an object's
+// rows are one deduplicated B-tree entry there, not one entry each), with
+// idx_object_value without the object id (see ObjectValue), and with the
+// 8-byte created before the 4-byte prop (no padding between them); gorm
 // creates the other indexes, and skips idx_object_value as existing.
 var objectValuesDDL = map[bool][]string{
 	false: {"CREATE TABLE `object_values` (`prop` integer,`created` integer NOT NULL,`object_id` blob,`key` blob,`full` blob,PRIMARY KEY (`object_id`,`prop`,`key`)) WITHOUT ROWID"},
-	true: {`CREATE TABLE "object_values" ("prop" bigint NOT NULL,"created" bigint NOT NULL,"object_id" bytea NOT NULL,"key" bytea NOT NULL,"full" bytea)`,
-		`CREATE INDEX "idx_object_values_object" ON "object_values" ("object_id")`,
+	true: {`CREATE TABLE "object_values" ("created" bigint NOT NULL,"prop" integer NOT NULL,"object_id" bytea NOT NULL,"key" bytea NOT NULL,"full" bytea)`,
+		`CREATE INDEX "idx_object_values_created" ON "object_values" ("created")`,
 		`CREATE INDEX "idx_object_value" ON "object_values" ("prop","key","created")`},
 }
 
@@ -81,46 +92,26 @@ func IDKey(id string) ([]byte, error) {
 	return u[:], nil
 }
 
-// indexRebuild is what prepareObjectValues left for buildObjectValues.
-type indexRebuild int
-
-const (
-	rebuildNone  indexRebuild = iota
-	rebuildTexts              // SQLite's object_texts only (from version 4)
-	rebuildAll
-)
-
 // prepareObjectValues recreates object_values and object_texts (empty,
 // for buildObjectValues to fill) unless the index of this version was
-// built: an older version's tables hold ids as text (version 2) or
-// object_values as a rowid table (version 1). From version 4 only
-// SQLite's object_texts are recreated (its ids become creation labels);
-// Postgres has nothing to change.
-func prepareObjectValues(db *gorm.DB) (indexRebuild, error) {
+// built, and reports whether it did. Every older version is rebuilt:
+// its rows name properties by a hash (version 5), its SQLite text ids
+// are not creation labels (4), or its ids are text (2) or object_values
+// a rowid table (1).
+func prepareObjectValues(db *gorm.DB) (bool, error) {
 	db = db.Session(&gorm.Session{NewDB: true})
 	pg := IsPostgres(db)
 	m := db.Migrator()
 	if m.HasTable(&ObjectValueBuild{}) {
 		var built []int
 		if err := db.Model(&ObjectValueBuild{}).Pluck("version", &built).Error; err != nil {
-			return rebuildAll, fmt.Errorf("read index build: %w", err)
+			return false, fmt.Errorf("read index build: %w", err)
 		}
-		switch {
-		case slices.Contains(built, ObjectValueVersion) && m.HasTable(&ObjectValue{}):
-			return rebuildNone, nil
-		case slices.Contains(built, 4) && m.HasTable(&ObjectValue{}): // version 5 changed only the texts
-			if pg {
-				return rebuildNone, recordIndexBuild(db)
-			}
-			for _, q := range []string{"DROP TABLE IF EXISTS object_texts", "DROP TABLE IF EXISTS object_texts_fts"} {
-				if err := db.Exec(q).Error; err != nil {
-					return rebuildAll, fmt.Errorf("recreate the text index: %w", err)
-				}
-			}
-			return rebuildTexts, nil
+		if slices.Contains(built, ObjectValueVersion) && m.HasTable(&ObjectValue{}) {
+			return false, nil
 		}
 		if err := db.Session(&gorm.Session{AllowGlobalUpdate: true}).Delete(&ObjectValueBuild{}).Error; err != nil {
-			return rebuildAll, fmt.Errorf("forget the index build: %w", err)
+			return false, fmt.Errorf("forget the index build: %w", err)
 		}
 	}
 	drops := []string{"DROP TABLE IF EXISTS object_values", "DROP TABLE IF EXISTS object_texts"}
@@ -129,10 +120,10 @@ func prepareObjectValues(db *gorm.DB) (indexRebuild, error) {
 	}
 	for _, q := range append(drops, objectValuesDDL[pg]...) {
 		if err := db.Exec(q).Error; err != nil {
-			return rebuildAll, fmt.Errorf("recreate the property-value index: %w", err)
+			return false, fmt.Errorf("recreate the property-value index: %w", err)
 		}
 	}
-	return rebuildAll, nil
+	return true, nil
 }
 
 // recordIndexBuild records the index of this version as built (and
@@ -161,10 +152,56 @@ type ObjectValueBuild struct {
 // no primary key on Postgres; 4: no column part (ElementKey), and on
 // Postgres no object_texts (the trigram index is on object_values) and
 // idx_object_value without the object id; 5: SQLite's object_texts ids
-// are creation labels, TextBlock).
-const ObjectValueVersion = 5
+// are creation labels, TextBlock; 6: properties named by their
+// IndexKey, and on Postgres an object's rows found by creation time,
+// idx_object_values_created).
+const ObjectValueVersion = 6
 
-var objectValueModels = []any{&ObjectValue{}, &ObjectValueBuild{}}
+var objectValueModels = []any{&ObjectValue{}, &ObjectValueBuild{}, &PropertyKey{}}
+
+// PropertyKey allocates properties' index keys (Property.IndexKey is
+// twice an ID): a row per property ever created, never deleted, so that
+// no key is given twice (Postgres takes IDs from a sequence, which a
+// rolled-back transaction does not return; on SQLite a rolled-back
+// property's ID may be given again, which nothing holds).
+type PropertyKey struct {
+	ID         int32  `gorm:"primaryKey;autoIncrement"`
+	PropertyID string `gorm:"size:36"`
+}
+
+// AssignIndexKey allocates p's IndexKey inside tx (before p is written,
+// so that its values can be indexed in the same transaction).
+func AssignIndexKey(ctx context.Context, tx *gorm.DB, p *Property) error {
+	k := PropertyKey{PropertyID: p.ID}
+	if err := tx.WithContext(ctx).Create(&k).Error; err != nil {
+		return fmt.Errorf("allocate the index key of property %s: %w", p.Name, err)
+	}
+	if k.ID <= 0 || k.ID >= 1<<30 {
+		return fmt.Errorf("allocate the index key of property %s: key %d out of range", p.Name, k.ID)
+	}
+	p.IndexKey = 2 * k.ID
+	return nil
+}
+
+// assignPropertyKeys gives every property without an index key (made
+// by a version before 6) one.
+func assignPropertyKeys(ctx context.Context, db *gorm.DB) error {
+	var ps []Property
+	if err := db.WithContext(ctx).Where("index_key = 0").Order("object_type_id, position, name").Find(&ps).Error; err != nil {
+		return fmt.Errorf("find properties without an index key: %w", err)
+	}
+	return db.Transaction(func(tx *gorm.DB) error {
+		for i := range ps {
+			if err := AssignIndexKey(ctx, tx, &ps[i]); err != nil {
+				return err
+			}
+			if err := tx.Model(&ps[i]).UpdateColumn("index_key", ps[i].IndexKey).Error; err != nil {
+				return fmt.Errorf("record the index key of property %s: %w", ps[i].Name, err)
+			}
+		}
+		return nil
+	})
+}
 
 // textModels are the text index's tables in db's dialect: ObjectText on
 // SQLite; none on Postgres, whose trigram index is on object_values.
@@ -309,13 +346,9 @@ func SortKey(v any) []byte {
 // entries of more than ~2.7 kB); longer strings keep their text in Full.
 const MaxIndexedKey = 129
 
-// PropKey is the index's name for property name of object type typeID:
-// the first 8 bytes of SHA-256 of both, 8 bytes instead of ~45 in every
-// row and index entry, the lowest bit 0 (ElementKey's is 1).
-func PropKey(typeID, name string) int64 {
-	sum := sha256.Sum256([]byte(typeID + "\x00" + name))
-	return int64(binary.BigEndian.Uint64(sum[:8]) &^ 1)
-}
+// PropKey is the index's name for property p: its IndexKey, even
+// (ElementKey's is odd), unique across object types.
+func PropKey(p Property) int64 { return int64(p.IndexKey) }
 
 // ElementKey is the Prop of the element rows of property prop
 // (PropKey).
@@ -333,11 +366,11 @@ func CutKey(k []byte) (key, full []byte) {
 // CreatedKey is an object's created_at as the index orders it.
 func CreatedKey(t time.Time) int64 { return t.UnixMicro() }
 
-// ObjectValues are the index rows of an object of type typeID holding
-// props under the property definitions props. Values are read as the
+// ObjectValues are the index rows of an object holding values under its
+// type's property definitions defs (each with its IndexKey). Values are read as the
 // database returns them (through JSON), so keys match what filters
 // compare.
-func ObjectValues(typeID, objectID string, created time.Time, defs []Property, values map[string]any) ([]ObjectValue, error) {
+func ObjectValues(objectID string, created time.Time, defs []Property, values map[string]any) ([]ObjectValue, error) {
 	id, err := IDKey(objectID)
 	if err != nil {
 		return nil, err
@@ -354,16 +387,19 @@ func ObjectValues(typeID, objectID string, created time.Time, defs []Property, v
 	}
 	var out []ObjectValue
 	for i := range defs {
-		out = appendPropertyValues(out, typeID, id, created, defs[i].Name, defs[i].Type.V, vals[defs[i].Name])
+		if defs[i].IndexKey == 0 {
+			return nil, fmt.Errorf("index object %s: property %s has no index key", objectID, defs[i].Name)
+		}
+		out = appendPropertyValues(out, int32(PropKey(defs[i])), id, created, defs[i].Type.V, vals[defs[i].Name])
 	}
 	return out, nil
 }
 
 // appendPropertyValues appends the index rows of one property's value v
 // (as read from the database) of the object of IDKey id.
-func appendPropertyValues(out []ObjectValue, typeID string, id []byte, created time.Time, name string, t domain.PropertyType, v any) []ObjectValue {
-	prop, at := PropKey(typeID, name), CreatedKey(created)
-	row := func(prop int64, k []byte) {
+func appendPropertyValues(out []ObjectValue, prop int32, id []byte, created time.Time, t domain.PropertyType, v any) []ObjectValue {
+	at := CreatedKey(created)
+	row := func(prop int32, k []byte) {
 		key, full := CutKey(k)
 		out = append(out, ObjectValue{ObjectID: id, Prop: prop, Key: key, Full: full, Created: at})
 	}
@@ -387,14 +423,14 @@ func appendPropertyValues(out []ObjectValue, typeID string, id []byte, created t
 				continue
 			}
 			seen[string(ek)] = true
-			row(ElementKey(prop), ek)
+			row(int32(ElementKey(int64(prop))), ek)
 		}
 	}
 	return out
 }
 
 // ObjectTexts are the ObjectText rows of an object's string properties.
-func ObjectTexts(typeID, objectID string, created time.Time, defs []Property, values map[string]any) ([]ObjectText, error) {
+func ObjectTexts(objectID string, created time.Time, defs []Property, values map[string]any) ([]ObjectText, error) {
 	id, err := IDKey(objectID)
 	if err != nil {
 		return nil, err
@@ -408,41 +444,42 @@ func ObjectTexts(typeID, objectID string, created time.Time, defs []Property, va
 		if !ok || strings.ContainsRune(s, 0) {
 			continue
 		}
-		out = append(out, ObjectText{ObjectID: id, Prop: PropKey(typeID, defs[i].Name), Created: CreatedKey(created), Txt: s})
+		out = append(out, ObjectText{ObjectID: id, Prop: PropKey(defs[i]), Created: CreatedKey(created), Txt: s})
 	}
 	return out, nil
 }
 
-// IndexObject writes the index rows (values and texts) of an object of
-// type typeID holding values, first removing its old ones unless fresh.
-func IndexObject(ctx context.Context, tx *gorm.DB, typeID, objectID string, created time.Time, defs []Property, values map[string]any, fresh bool) error {
+// IndexObject writes the index rows (values and texts) of an object
+// holding values, first removing its old ones unless fresh.
+func IndexObject(ctx context.Context, tx *gorm.DB, objectID string, created time.Time, defs []Property, values map[string]any, fresh bool) error {
 	if !fresh {
-		if err := UnindexObject(ctx, tx, objectID); err != nil {
+		if err := UnindexObject(ctx, tx, objectID, created); err != nil {
 			return err
 		}
 	}
-	rows, err := ObjectValues(typeID, objectID, created, defs, values)
+	rows, err := ObjectValues(objectID, created, defs, values)
 	if err != nil {
 		return err
 	}
 	if err := InsertObjectValues(ctx, tx, rows); err != nil {
 		return err
 	}
-	texts, err := ObjectTexts(typeID, objectID, created, defs, values)
+	texts, err := ObjectTexts(objectID, created, defs, values)
 	if err != nil {
 		return err
 	}
 	return InsertObjectTexts(ctx, tx, texts)
 }
 
-// UnindexObject removes an object's index rows.
-func UnindexObject(ctx context.Context, tx *gorm.DB, objectID string) error {
+// UnindexObject removes the index rows of the object created at created.
+// The creation time finds them on Postgres (idx_object_values_created).
+func UnindexObject(ctx context.Context, tx *gorm.DB, objectID string, created time.Time) error {
 	id, err := IDKey(objectID)
 	if err != nil {
 		return err
 	}
 	for _, m := range indexModels(tx) {
-		if err := tx.WithContext(ctx).Where("object_id = ?", id).Delete(m).Error; err != nil {
+		if err := tx.WithContext(ctx).Where("created = ? AND object_id = ?", CreatedKey(created), id).Delete(m).Error; err != nil {
 			return fmt.Errorf("unindex object %s: %w", objectID, err)
 		}
 	}
@@ -461,28 +498,28 @@ func DropPropertyIndex(ctx context.Context, tx *gorm.DB, prop int64) error {
 
 // IndexProperty writes the index rows of property p of one object,
 // first removing its old ones when stale.
-func IndexProperty(ctx context.Context, tx *gorm.DB, typeID, objectID string, created time.Time, p Property, values map[string]any, stale bool) error {
-	prop := PropKey(typeID, p.Name)
+func IndexProperty(ctx context.Context, tx *gorm.DB, objectID string, created time.Time, p Property, values map[string]any, stale bool) error {
+	prop := PropKey(p)
 	if stale {
 		id, err := IDKey(objectID)
 		if err != nil {
 			return err
 		}
 		for _, m := range indexModels(tx) {
-			if err := tx.WithContext(ctx).Where("object_id = ? AND prop IN ?", id, []int64{prop, ElementKey(prop)}).Delete(m).Error; err != nil {
+			if err := tx.WithContext(ctx).Where("created = ? AND object_id = ? AND prop IN ?", CreatedKey(created), id, []int64{prop, ElementKey(prop)}).Delete(m).Error; err != nil {
 				return fmt.Errorf("unindex %s of %s: %w", p.Name, objectID, err)
 			}
 		}
 	}
 	defs := []Property{p}
-	rows, err := ObjectValues(typeID, objectID, created, defs, values)
+	rows, err := ObjectValues(objectID, created, defs, values)
 	if err != nil {
 		return err
 	}
 	if err := InsertObjectValues(ctx, tx, rows); err != nil {
 		return err
 	}
-	texts, err := ObjectTexts(typeID, objectID, created, defs, values)
+	texts, err := ObjectTexts(objectID, created, defs, values)
 	if err != nil {
 		return err
 	}
@@ -517,9 +554,9 @@ func InsertObjectValues(ctx context.Context, tx *gorm.DB, rows []ObjectValue) er
 
 // buildObjectValues indexes every existing object unless the index of
 // this version was built: in batches of 1,000 objects, each its own
-// transaction (no long lock on Postgres), logging progress. With
-// rebuildTexts it writes only the text index.
-func buildObjectValues(ctx context.Context, db *gorm.DB, what indexRebuild) error {
+// transaction (no long lock on Postgres), logging progress. Properties
+// without an index key (made by an older version) are given one first.
+func buildObjectValues(ctx context.Context, db *gorm.DB) error {
 	db = db.Session(&gorm.Session{NewDB: true, Context: ctx})
 	if err := ensureTextSearch(db); err != nil {
 		return err
@@ -536,17 +573,16 @@ func buildObjectValues(ctx context.Context, db *gorm.DB, what indexRebuild) erro
 		return fmt.Errorf("count objects: %w", err)
 	}
 	start := time.Now()
-	tables := indexModels(db)
-	if what == rebuildTexts {
-		tables = textModels(db)
+	if err := assignPropertyKeys(ctx, db); err != nil {
+		return err
 	}
-	for _, m := range tables {
+	for _, m := range indexModels(db) {
 		if err := db.Session(&gorm.Session{AllowGlobalUpdate: true}).Delete(m).Error; err != nil {
 			return fmt.Errorf("clear property-value index: %w", err)
 		}
 	}
 	if total > 0 {
-		slog.Info("building the property-value index", "objects", total, "texts_only", what == rebuildTexts)
+		slog.Info("building the property-value index", "objects", total)
 	}
 	defs := map[string][]Property{}
 	last, done := "", 0
@@ -569,14 +605,12 @@ func buildObjectValues(ctx context.Context, db *gorm.DB, what indexRebuild) erro
 				}
 				defs[o.ObjectTypeID] = ps
 			}
-			if what != rebuildTexts {
-				r, err := ObjectValues(o.ObjectTypeID, o.ID, o.CreatedAt, ps, o.Properties.V)
-				if err != nil {
-					return err
-				}
-				rows = append(rows, r...)
+			r, err := ObjectValues(o.ID, o.CreatedAt, ps, o.Properties.V)
+			if err != nil {
+				return err
 			}
-			t, err := ObjectTexts(o.ObjectTypeID, o.ID, o.CreatedAt, ps, o.Properties.V)
+			rows = append(rows, r...)
+			t, err := ObjectTexts(o.ID, o.CreatedAt, ps, o.Properties.V)
 			if err != nil {
 				return err
 			}

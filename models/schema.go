@@ -18,8 +18,10 @@ import (
 // which an older binary would leave behind its writes; 4 adds the
 // actor-free totals and the duration histograms, likewise; 5 keeps the
 // totals per day only (no hourly rows), which a version-4 binary would
-// read as missing.
-const SchemaVersion = 5
+// read as missing; 6 names properties in the property-value index by
+// their allocated key (Property.IndexKey), where a version-5 binary would
+// write rows under a hash its version-6 readers never look for.
+const SchemaVersion = 6
 
 // legacySchemaVersion is what an existing database without a recorded
 // version is taken for: the version before versions were recorded.

@@ -473,7 +473,7 @@ func (s *Store) reindexChanged(ctx context.Context, tx *gorm.DB, ts *typeState, 
 		if reflect.DeepEqual(old[p.Name], o.Properties.V[p.Name]) {
 			continue
 		}
-		if err := models.IndexProperty(ctx, tx, ts.ot.ID, o.ID, o.CreatedAt, p, o.Properties.V, true); err != nil {
+		if err := models.IndexProperty(ctx, tx, o.ID, o.CreatedAt, p, o.Properties.V, true); err != nil {
 			return err
 		}
 	}
@@ -487,7 +487,7 @@ func (s *Store) deleteObject(ctx context.Context, tx *gorm.DB, o *models.Object)
 	if err := tx.Where("object_id = ?", o.ID).Delete(&models.UniqueValue{}).Error; err != nil {
 		return fmt.Errorf("delete unique values of %s: %w", o.ID, err)
 	}
-	if err := unindexObject(ctx, tx, o.ID); err != nil {
+	if err := models.UnindexObject(ctx, tx, o.ID, o.CreatedAt); err != nil {
 		return err
 	}
 	if err := tx.Delete(o).Error; err != nil {

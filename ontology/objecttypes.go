@@ -1,6 +1,7 @@
 package ontology
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -412,6 +413,10 @@ func (s *Store) buildProperty(ctx context.Context, tx *gorm.DB, ot *models.Objec
 	p := &models.Property{ID: newID(), ObjectTypeID: ot.ID}
 	if prev != nil {
 		*p = *prev
+	} else if err := models.AssignIndexKey(ctx, tx, p); err != nil {
+		// Before the property is written: its values are indexed
+		// under the key in the same transaction (migrateObjects).
+		return nil, err
 	}
 	p.Name, p.DisplayName, p.Description = sp.Name, sp.DisplayName, sp.Description
 	p.Type = models.NewJSON(sp.Type)
@@ -703,7 +708,7 @@ func (s *Store) migrateObjects(ctx context.Context, tx *gorm.DB, ot *models.Obje
 	reindex := next != nil && next.Unique && (prev == nil || !prev.Unique || !next.Type.V.Equal(prev.Type.V))
 	// The property-value index: rebuilt for the property when it is
 	// added, dropped or changes type; else rewritten where a value changes.
-	prop := models.PropKey(ot.ID, name)
+	prop := models.PropKey(*cmp.Or(prev, next))
 	rebuild := prev == nil || next == nil || !prev.Type.V.Equal(next.Type.V)
 	if rebuild {
 		if err := models.DropPropertyIndex(ctx, tx, prop); err != nil {
@@ -763,7 +768,7 @@ func (s *Store) migrateObjects(ctx context.Context, tx *gorm.DB, ot *models.Obje
 				}
 			}
 			if next != nil && (rebuild || changed) {
-				if err := models.IndexProperty(ctx, tx, ot.ID, o.ID, o.CreatedAt, *next, o.Properties.V, !rebuild); err != nil {
+				if err := models.IndexProperty(ctx, tx, o.ID, o.CreatedAt, *next, o.Properties.V, !rebuild); err != nil {
 					return err
 				}
 			}

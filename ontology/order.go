@@ -81,7 +81,7 @@ func parseOrder(ts *typeState, raw string) (order, error) {
 		return order{}, apperr.New(apperr.InvalidArgument, "order_by: property %q of type %s cannot be ordered", name, t).
 			WithDetails(apperr.Detail{Field: "order_by", Reason: "not_orderable", Message: "type " + t.String() + " has no order"})
 	}
-	return order{field: name, desc: desc, prop: models.PropKey(ts.ot.ID, name),
+	return order{field: name, desc: desc, prop: models.PropKey(*p),
 		strs: t.Base == domain.TypeString || t.Base == domain.TypeMarking}, nil
 }
 

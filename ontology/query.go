@@ -55,7 +55,7 @@ const (
 func (s *Store) sqlFilter(ts *typeState, c domain.Condition) valueFilter {
 	name := strings.TrimPrefix(c.Path, domain.PathTargetPropertiesPrefix)
 	t := ts.byKey[name].Type.V
-	f := valueFilter{prop: models.PropKey(ts.ot.ID, name)}
+	f := valueFilter{prop: models.PropKey(*ts.byKey[name])}
 	switch c.Operator {
 	case domain.OpExists:
 		// Every object has a value row per property; KeyNull's when it
@@ -546,12 +546,12 @@ func (s *Store) statement(u *models.User, ts *typeState, fs []valueFilter, ord o
 			continue
 		}
 		p, as := f.rowPred("e")
-		if f.eq && models.IsPostgres(s.db) {
-			// Postgres has no index of (object_id, prop, key): with
-			// the object's creation time an equality's probe is one
-			// entry of idx_object_value, not a scan of the key's entries
-			// for the object (which the planner picks, 50 ms for a key
-			// of 5,000 objects).
+		if models.IsPostgres(s.db) {
+			// Postgres finds an object's rows by its creation time
+			// (idx_object_values_created; there is no index of object
+			// ids), and an equality's probe is then one entry of
+			// idx_object_value, not a scan of the key's entries for
+			// the object (50 ms for a key of 5,000 objects).
 			p += " AND e.created = " + created
 		}
 		not := ""
@@ -674,9 +674,5 @@ func mergeObjects(lists [][]models.Object, limit int) []models.Object {
 
 // indexObject replaces the index rows of o (of type ts) inside tx.
 func (s *Store) indexObject(ctx context.Context, tx *gorm.DB, ts *typeState, o *models.Object, fresh bool) error {
-	return models.IndexObject(ctx, tx, ts.ot.ID, o.ID, o.CreatedAt, ts.props, o.Properties.V, fresh)
-}
-
-func unindexObject(ctx context.Context, tx *gorm.DB, id string) error {
-	return models.UnindexObject(ctx, tx, id)
+	return models.IndexObject(ctx, tx, o.ID, o.CreatedAt, ts.props, o.Properties.V, fresh)
 }

@@ -8,6 +8,7 @@ import (
 
 	"gorm.io/gorm"
 
+	"github.com/ontoflow/ontoflow/domain"
 	"github.com/ontoflow/ontoflow/internal/harness/testdb"
 	"github.com/ontoflow/ontoflow/models"
 	"github.com/ontoflow/ontoflow/ontology"
@@ -105,27 +106,48 @@ func TestUpgradeBuildsIndex(t *testing.T) {
 	})
 }
 
-// TestUpgradeLabelsTexts: from index version 4 an upgrade rebuilds only
-// what changed: SQLite's object texts get creation labels (ids of
-// version 4 were a sequence), object_values stays as it is (a row no
-// object has survives), and Postgres, which has no object_texts, only
-// records the new version. A search then pages in creation order.
-func TestUpgradeLabelsTexts(t *testing.T) {
+// v5Index turns the index into version 5's: properties without an
+// index key, rows naming them by a 64-bit hash (here their key times a
+// large odd number, which no key of version 6 is), and on Postgres
+// object_values with a bigint prop and an index of object ids; a row of
+// no object marks the old table.
+var v5Index = map[bool][]string{
+	false: {"UPDATE object_values SET prop = prop * 1000000007",
+		"INSERT INTO object_values (prop, created, object_id, key) VALUES (1, 1, x'00000000000040008000000000000009', 'marker')"},
+	true: {"CREATE TABLE v5 AS SELECT prop::bigint * 1000000007 AS prop, created, object_id, key, \"full\" FROM object_values",
+		"DROP TABLE object_values",
+		`CREATE TABLE "object_values" ("prop" bigint NOT NULL,"created" bigint NOT NULL,"object_id" bytea NOT NULL,"key" bytea NOT NULL,"full" bytea)`,
+		`CREATE INDEX "idx_object_values_object" ON "object_values" ("object_id")`,
+		`CREATE INDEX "idx_object_value" ON "object_values" ("prop","key","created")`,
+		"INSERT INTO object_values SELECT * FROM v5", "DROP TABLE v5",
+		"INSERT INTO object_values (prop, created, object_id, key) VALUES (1, 1, '\\x00000000000040008000000000000009', 'marker')"},
+}
+
+// TestUpgradeAssignsPropertyKeys: from index version 5 (properties named
+// by a hash) an upgrade gives every property its own key, rebuilds the
+// index under those keys (on Postgres with a 4-byte prop and objects
+// found by creation time), and a property added afterwards gets a key
+// no other has. Filters and a search answer as before, in creation
+// order.
+func TestUpgradeAssignsPropertyKeys(t *testing.T) {
 	testdb.Each(t, func(t *testing.T, db *gorm.DB) {
 		ctx := context.Background()
 		s, _ := everything(t, db)
 		for i := 0; i < 300; i++ {
-			ok(s.CreateObject(ctx, nil, "Everything", jsMap(t, fmt.Sprintf(`{"s":"nn%d","i":%d}`, i%10, i)), "", admin.ID, ""))(t)
+			ok(s.CreateObject(ctx, nil, "Everything", jsMap(t, fmt.Sprintf(`{"s":"nn%d","i":%d,"a":[%d,7]}`, i%10, i, i%4)), "", admin.ID, ""))(t)
+		}
+		count := func(fs ...ontology.RawFilter) int {
+			return len(ok(s.ListObjects(ctx, admin, "Everything", ontology.ObjectQuery{Filters: fs, Limit: 1000}))(t))
+		}
+		before := []int{count(ontology.RawFilter{Key: "s", Value: "nn3"}), count(ontology.RawFilter{Key: "i.greater_than", Value: "250"}),
+			count(ontology.RawFilter{Key: "a.includes", Value: "2"})}
+		if before[0] != 30 || before[1] != 49 || before[2] != 75 {
+			t.Fatalf("before: %v", before)
 		}
 		pg := models.IsPostgres(db)
-		v4 := []string{"DELETE FROM object_value_builds", "INSERT INTO object_value_builds (version) VALUES (4)",
-			"INSERT INTO object_values (prop, created, object_id, key) VALUES (1, 1, " + map[bool]string{false: "x'00000000000040008000000000000009'", true: `'\x00000000000040008000000000000009'`}[pg] + ", 'marker')"}
-		if !pg {
-			v4 = append(v4, "CREATE TEMP TABLE texts4 AS SELECT object_id, prop, created, txt FROM object_texts ORDER BY random()",
-				"DELETE FROM object_texts",
-				"INSERT INTO object_texts (id, object_id, prop, created, txt) SELECT row_number() OVER (), object_id, prop, created, txt FROM texts4")
-		}
-		for _, q := range v4 {
+		v5 := append([]string{"DELETE FROM object_value_builds", "INSERT INTO object_value_builds (version) VALUES (5)",
+			"UPDATE properties SET index_key = 0"}, v5Index[pg]...)
+		for _, q := range v5 {
 			if err := db.Exec(q).Error; err != nil {
 				t.Fatalf("%s: %v", q, err)
 			}
@@ -133,27 +155,52 @@ func TestUpgradeLabelsTexts(t *testing.T) {
 		if err := models.Migrate(ctx, db); err != nil {
 			t.Fatal(err)
 		}
-		var marker, unlabelled int64
+		var marker int64
 		db.Raw("SELECT COUNT(*) FROM object_values WHERE prop = 1 AND created = 1").Scan(&marker)
-		if marker != 1 {
-			t.Fatal("the upgrade from version 4 rebuilt object_values")
+		if marker != 0 {
+			t.Fatal("the upgrade from version 5 kept its object_values")
 		}
 		var built []int
 		db.Model(&models.ObjectValueBuild{}).Pluck("version", &built)
 		if fmt.Sprint(built) != fmt.Sprint([]int{models.ObjectValueVersion}) {
 			t.Fatalf("index builds recorded: %v", built)
 		}
-		if !pg {
-			var texts []models.ObjectText
-			db.Find(&texts)
-			for _, x := range texts {
-				if lo, hi := models.TextBlock(x.Created); x.ID < lo || x.ID >= hi {
-					unlabelled++
-				}
+		keys := map[int64]bool{}
+		var props []models.Property
+		db.Find(&props)
+		for _, p := range props {
+			if p.IndexKey <= 0 || p.IndexKey%2 != 0 || keys[models.PropKey(p)] {
+				t.Fatalf("property %s has index key %d (keys so far %v)", p.Name, p.IndexKey, keys)
 			}
-			if len(texts) < 300 || unlabelled != 0 {
-				t.Fatalf("after the upgrade %d texts, %d not labelled by creation", len(texts), unlabelled)
+			keys[models.PropKey(p)] = true
+		}
+		var stray int64
+		db.Raw("SELECT COUNT(*) FROM object_values WHERE prop & ~1 NOT IN (SELECT index_key FROM properties)").Scan(&stray)
+		if stray != 0 {
+			t.Fatalf("%d index rows name no property", stray)
+		}
+		if pg {
+			var typ string
+			var idx []string
+			db.Raw("SELECT data_type FROM information_schema.columns WHERE table_name = 'object_values' AND column_name = 'prop' AND table_schema = current_schema()").Scan(&typ)
+			db.Raw("SELECT indexname FROM pg_indexes WHERE tablename = 'object_values' AND schemaname = current_schema() ORDER BY 1").Scan(&idx)
+			if typ != "integer" || fmt.Sprint(idx) != "[idx_object_value idx_object_values_created idx_object_values_trgm]" {
+				t.Fatalf("object_values after the upgrade: prop %s, indexes %v", typ, idx)
 			}
+		}
+		after := []int{count(ontology.RawFilter{Key: "s", Value: "nn3"}), count(ontology.RawFilter{Key: "i.greater_than", Value: "250"}),
+			count(ontology.RawFilter{Key: "a.includes", Value: "2"})}
+		if fmt.Sprint(after) != fmt.Sprint(before) {
+			t.Fatalf("after the upgrade %v, before %v", after, before)
+		}
+		// A property added now: a key of its own, its values found.
+		p := ok(s.CreateProperty(ctx, "Everything", ontology.PropertySpec{Name: "added", Type: domain.PropertyType{Base: domain.TypeString}, Required: true,
+			DefaultValue: "filled"}))(t)
+		if p.IndexKey == 0 || keys[models.PropKey(*p)] {
+			t.Fatalf("the property added after the upgrade has key %d (others %v)", p.IndexKey, keys)
+		}
+		if n := count(ontology.RawFilter{Key: "added", Value: "filled"}); n != 300 {
+			t.Fatalf("the added property's value found on %d objects", n)
 		}
 		var want, got []string
 		for _, o := range ok(s.ListObjects(ctx, admin, "Everything", ontology.ObjectQuery{Filters: []ontology.RawFilter{{Key: "s", Value: "nn3"}}, Limit: 100}))(t) {

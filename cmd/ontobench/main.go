@@ -261,12 +261,12 @@ func (b *bench) load(ctx context.Context, n int) error {
 			objs = append(objs, o)
 			key, _ := json.Marshal(p["key"])
 			uniq = append(uniq, models.UniqueValue{ObjectTypeID: b.typeID, Property: "key", ValueKey: string(key), ObjectID: o.ID})
-			r, err := models.ObjectValues(b.typeID, o.ID, o.CreatedAt, b.defs, p)
+			r, err := models.ObjectValues(o.ID, o.CreatedAt, b.defs, p)
 			if err != nil {
 				return err
 			}
 			rows = append(rows, r...)
-			t, err := models.ObjectTexts(b.typeID, o.ID, o.CreatedAt, b.defs, p)
+			t, err := models.ObjectTexts(o.ID, o.CreatedAt, b.defs, p)
 			if err != nil {
 				return err
 			}

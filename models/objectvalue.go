@@ -45,15 +45,6 @@ import (
 // creation time are put in id order by an incremental sort of the few
 // rows sharing it. On SQLite an index of a WITHOUT ROWID table holds the
 // primary key's columns whatever it declares.
-//
-// On Postgres an object's rows are found by its creation time
-// (idx_object_values_created, then the object id among the rows of that
-// microsecond), not by an index of object ids: creation times grow, so
-// that index is appended at its right edge and its pages stay full
-// (10 MiB at 100,000 objects, against 16 for random ids), and the
-// object's ~10 rows share one deduplicated entry. Objects sharing a
-// creation microsecond are read together; the store gives each object
-// its own clock reading.
 type ObjectValue struct {
 	// Prop is PropKey of the property (ElementKey of it for element
 	// rows): 4 bytes, where Postgres' alignment makes 8 cost 8 more in
@@ -68,7 +59,7 @@ type ObjectValue struct {
 // objectValuesDDL is object_values as gorm would create it, but WITHOUT
 // ROWID on SQLite (the table is its primary key's B-tree, instead of a
 // rowid table plus an index holding every column again) and on Postgres
-// without a primary key (idx_object_values_created instead: an object's
+// without a primary key (idx_object_values_object instead: an object's
 // rows are one deduplicated B-tree entry there, not one entry each), with
 // idx_object_value without the object id (see ObjectValue), and with the
 // 8-byte created before the 4-byte prop (no padding between them); gorm
@@ -76,7 +67,7 @@ type ObjectValue struct {
 var objectValuesDDL = map[bool][]string{
 	false: {"CREATE TABLE `object_values` (`prop` integer,`created` integer NOT NULL,`object_id` blob,`key` blob,`full` blob,PRIMARY KEY (`object_id`,`prop`,`key`)) WITHOUT ROWID"},
 	true: {`CREATE TABLE "object_values" ("created" bigint NOT NULL,"prop" integer NOT NULL,"object_id" bytea NOT NULL,"key" bytea NOT NULL,"full" bytea)`,
-		`CREATE INDEX "idx_object_values_created" ON "object_values" ("created")`,
+		`CREATE INDEX "idx_object_values_object" ON "object_values" ("object_id")`,
 		`CREATE INDEX "idx_object_value" ON "object_values" ("prop","key","created")`},
 }
 
@@ -153,8 +144,8 @@ type ObjectValueBuild struct {
 // Postgres no object_texts (the trigram index is on object_values) and
 // idx_object_value without the object id; 5: SQLite's object_texts ids
 // are creation labels, TextBlock; 6: properties named by their
-// IndexKey, and on Postgres an object's rows found by creation time,
-// idx_object_values_created).
+// IndexKey, 4 bytes, not a hash of 8, and arrays' and objects' keys
+// 16 bytes of hash, IndexedKey).
 const ObjectValueVersion = 6
 
 var objectValueModels = []any{&ObjectValue{}, &ObjectValueBuild{}, &PropertyKey{}}
@@ -354,9 +345,28 @@ func PropKey(p Property) int64 { return int64(p.IndexKey) }
 // (PropKey).
 func ElementKey(prop int64) int64 { return prop | 1 }
 
+// hashKeyLen is the length of an array's or object's key in the index:
+// its class and 16 of the 32 bytes of SHA-256 that domain.EqualityKey
+// gives. Two values are then equal to a filter only on a 128-bit
+// collision, and the row is 16 bytes smaller in the table and in
+// idx_object_value (a fifth of a row with one array property).
+const hashKeyLen = 17
+
+// IndexedKey is an equality key as the index stores and filters compare
+// it: an array's or object's hash shortened to hashKeyLen, any other key
+// unchanged.
+func IndexedKey(k []byte) []byte {
+	if len(k) > hashKeyLen && (k[0] == domain.KeyArray || k[0] == domain.KeyObject) {
+		return k[:hashKeyLen]
+	}
+	return k
+}
+
 // CutKey splits a value key into what the index stores: the key (at most
-// MaxIndexedKey bytes) and, when cut, the string it was cut from.
+// MaxIndexedKey bytes, IndexedKey) and, when cut, the string it was cut
+// from.
 func CutKey(k []byte) (key, full []byte) {
+	k = IndexedKey(k)
 	if len(k) <= MaxIndexedKey {
 		return k, nil
 	}
@@ -453,7 +463,7 @@ func ObjectTexts(objectID string, created time.Time, defs []Property, values map
 // holding values, first removing its old ones unless fresh.
 func IndexObject(ctx context.Context, tx *gorm.DB, objectID string, created time.Time, defs []Property, values map[string]any, fresh bool) error {
 	if !fresh {
-		if err := UnindexObject(ctx, tx, objectID, created); err != nil {
+		if err := UnindexObject(ctx, tx, objectID); err != nil {
 			return err
 		}
 	}
@@ -471,15 +481,14 @@ func IndexObject(ctx context.Context, tx *gorm.DB, objectID string, created time
 	return InsertObjectTexts(ctx, tx, texts)
 }
 
-// UnindexObject removes the index rows of the object created at created.
-// The creation time finds them on Postgres (idx_object_values_created).
-func UnindexObject(ctx context.Context, tx *gorm.DB, objectID string, created time.Time) error {
+// UnindexObject removes an object's index rows.
+func UnindexObject(ctx context.Context, tx *gorm.DB, objectID string) error {
 	id, err := IDKey(objectID)
 	if err != nil {
 		return err
 	}
 	for _, m := range indexModels(tx) {
-		if err := tx.WithContext(ctx).Where("created = ? AND object_id = ?", CreatedKey(created), id).Delete(m).Error; err != nil {
+		if err := tx.WithContext(ctx).Where("object_id = ?", id).Delete(m).Error; err != nil {
 			return fmt.Errorf("unindex object %s: %w", objectID, err)
 		}
 	}
@@ -506,7 +515,7 @@ func IndexProperty(ctx context.Context, tx *gorm.DB, objectID string, created ti
 			return err
 		}
 		for _, m := range indexModels(tx) {
-			if err := tx.WithContext(ctx).Where("created = ? AND object_id = ? AND prop IN ?", CreatedKey(created), id, []int64{prop, ElementKey(prop)}).Delete(m).Error; err != nil {
+			if err := tx.WithContext(ctx).Where("object_id = ? AND prop IN ?", id, []int64{prop, ElementKey(prop)}).Delete(m).Error; err != nil {
 				return fmt.Errorf("unindex %s of %s: %w", p.Name, objectID, err)
 			}
 		}

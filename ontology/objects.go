@@ -487,7 +487,7 @@ func (s *Store) deleteObject(ctx context.Context, tx *gorm.DB, o *models.Object)
 	if err := tx.Where("object_id = ?", o.ID).Delete(&models.UniqueValue{}).Error; err != nil {
 		return fmt.Errorf("delete unique values of %s: %w", o.ID, err)
 	}
-	if err := models.UnindexObject(ctx, tx, o.ID, o.CreatedAt); err != nil {
+	if err := models.UnindexObject(ctx, tx, o.ID); err != nil {
 		return err
 	}
 	if err := tx.Delete(o).Error; err != nil {

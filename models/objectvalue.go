@@ -400,18 +400,18 @@ func ObjectValues(objectID string, created time.Time, defs []Property, values ma
 		if defs[i].IndexKey == 0 {
 			return nil, fmt.Errorf("index object %s: property %s has no index key", objectID, defs[i].Name)
 		}
-		out = appendPropertyValues(out, int32(PropKey(defs[i])), id, created, defs[i].Type.V, vals[defs[i].Name])
+		out = appendPropertyValues(out, PropKey(defs[i]), id, created, defs[i].Type.V, vals[defs[i].Name])
 	}
 	return out, nil
 }
 
 // appendPropertyValues appends the index rows of one property's value v
 // (as read from the database) of the object of IDKey id.
-func appendPropertyValues(out []ObjectValue, prop int32, id []byte, created time.Time, t domain.PropertyType, v any) []ObjectValue {
+func appendPropertyValues(out []ObjectValue, prop int64, id []byte, created time.Time, t domain.PropertyType, v any) []ObjectValue {
 	at := CreatedKey(created)
-	row := func(prop int32, k []byte) {
+	row := func(prop int64, k []byte) { // PropKey: allocated keys fit 4 bytes (AssignIndexKey)
 		key, full := CutKey(k)
-		out = append(out, ObjectValue{ObjectID: id, Prop: prop, Key: key, Full: full, Created: at})
+		out = append(out, ObjectValue{ObjectID: id, Prop: int32(prop), Key: key, Full: full, Created: at})
 	}
 	k, ok := domain.EqualityKey(v)
 	if !ok {
@@ -433,7 +433,7 @@ func appendPropertyValues(out []ObjectValue, prop int32, id []byte, created time
 				continue
 			}
 			seen[string(ek)] = true
-			row(int32(ElementKey(int64(prop))), ek)
+			row(ElementKey(prop), ek)
 		}
 	}
 	return out

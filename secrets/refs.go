@@ -17,6 +17,10 @@ var refPattern = regexp.MustCompile(`\{\{\s*secrets\.([^\s{}]*)\s*\}\}`)
 // Ref is the reference text for a secret name, as configurations hold it.
 func Ref(name string) string { return "{{ secrets." + name + " }}" }
 
+// Placeholder is how a secret is shown where its value was used and must
+// not be recorded (a call's URL, an error, a response excerpt): by name.
+func Placeholder(name string) string { return "[secret:" + name + "]" }
+
 // Refs lists the distinct secret names text references, in order of first
 // appearance; malformed references are left out (CheckRefs reports them).
 func Refs(text string) []string {
@@ -114,20 +118,22 @@ func (e *Expander) Redact(s string) string {
 	sort.Slice(forms, func(i, j int) bool { return len(forms[i].text) > len(forms[j].text) })
 	for _, f := range forms {
 		if f.text != "" {
-			s = strings.ReplaceAll(s, f.text, "[secret:"+f.name+"]")
+			s = strings.ReplaceAll(s, f.text, Placeholder(f.name))
 		}
 	}
 	return s
 }
 
 // encodings are the forms in which a value may appear in a request or
-// record: as is, inside a JSON string, and URL-escaped.
+// record: as is, inside a JSON string, URL-escaped, and as a path of a
+// URL shows it (url.URL.String, which net/http's errors quote, keeps a
+// "/" that PathEscape escapes).
 func encodings(v string) []string {
 	out := []string{v}
 	if b, err := json.Marshal(v); err == nil {
 		out = append(out, string(b[1:len(b)-1]))
 	}
-	out = append(out, url.QueryEscape(v), url.PathEscape(v))
+	out = append(out, url.QueryEscape(v), url.PathEscape(v), (&url.URL{Path: v}).EscapedPath())
 	return out
 }
 

@@ -46,9 +46,10 @@ func TestExpandAndRedact(t *testing.T) {
 		t.Fatalf("missing secret: %v", err)
 	}
 	// Every form the value may take in a record is scrubbed.
-	in := `raw s3cr&t/v<al>ue json "s3cr\u0026t/v\u003cal\u003eue" query s3cr%26t%2Fv%3Cal%3Eue path s3cr&t%2Fv%3Cal%3Eue`
+	in := `raw s3cr&t/v<al>ue json "s3cr\u0026t/v\u003cal\u003eue" query s3cr%26t%2Fv%3Cal%3Eue path s3cr&t%2Fv%3Cal%3Eue` +
+		` url-path s3cr&t/v%3Cal%3Eue`
 	out := e.Redact(in)
-	if strings.Contains(out, "s3cr") || strings.Count(out, "[secret:TOKEN]") != 4 {
+	if strings.Contains(out, "s3cr") || strings.Count(out, "[secret:TOKEN]") != 5 {
 		t.Fatalf("Redact = %q", out)
 	}
 	// Only what this Expander resolved is known to it.

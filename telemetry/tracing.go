@@ -12,6 +12,7 @@ import (
 	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracegrpc"
 	"go.opentelemetry.io/otel/propagation"
 	"go.opentelemetry.io/otel/sdk/resource"
+	semconv "go.opentelemetry.io/otel/semconv/v1.40.0"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/trace"
 	temporalotel "go.temporal.io/sdk/contrib/opentelemetry"
@@ -100,12 +101,37 @@ func (t *Tracing) Handler(h http.Handler) http.Handler {
 
 // Transport traces the calls made through rt (webhooks, Slack, Teams,
 // function fetches), as children of the span in the request's context.
+// A span records the call's URL as its context shows it (WithShownURL),
+// never as sent: that may hold a secret's value.
 func (t *Tracing) Transport(rt http.RoundTripper) http.RoundTripper {
 	if t == nil {
 		return rt
 	}
-	return otelhttp.NewTransport(rt, otelhttp.WithTracerProvider(t.provider), otelhttp.WithPropagators(t.propagator),
+	return otelhttp.NewTransport(shownURLs{rt}, otelhttp.WithTracerProvider(t.provider), otelhttp.WithPropagators(t.propagator),
 		otelhttp.WithSpanNameFormatter(func(_ string, r *http.Request) string { return "HTTP " + r.Method + " outbound" }))
+}
+
+// shownURLs runs inside otelhttp's transport, on the span it started for
+// the request. otelhttp sets url.full from the URL sent to, after the
+// span starts (so no sampler or span processor's OnStart is given it) and
+// before it calls rt; shownURLs sets it again, to ShownURL, and the SDK
+// exports the last value set for a key. otelhttp offers no option to
+// compute url.full itself (v0.68), and handing it a request with another
+// URL would break its server.address and the call's own routing. The
+// error it records as the span's status is the error rt returns, so
+// that is redacted too. otelhttp's metrics name the host only.
+type shownURLs struct{ rt http.RoundTripper }
+
+func (s shownURLs) RoundTrip(r *http.Request) (*http.Response, error) {
+	ctx := r.Context()
+	if span := trace.SpanFromContext(ctx); span.IsRecording() {
+		span.SetAttributes(semconv.URLFull(ShownURL(ctx, r.URL)))
+		if host := r.URL.Hostname(); redactHost(ctx, host) != host {
+			span.SetAttributes(semconv.ServerAddress(redactHost(ctx, host)))
+		}
+	}
+	res, err := s.rt.RoundTrip(r)
+	return res, RedactError(ctx, err)
 }
 
 // Tracer is the tracer of the instrumentation named name (a package

@@ -10,6 +10,7 @@ import (
 	"github.com/ontoflow/ontoflow/notifications/senders"
 	"github.com/ontoflow/ontoflow/outbound"
 	"github.com/ontoflow/ontoflow/secrets"
+	"github.com/ontoflow/ontoflow/telemetry"
 )
 
 // Chat delivers to a team-chat webhook named on the side effect (a secret
@@ -95,12 +96,24 @@ func (c *Chat) post(ctx context.Context, ref string, own bool, m delivery.Messag
 			return delivery.Result{Err: err}
 		}
 	}
-	url, err := resolve(ctx, names[0])
+	x := secrets.NewExpander(resolverFunc(resolve))
+	url, err := x.Resolve(ctx, names[0])
 	if err != nil {
 		return delivery.Result{Err: fmt.Errorf("resolve the %s destination: %w", c.name, err)}
 	}
-	return result(c.sender.Send(ctx, url, senders.Message{Title: m.Title, Body: m.Body}))
+	// The destination's value is the URL: the post's span shows the
+	// secret's name instead, and its failure, recorded on the execution,
+	// is scrubbed of the value in whatever form an error quoted it.
+	ctx = telemetry.WithShownURL(ctx, secrets.Placeholder(names[0]), x.Redact)
+	r := result(c.sender.Send(ctx, url, senders.Message{Title: m.Title, Body: m.Body}))
+	r.Err = telemetry.RedactError(ctx, r.Err)
+	return r
 }
+
+// resolverFunc is a resolve function as a secrets.Resolver.
+type resolverFunc func(ctx context.Context, name string) (string, error)
+
+func (f resolverFunc) Resolve(ctx context.Context, name string) (string, error) { return f(ctx, name) }
 
 // restrict is the call-time half of a shared destination's use policy:
 // the secret must still be bound to this channel, and when it lists

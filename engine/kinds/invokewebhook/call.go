@@ -18,6 +18,7 @@ import (
 	"github.com/ontoflow/ontoflow/engine"
 	"github.com/ontoflow/ontoflow/outbound"
 	"github.com/ontoflow/ontoflow/secrets"
+	"github.com/ontoflow/ontoflow/telemetry"
 )
 
 // Call is the record of a webhook's effect step: what was sent
@@ -71,14 +72,17 @@ func (k InvokeWebhook) attempt(ctx context.Context, op *engine.Op, key string) (
 	if ctx, err = k.restrictToSecrets(ctx, x); err != nil {
 		return nil, err
 	}
+	// The call's span, record and errors show the URL as defined, each
+	// secret by name; x.Redact catches a value in any other form.
+	ctx = telemetry.WithShownURL(ctx, shownURL(ctx, c, op), x.Redact)
 	attempt := engine.Attempt(ctx)
-	call := &Call{Method: req.method, URL: x.Redact(req.url), Attempts: attempt}
+	call := &Call{Method: req.method, URL: telemetry.ShownURL(ctx, nil), Attempts: attempt}
 	start := time.Now()
 	resp, err := k.send(ctx, req, c.timeout())
 	call.DurationMS = time.Since(start).Milliseconds()
 	engine.WebhookAnswered(ctx, statusOf(resp), time.Since(start))
 	if err != nil {
-		return nil, k.sendFailure(err, x, attempt, c.attempts())
+		return nil, k.sendFailure(ctx, err, attempt, c.attempts())
 	}
 	defer outbound.Drain(resp.Body)
 	body, oversize, rerr := outbound.ReadBody(resp.Body, webhookResponseMax)
@@ -88,7 +92,7 @@ func (k InvokeWebhook) attempt(ctx context.Context, op *engine.Op, key string) (
 		return nil, statusFailure(resp, call, attempt, c.attempts())
 	}
 	if rerr != nil {
-		return nil, readFailure(rerr, x, call, attempt, c.attempts())
+		return nil, readFailure(ctx, rerr, call, attempt, c.attempts())
 	}
 	if oversize {
 		// Final at once: the receiver would send the same answer again.
@@ -137,7 +141,19 @@ func previewHeaders(c *webhookConfig, rendered http.Header) map[string]string {
 	return out
 }
 
-func placeholderRef(name string) string { return "[secret:" + name + "]" }
+func placeholderRef(name string) string { return secrets.Placeholder(name) }
+
+// shownURL is c's URL as a record may show it: rendered with op's
+// parameters, each secret as its placeholder (as a preview shows it), so
+// that no value is read to build it. A URL that does not render shows
+// as its template.
+func shownURL(ctx context.Context, c *webhookConfig, op *engine.Op) string {
+	u, err := renderRefs(ctx, c.URL, webhookScope(op), secrets.NewExpander(placeholderSecrets{}), urlEscape)
+	if err != nil {
+		return c.URL
+	}
+	return u
+}
 
 // placeholderSecrets resolves every secret to its own reference, for a
 // preview that must show where a secret goes without reading it.
@@ -173,9 +189,11 @@ type cancelOnClose struct {
 func (c cancelOnClose) Close() error { err := c.ReadCloser.Close(); c.cancel(); return err }
 
 // sendFailure classifies a failed attempt that got no answer: refused by
-// the outbound guard is final; network trouble and timeouts retry.
-func (k InvokeWebhook) sendFailure(err error, x *secrets.Expander, attempt, max int32) error {
-	msg := x.Redact(err.Error())
+// the outbound guard is final; network trouble and timeouts retry. The
+// message names the URL as ctx shows it (net/http's error quotes the URL
+// as sent).
+func (k InvokeWebhook) sendFailure(ctx context.Context, err error, attempt, max int32) error {
+	msg := telemetry.ErrorText(ctx, err)
 	if f := destinationFailure(err); f != nil {
 		return f
 	}
@@ -191,8 +209,8 @@ func (k InvokeWebhook) sendFailure(err error, x *secrets.Expander, attempt, max 
 // readFailure classifies an answer whose body could not be read to its
 // end (the connection reset, or the attempt's time ran out mid-body):
 // tried again as a connection error is, and typed on the last attempt.
-func readFailure(err error, x *secrets.Expander, call *Call, attempt, max int32) error {
-	why := x.Redact(err.Error())
+func readFailure(ctx context.Context, err error, call *Call, attempt, max int32) error {
+	why := telemetry.ErrorText(ctx, err)
 	if errors.Is(err, context.DeadlineExceeded) {
 		why = "the answer did not arrive in time (" + why + ")"
 	}
@@ -293,7 +311,13 @@ func buildWebhook(ctx context.Context, c *webhookConfig, op *engine.Op, x *secre
 		return nil, err
 	}
 	if _, err := url.ParseRequestURI(r.url); err != nil {
-		return nil, apperr.New(apperr.WebhookFailed, "the webhook url does not parse once rendered: %v", err)
+		// The parser's *url.Error quotes the rendered URL, secrets and
+		// all: the reason alone is told.
+		var ue *url.Error
+		if errors.As(err, &ue) {
+			err = ue.Err
+		}
+		return nil, apperr.New(apperr.WebhookFailed, "the webhook url does not parse once rendered: %s", x.Redact(err.Error()))
 	}
 	for h, v := range c.Headers {
 		s, err := renderRefs(ctx, v, scope, x, headerEscape)

@@ -7,7 +7,9 @@ import (
 
 	"github.com/gin-gonic/gin"
 
+	"github.com/ontoflow/ontoflow/apperr"
 	"github.com/ontoflow/ontoflow/auth"
+	"github.com/ontoflow/ontoflow/defaults"
 	"github.com/ontoflow/ontoflow/domain"
 	"github.com/ontoflow/ontoflow/models"
 	"github.com/ontoflow/ontoflow/ontology"
@@ -144,7 +146,11 @@ func (h *ontologyAPI) listObjectTypes(c *gin.Context) {
 	if !ok {
 		return
 	}
-	items, err := h.store.ListObjectTypes(c.Request.Context(), c.Query("q"), pr.Offset, pr.Limit+1)
+	q, ok := searchTerm(c)
+	if !ok {
+		return
+	}
+	items, err := h.store.ListObjectTypes(c.Request.Context(), q, pr.Offset, pr.Limit+1)
 	ontoList(c, pr, items, err)
 }
 
@@ -236,37 +242,70 @@ func (h *ontologyAPI) deleteProperty(c *gin.Context) {
 
 // --- objects ---
 
-// ontoFilters collects the filter.<property>[.<operator>] query parameters.
-func ontoFilters(c *gin.Context) []ontology.RawFilter {
+// ontoFilters collects the filter.<property>[.<operator>] query
+// parameters, refusing more than defaults.MaxFilters before building
+// any (the store checks the same cap for its other callers).
+func ontoFilters(c *gin.Context) ([]ontology.RawFilter, error) {
 	q := c.Request.URL.Query()
 	keys := make([]string, 0, len(q))
-	for k := range q {
+	n := 0
+	for k, vs := range q {
 		if strings.HasPrefix(k, "filter.") {
 			keys = append(keys, k)
+			n += len(vs)
 		}
 	}
+	if n > defaults.MaxFilters {
+		return nil, apperr.OverLimit("filter", defaults.MaxFilters, "filters", n)
+	}
 	sort.Strings(keys)
-	var out []ontology.RawFilter
+	out := make([]ontology.RawFilter, 0, n)
 	for _, k := range keys {
 		for _, v := range q[k] {
 			out = append(out, ontology.RawFilter{Key: strings.TrimPrefix(k, "filter."), Value: v})
 		}
 	}
-	return out
+	return out, nil
+}
+
+// orderBy is the order_by parameter: one entry at most (a second one
+// would be silently ignored otherwise).
+func orderBy(c *gin.Context) (string, error) {
+	vs := c.QueryArray("order_by")
+	if len(vs) > defaults.MaxOrderBy {
+		return "", apperr.OverLimit("order_by", defaults.MaxOrderBy, "entries", len(vs))
+	}
+	return c.Query("order_by"), nil
+}
+
+// objectQuery reads the object listing's parameters.
+func objectQuery(c *gin.Context) (ontology.ObjectQuery, error) {
+	size, err := PageSize(c)
+	if err != nil {
+		return ontology.ObjectQuery{}, err
+	}
+	ob, err := orderBy(c)
+	if err != nil {
+		return ontology.ObjectQuery{}, err
+	}
+	fs, err := ontoFilters(c)
+	if err != nil {
+		return ontology.ObjectQuery{}, err
+	}
+	return ontology.ObjectQuery{Filters: fs, OrderBy: ob, PageToken: c.Query("page_token"), Limit: size}, nil
 }
 
 // listObjects pages with keyset tokens (the store's): ?order_by= and
 // page_token go to the store as they came; page_size as on every list.
 func (h *ontologyAPI) listObjects(c *gin.Context) {
-	size, err := PageSize(c)
+	q, err := objectQuery(c)
 	if err != nil {
 		fail(c, err)
 		return
 	}
 	var p ontology.ObjectPage
 	err = h.inBranch(c, func(s *ontology.Store) (err error) {
-		p, err = s.ListObjectsPage(c.Request.Context(), ontoUser(c), c.Param("type_id"),
-			ontology.ObjectQuery{Filters: ontoFilters(c), OrderBy: c.Query("order_by"), PageToken: c.Query("page_token"), Limit: size})
+		p, err = s.ListObjectsPage(c.Request.Context(), ontoUser(c), c.Param("type_id"), q)
 		return err
 	})
 	ontoKeysetList(c, p.Items, p.NextPageToken, err)
@@ -349,7 +388,11 @@ func (h *ontologyAPI) listLinkTypes(c *gin.Context) {
 	if !ok {
 		return
 	}
-	items, err := h.store.ListLinkTypes(c.Request.Context(), c.Query("object_type"), c.Query("q"), pr.Offset, pr.Limit+1)
+	q, ok := searchTerm(c)
+	if !ok {
+		return
+	}
+	items, err := h.store.ListLinkTypes(c.Request.Context(), c.Query("object_type"), q, pr.Offset, pr.Limit+1)
 	ontoList(c, pr, items, err)
 }
 
@@ -431,7 +474,11 @@ func (h *ontologyAPI) listActionTypes(c *gin.Context) {
 	if objectType == "" {
 		objectType = c.Query("object_type")
 	}
-	items, err := h.store.ListActionTypes(c.Request.Context(), objectType, c.Query("q"), pr.Offset, pr.Limit+1)
+	q, ok := searchTerm(c)
+	if !ok {
+		return
+	}
+	items, err := h.store.ListActionTypes(c.Request.Context(), objectType, q, pr.Offset, pr.Limit+1)
 	if err == nil && !canWriteOntology(c) {
 		for i := range items {
 			items[i].RedactSecrets()

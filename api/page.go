@@ -7,6 +7,7 @@ import (
 	"github.com/gin-gonic/gin"
 
 	"github.com/ontoflow/ontoflow/apperr"
+	"github.com/ontoflow/ontoflow/defaults"
 )
 
 // Page is the shape of every list response.
@@ -21,9 +22,10 @@ type PageRequest struct {
 	Offset int
 }
 
+// page_size's default and cap are defaults.PageSize and MaxPageSize.
 const (
-	defaultPageSize = 50
-	maxPageSize     = 500
+	defaultPageSize = defaults.PageSize
+	maxPageSize     = defaults.MaxPageSize
 )
 
 // ParsePage reads page_size (1..500, default 50) and page_token (opaque,
@@ -53,7 +55,8 @@ func PageSize(c *gin.Context) (int, error) {
 	}
 	n, err := strconv.Atoi(s)
 	if err != nil || n < 1 || n > maxPageSize {
-		return defaultPageSize, apperr.New(apperr.InvalidArgument, "page_size must be an integer from 1 to %d", maxPageSize)
+		return defaultPageSize, apperr.New(apperr.InvalidArgument, "page_size must be an integer from 1 to %d", maxPageSize).
+			WithDetails(apperr.Detail{Field: "page_size", Reason: "out_of_range", Message: "at most " + strconv.Itoa(maxPageSize)})
 	}
 	return n, nil
 }
@@ -70,4 +73,15 @@ func NewPage[T any](pr PageRequest, items []T) Page[T] {
 		p.NextPageToken = base64.RawURLEncoding.EncodeToString([]byte(strconv.Itoa(pr.Offset + pr.Limit)))
 	}
 	return p
+}
+
+// searchTerm reads a list's ?q= search; false when it is longer than
+// defaults.MaxSearchBytes and the request already failed.
+func searchTerm(c *gin.Context) (string, bool) {
+	q := c.Query("q")
+	if len(q) > defaults.MaxSearchBytes {
+		fail(c, apperr.OverLimit("q", defaults.MaxSearchBytes, "bytes", len(q)))
+		return "", false
+	}
+	return q, true
 }

@@ -192,3 +192,14 @@ func MessageOf(err error) string {
 
 // Is reports whether err carries code.
 func Is(err error, code Code) bool { return CodeOf(err) == code }
+
+// OverLimit refuses a request parameter beyond its cap (400
+// InvalidArgument): param is the query parameter as the client spelled
+// it, what its unit ("filters", "bytes"), got what the request sent. The
+// message and the detail name both the parameter and the cap, so a
+// client can fix the request without reading the documentation.
+func OverLimit(param string, limit int, what string, got int) *Error {
+	msg := fmt.Sprintf("%s: at most %d %s (got %d)", param, limit, what, got)
+	return New(InvalidArgument, "%s", msg).
+		WithDetails(Detail{Field: param, Reason: "over_limit", Message: msg})
+}

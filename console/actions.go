@@ -34,6 +34,10 @@ type actionsView struct {
 func (c *Console) actionsPage(g *gin.Context) {
 	ctx, p := g.Request.Context(), principal(g)
 	q := strings.TrimSpace(g.Query("q"))
+	if err := searchBound(q); err != nil {
+		c.fail(g, err)
+		return
+	}
 	ats, err := c.runnable(ctx, p, q)
 	if err != nil {
 		c.fail(g, err)

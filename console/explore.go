@@ -12,6 +12,7 @@ import (
 
 	"github.com/ontoflow/ontoflow/apperr"
 	"github.com/ontoflow/ontoflow/auth"
+	"github.com/ontoflow/ontoflow/defaults"
 	"github.com/ontoflow/ontoflow/engine"
 	"github.com/ontoflow/ontoflow/executions"
 	"github.com/ontoflow/ontoflow/models"
@@ -91,6 +92,10 @@ type exploreView struct {
 	Error   string
 	state   url.Values
 	typeRef string
+	// names are the columns shown, each once, in order; shown indexes
+	// them (a header asks for each property).
+	names []string
+	shown map[string]bool
 }
 
 // objectsTable is a type's objects as a table: the columns the user chose
@@ -99,6 +104,10 @@ type exploreView struct {
 // path with the user's read rule; nothing is filtered here.
 func (c *Console) objectsTable(g *gin.Context) {
 	ctx, u := g.Request.Context(), principal(g).User
+	if err := exploreBounds(g.Request.URL); err != nil {
+		c.fail(g, err)
+		return
+	}
 	ot, err := c.d.Store.ObjectType(ctx, g.Param("type"))
 	if err != nil {
 		c.fail(g, err)
@@ -131,20 +140,47 @@ func newExploreView(ot *ontology.ObjectTypeView, q url.Values) *exploreView {
 	v.Page, _ = strconv.Atoi(q.Get("page"))
 	v.Page = max(v.Page, 0)
 	v.After = q.Get("after")
-	for _, name := range v.colNames() {
+	v.shown = map[string]bool{}
+	for _, name := range v.chosen() {
 		i := slices.IndexFunc(ot.Properties, func(p models.Property) bool { return p.Name == name })
-		if i < 0 {
+		if i < 0 || v.shown[name] {
 			continue
 		}
 		p := ot.Properties[i]
+		v.names, v.shown[name] = append(v.names, name), true
 		v.Cols = append(v.Cols, colFilter{Property: p, Label: displayName(p.DisplayName, p.Name),
 			Op: q.Get("f." + p.Name), Value: q.Get("v." + p.Name)})
 	}
 	return v
 }
 
-// colNames are the chosen columns, or the first properties of the type.
-func (v *exploreView) colNames() []string {
+// exploreBounds refuses a table URL beyond the explorer's caps before
+// anything is read: more than defaults.MaxColumns entries in cols, a
+// search longer than defaults.MaxSearchBytes, or a query string longer
+// than defaults.MaxExplorerQueryBytes. Every link of the page carries the
+// table's state again, so these caps are what keep a page's size linear
+// in the columns it shows.
+func exploreBounds(u *url.URL) error {
+	q := u.Query()
+	for _, cols := range q["cols"] {
+		if n := strings.Count(cols, ",") + 1; n > defaults.MaxColumns {
+			return apperr.OverLimit("cols", defaults.MaxColumns, "columns", n)
+		}
+	}
+	for _, s := range q["q"] {
+		if len(s) > defaults.MaxSearchBytes {
+			return apperr.OverLimit("q", defaults.MaxSearchBytes, "bytes", len(s))
+		}
+	}
+	if n := len(u.RawQuery); n > defaults.MaxExplorerQueryBytes {
+		return apperr.OverLimit("query string", defaults.MaxExplorerQueryBytes, "bytes", n)
+	}
+	return nil
+}
+
+// chosen are the columns the URL names, or the first properties of the
+// type.
+func (v *exploreView) chosen() []string {
 	if s := v.state.Get("cols"); s != "" {
 		return strings.Split(s, ",")
 	}
@@ -154,6 +190,9 @@ func (v *exploreView) colNames() []string {
 	}
 	return out
 }
+
+// colNames are the columns shown (a copy, for a link to change).
+func (v *exploreView) colNames() []string { return slices.Clone(v.names) }
 
 // filters turns the filter row into the REST listing's filters.
 func (v *exploreView) filters() []ontology.RawFilter {
@@ -185,10 +224,26 @@ func (v *exploreView) row(o models.Object) exploreRow {
 }
 
 // link is this table's URL with some parameters changed ("" removes one).
+// It carries the table's state only (columns, their filters, sort,
+// search, page), once each: a parameter the table does not read, or a
+// repeated one, would otherwise be copied into every link of the page.
 func (v *exploreView) link(set ...string) string {
 	q := url.Values{}
-	for k, vs := range v.state {
-		q[k] = slices.Clone(vs)
+	for _, k := range []string{"sort", "q", "page", "after"} {
+		if s := v.state.Get(k); s != "" {
+			q.Set(k, s)
+		}
+	}
+	if v.state.Get("cols") != "" {
+		q.Set("cols", strings.Join(v.names, ","))
+	}
+	for _, c := range v.Cols {
+		if c.Op != "" {
+			q.Set("f."+c.Property.Name, c.Op)
+		}
+		if c.Value != "" {
+			q.Set("v."+c.Property.Name, c.Value)
+		}
 	}
 	for i := 0; i+1 < len(set); i += 2 {
 		if set[i+1] == "" {
@@ -272,10 +327,10 @@ func (v *exploreView) SortLink(p models.Property) string {
 }
 
 // Shown says whether a property is one of the table's columns.
-func (v *exploreView) Shown(name string) bool { return slices.Contains(v.colNames(), name) }
+func (v *exploreView) Shown(name string) bool { return v.shown[name] }
 
 // ColsValue is the chosen columns, for the filter form to keep.
-func (v *exploreView) ColsValue() string { return strings.Join(v.colNames(), ",") }
+func (v *exploreView) ColsValue() string { return strings.Join(v.names, ",") }
 
 // Links and history on an object's page: a page of each.
 const (

@@ -106,6 +106,10 @@ func (c *Console) filesView(g *gin.Context) (*filesView, bool) {
 		c.errorPage(g, http.StatusForbidden, "Files are not available to this session.")
 		return nil, false
 	}
+	if err := searchBound(g.Query("q")); err != nil {
+		c.fail(g, err)
+		return nil, false
+	}
 	dir := cleanDir(g.Query("dir"))
 	return &filesView{Field: g.Query("field"), Dir: dir, Query: strings.TrimSpace(g.Query("q")),
 		CSRF: g.GetString(csrfKey), Crumbs: crumbs(dir)}, true

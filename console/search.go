@@ -8,6 +8,7 @@ import (
 	"github.com/gin-gonic/gin"
 
 	"github.com/ontoflow/ontoflow/apperr"
+	"github.com/ontoflow/ontoflow/defaults"
 	"github.com/ontoflow/ontoflow/domain"
 	"github.com/ontoflow/ontoflow/models"
 	"github.com/ontoflow/ontoflow/ontology"
@@ -23,6 +24,9 @@ const maxOptions = 20
 func (c *Console) searchObjects(g *gin.Context, typeRef, q string) ([]objectOption, error) {
 	if typeRef == "" {
 		return nil, nil
+	}
+	if err := searchBound(q); err != nil {
+		return nil, err
 	}
 	ctx, u := g.Request.Context(), principal(g).User
 	ot, err := c.d.Store.ObjectType(ctx, typeRef)
@@ -42,6 +46,15 @@ func (c *Console) searchObjects(g *gin.Context, typeRef, q string) ([]objectOpti
 		out = append(out, objectOption{ID: objs[i].ID, Label: label, Marking: objs[i].Marking})
 	}
 	return out, nil
+}
+
+// searchBound refuses a search term longer than defaults.MaxSearchBytes
+// (each is matched against every searchable property of a type).
+func searchBound(q string) error {
+	if len(q) > defaults.MaxSearchBytes {
+		return apperr.OverLimit("q", defaults.MaxSearchBytes, "bytes", len(q))
+	}
+	return nil
 }
 
 // findObjects runs the search as the store's own queries, so the read

@@ -77,3 +77,41 @@ const (
 	// effect; one with more is recorded failed.
 	MaxRecipients = 500
 )
+
+// Request bounds: the longest list one request may make the server read,
+// build or render. They are constants, not flags: they keep a single
+// request's cost bounded whatever the operator sets (a real client stays
+// far below them), and the filter cap must stay well under SQLite's
+// expression depth of 1,000, which 999 filters reached (a 500). Each
+// refusal is 400 InvalidArgument naming the parameter and its cap
+// (README, "API conventions").
+const (
+	// PageSize and MaxPageSize are page_size's default and cap on every
+	// API list.
+	PageSize    = 50
+	MaxPageSize = 500
+	// MaxFilters bounds the filters of one object listing (the REST
+	// listing's filter.* parameters, functions' ctx.ontology.query, the
+	// explorer's filter row). Each is one SQL probe per candidate row; a
+	// UI filters on a handful of columns, the explorer at most on each of
+	// its MaxColumns, so 100 is ten times what a screen holds and a tenth
+	// of SQLite's depth.
+	MaxFilters = 100
+	// MaxOrderBy is how many order_by entries a listing takes: one (ties
+	// are broken by creation time, then id).
+	MaxOrderBy = 1
+	// MaxColumns bounds the entries of the explorer's ?cols=: each column
+	// renders its sort and move links, so a page grows with its columns;
+	// 100 columns are already several screens wide.
+	MaxColumns = 100
+	// MaxSearchBytes bounds a search term (?q=): a name, a key or a
+	// phrase; a longer one is no search anyone types, and each is matched
+	// against every searchable property.
+	MaxSearchBytes = 1024
+	// MaxExplorerQueryBytes bounds the explorer's query string, which each
+	// of its links carries again (sort, move, show and hide, next page):
+	// a page then weighs at most its links times 16 KiB, about 5 MB at
+	// 100 columns, while a 100-column table whose filter row is submitted
+	// (cols, and f. and v. per column) is under 10 KiB.
+	MaxExplorerQueryBytes = 16 << 10
+)

@@ -16,6 +16,7 @@ import (
 	"gorm.io/gorm"
 
 	"github.com/ontoflow/ontoflow/apperr"
+	"github.com/ontoflow/ontoflow/defaults"
 	"github.com/ontoflow/ontoflow/domain"
 	"github.com/ontoflow/ontoflow/models"
 )
@@ -748,6 +749,11 @@ func (s *Store) ListObjectsPage(ctx context.Context, u *models.User, typeRef str
 }
 
 func (s *Store) listObjects(ctx context.Context, u *models.User, typeRef string, q ObjectQuery, paged bool) (ObjectPage, error) {
+	// Each filter is one probe in the statement: past the cap SQLite's
+	// expression tree gives out (a 500), and any dialect's plan grows.
+	if len(q.Filters) > defaults.MaxFilters {
+		return ObjectPage{}, apperr.OverLimit("filter", defaults.MaxFilters, "filters", len(q.Filters))
+	}
 	ts, err := loadTypeState(ctx, s.db, typeRef)
 	if err != nil {
 		return ObjectPage{}, err

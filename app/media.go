@@ -25,7 +25,7 @@ func (a *App) mediaFiles(contents webdav.Contents) (media.Store, error) {
 		}
 		return m, nil
 	}
-	m, err := webdav.NewMedia(filepath.Join(a.Cfg.DataDir, "files"))
+	m, err := webdav.NewMedia(filepath.Join(a.Cfg.DataDir, "files"), a.DB, a.Cfg.WebDAVChecksums == "db")
 	if err != nil {
 		return nil, err
 	}

@@ -44,9 +44,11 @@ type DavProp struct {
 	Lang string `gorm:"not null;default:''"`
 }
 
-// DavChecksum holds content hashes computed while a file was uploaded. It
-// is valid while the file still has the recorded size and modification
-// time (nanoseconds).
+// DavChecksum is the record of one written version of a POSIX file: its
+// generation (drawn at the write, part of the ETag; 0 in rows written
+// before generations existed) and its content hashes (empty until a large
+// upload is hashed). It is valid while the file still has the recorded
+// size and modification time (nanoseconds).
 type DavChecksum struct {
 	UserID  string `gorm:"primaryKey;size:36"`
 	Path    string `gorm:"primaryKey"`
@@ -54,6 +56,7 @@ type DavChecksum struct {
 	MtimeNs int64  `gorm:"not null"`
 	SHA1    string `gorm:"column:sha1;size:40"`
 	MD5     string `gorm:"column:md5;size:32"`
+	Gen     int64  `gorm:"not null;default:0"`
 }
 
 // DavNode is one file or collection of a user's tree when WebDAV contents

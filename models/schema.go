@@ -20,8 +20,10 @@ import (
 // totals per day only (no hourly rows), which a version-4 binary would
 // read as missing; 6 names properties in the property-value index by
 // their allocated key (Property.IndexKey), where a version-5 binary would
-// write rows under a hash its version-6 readers never look for.
-const SchemaVersion = 6
+// write rows under a hash its version-6 readers never look for; 7 records
+// a generation with every WebDAV file version (DavChecksum.Gen, part of
+// the ETag), which a version-6 binary would leave stale on overwrite.
+const SchemaVersion = 7
 
 // legacySchemaVersion is what an existing database without a recorded
 // version is taken for: the version before versions were recorded.

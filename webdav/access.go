@@ -48,11 +48,11 @@ func (h *Handler) Stat(ctx context.Context, userID, p string) (FileInfo, error) 
 	if err != nil {
 		return FileInfo{}, err
 	}
-	return posixInfo(ip, fi), nil
+	return posixInfo(ip, fi, h.etagAt(ctx, root, userID, ip, fi)), nil
 }
 
-func posixInfo(p string, fi fs.FileInfo) FileInfo {
-	out := FileInfo{Path: p, Dir: fi.IsDir(), ModTime: fi.ModTime(), ETag: etagOf(fi)}
+func posixInfo(p string, fi fs.FileInfo, etag string) FileInfo {
+	out := FileInfo{Path: p, Dir: fi.IsDir(), ModTime: fi.ModTime(), ETag: etag}
 	if !fi.IsDir() {
 		out.Size = fi.Size()
 	}
@@ -149,11 +149,12 @@ func (h *Handler) ReadDir(ctx context.Context, userID, p string) ([]FileInfo, er
 		if isReserved(e.Name()) {
 			continue
 		}
-		fi, err := root.Stat(rel(pathJoin(ip, e.Name())))
+		p := pathJoin(ip, e.Name())
+		fi, err := root.Stat(rel(p))
 		if err != nil {
 			continue
 		}
-		out = append(out, posixInfo(pathJoin(ip, e.Name()), fi))
+		out = append(out, posixInfo(p, fi, h.etagAt(ctx, root, userID, p, fi)))
 	}
 	return out, nil
 }

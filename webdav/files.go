@@ -1,6 +1,7 @@
 package webdav
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -9,31 +10,57 @@ import (
 	"net/http"
 	"os"
 	"path"
-	"strconv"
 	"strings"
 	"time"
 
 	"gorm.io/gorm"
+
+	"github.com/ontoflow/ontoflow/models"
 )
 
 const xmlHeader = `<?xml version="1.0" encoding="utf-8"?>` + "\n"
 
-// etagOf is a strong entity tag: inode, modification time (ns) and size.
-// Every PUT writes a new inode, so two versions never share a tag.
-func etagOf(fi fs.FileInfo) string {
-	if n, ok := fi.(nodeInfo); ok {
+// etagWith is the strong entity tag of fi given its checksum record (ok:
+// one was read): a node's id and version in tree mode, the metadata
+// store's shape of inode, mtime, size and generation in POSIX mode
+// (identity.go).
+func (h *Handler) etagWith(fi fs.FileInfo, rec models.DavChecksum, ok bool) string {
+	if n, isNode := fi.(nodeInfo); isNode {
 		return nodeETag(n.n)
 	}
-	ino := fileID(fi)
-	b := make([]byte, 0, 48)
-	b = append(b, '"')
-	b = strconv.AppendUint(b, ino, 16)
-	b = append(b, '-')
-	b = strconv.AppendInt(b, fi.ModTime().UnixNano(), 16)
-	b = append(b, '-')
-	b = strconv.AppendInt(b, fi.Size(), 16)
-	b = append(b, '"')
-	return string(b)
+	return h.meta.etag(fi, rec, ok)
+}
+
+// etagAt is the tag of the resource at p, fi its stat. A POSIX file's
+// record is read through the file, opened, and the tag is taken from that
+// open file's own stat, so record and stat describe one version even if
+// p is replaced meanwhile.
+func (h *Handler) etagAt(ctx context.Context, root *os.Root, userID, p string, fi fs.FileInfo) string {
+	if _, isNode := fi.(nodeInfo); isNode || !fi.Mode().IsRegular() {
+		return h.etagWith(fi, models.DavChecksum{}, false)
+	}
+	f, err := root.Open(rel(p))
+	if err != nil {
+		return h.etagWith(fi, models.DavChecksum{}, false)
+	}
+	defer f.Close()
+	return h.etagOfOpen(ctx, userID, p, f, fi)
+}
+
+// etagOfOpen is the tag of the open file f at p (fi: a stat of p, used if
+// f cannot be stat'ed).
+func (h *Handler) etagOfOpen(ctx context.Context, userID, p string, f *os.File, fi fs.FileInfo) string {
+	if now, err := f.Stat(); err == nil {
+		fi = now
+	}
+	rec, ok, err := h.meta.recordOf(ctx, userID, p, f)
+	if err != nil {
+		// Without the record the tag ends in the change time: still
+		// one no client can reproduce, only less stable.
+		h.log.Warn("webdav: read a file's record", "path", p, "err", err)
+		ok = false
+	}
+	return h.etagWith(fi, rec, ok)
 }
 
 // contentType is derived from the extension only: no file is opened.
@@ -79,7 +106,7 @@ func (rq *request) serveGet() (int, error) {
 	if !fi.Mode().IsRegular() {
 		return refuse(http.StatusForbidden, "not a regular file")
 	}
-	h.Set("ETag", etagOf(fi))
+	h.Set("ETag", rq.h.etagOfOpen(rq.r.Context(), rq.user.ID, rq.path, f, fi))
 	h.Set("Content-Type", contentType(fi.Name(), false))
 	setActiveContentHeaders(h)
 	h.Set("Accept-Ranges", "bytes")
@@ -102,12 +129,14 @@ func setActiveContentHeaders(h http.Header) {
 }
 
 // checkHTTPPreconditions applies If-Match / If-None-Match and
-// If-Unmodified-Since (RFC 9110) to a write: a refusal (412) when one
-// fails.
-func checkHTTPPreconditions(r *http.Request, fi fs.FileInfo, exists bool) error {
+// If-Unmodified-Since (RFC 9110) to a write on the request's path (fi its
+// stat): a refusal (412) when one fails. The tag, which costs a POSIX
+// file an open, is taken only when a condition names one.
+func (rq *request) checkHTTPPreconditions(fi fs.FileInfo, exists bool) error {
+	r := rq.r
 	etag := ""
-	if exists {
-		etag = etagOf(fi)
+	if exists && (r.Header.Get("If-Match") != "" || r.Header.Get("If-None-Match") != "") {
+		etag = rq.h.etagAt(r.Context(), rq.root, rq.user.ID, rq.path, fi)
 	}
 	failed := refusal(http.StatusPreconditionFailed, "precondition failed")
 	if im := r.Header.Get("If-Match"); im != "" {
@@ -156,7 +185,7 @@ func (rq *request) serveDelete() (int, error) {
 			return refuse(http.StatusBadRequest, "DELETE of a collection needs Depth: infinity")
 		}
 	}
-	if err := checkHTTPPreconditions(rq.r, fi, true); err != nil {
+	if err := rq.checkHTTPPreconditions(fi, true); err != nil {
 		return http.StatusPreconditionFailed, err
 	}
 	if _, err := rq.precheck(target{path: rq.path, membership: true, subtree: true}); err != nil {

@@ -809,19 +809,35 @@ func TestNewFileDropsStaleProps(t *testing.T) {
 // TestSumAttributeFormat: the attribute round-trips, fits ext4's in-inode
 // space, and anything else found under the name is not a checksum.
 func TestSumAttributeFormat(t *testing.T) {
-	in := models.DavChecksum{Size: 1 << 40, MtimeNs: 1_763_000_000_123_456_789,
+	in := models.DavChecksum{Size: 1 << 40, MtimeNs: 1_763_000_000_123_456_789, Gen: 0xfedcba98,
 		SHA1: fmt.Sprintf("%x", sha1.Sum([]byte("x"))), MD5: fmt.Sprintf("%x", md5.Sum([]byte("x")))}
 	b, err := encodeSum(in)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(b) > 56 {
-		t.Fatalf("attribute value is %d bytes; ext4 keeps only about 56 in a 256-byte inode", len(b))
+	// 60 bytes (the value padded to 4) is what a 256-byte ext4 inode
+	// has left beside the entry: measured with st_blocks (0 up to 60, 8
+	// from 61).
+	if len(b) > 60 {
+		t.Fatalf("attribute value is %d bytes; ext4 keeps only 60 in a 256-byte inode", len(b))
 	}
 	if out, ok := decodeSum(b); !ok || out != in {
 		t.Fatalf("round trip: %+v, %v; want %+v", out, ok, in)
 	}
-	for _, bad := range [][]byte{nil, b[:len(b)-1], append(append([]byte{}, b...), 0), append([]byte{2}, b[1:]...)} {
+	// A large upload's record: a generation, no hashes yet.
+	genOnly := models.DavChecksum{Size: 5, MtimeNs: 7, Gen: 3}
+	if gb, err := encodeSum(genOnly); err != nil {
+		t.Fatal(err)
+	} else if out, ok := decodeSum(gb); !ok || out != genOnly || hasHashes(out) {
+		t.Fatalf("generation only: %+v, %v", out, ok)
+	}
+	// Format 1 (no generation) is still read; its generation is its
+	// SHA-1's first 32 bits.
+	v1 := append(append([]byte{1}, b[1:17]...), b[21:]...)
+	if out, ok := decodeSum(v1); !ok || out.Gen != 0 || out.SHA1 != in.SHA1 || recordGen(out) != 0x11f6ad8e {
+		t.Fatalf("format 1: %+v, %v (gen %x)", out, ok, recordGen(out))
+	}
+	for _, bad := range [][]byte{nil, b[:len(b)-1], append(append([]byte{}, b...), 0), append([]byte{3}, b[1:]...), append([]byte{1}, b[1:]...)} {
 		if _, ok := decodeSum(bad); ok {
 			t.Fatalf("decoded %x", bad)
 		}

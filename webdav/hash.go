@@ -72,6 +72,7 @@ func (h *Handler) hashFile(ctx context.Context, userID, p string) error {
 	sum := models.DavChecksum{
 		UserID: userID, Path: p, Size: before.Size(), MtimeNs: before.ModTime().UnixNano(),
 		SHA1: hex.EncodeToString(sh.Sum(nil)), MD5: hex.EncodeToString(md.Sum(nil)),
+		Gen: h.keptGen(ctx, userID, p, f, before),
 	}
 	if err := h.meta.recordSum(ctx, root, f, before, sum); err != nil {
 		if errors.Is(err, errSumNotSet) {
@@ -95,12 +96,23 @@ func (h *Handler) markUnhashable(userID, p string, fi fs.FileInfo) {
 		h.unhashableSet.Clear()
 		h.unhashableN.Store(1)
 	}
-	h.unhashableSet.Store(userID+"\x00"+p, etagOf(fi))
+	h.unhashableSet.Store(userID+"\x00"+p, statKey(fi))
 }
 
 // unhashable reports whether this version of p already failed to take a
 // checksum.
 func (h *Handler) unhashable(userID, p string, fi fs.FileInfo) bool {
 	v, ok := h.unhashableSet.Load(userID + "\x00" + p)
-	return ok && v.(string) == etagOf(fi)
+	return ok && v.(string) == statKey(fi)
+}
+
+// keptGen is the generation the hashed version already has (a large
+// upload's, drawn at its write), so adding its hashes keeps its ETag; a
+// file without one (put there behind the server's back) gets a new one.
+func (h *Handler) keptGen(ctx context.Context, userID, p string, f *os.File, before fs.FileInfo) int64 {
+	rec, ok, err := h.meta.recordOf(ctx, userID, p, f)
+	if err == nil && ok && sumValid(rec, before) && rec.Gen != 0 {
+		return rec.Gen
+	}
+	return newGen()
 }

@@ -38,10 +38,9 @@ func (rq *request) serveListing(dir *os.File) {
 		ents, err := dir.ReadDir(256)
 		var b strings.Builder
 		for _, e := range ents {
-			if strings.HasPrefix(e.Name(), tmpPrefix) {
-				continue
+			if m, ok := rq.member(e); ok {
+				rq.writeListingEntry(&b, e.Name(), m.fi)
 			}
-			rq.writeListingRow(&b, e)
 		}
 		_, _ = io.WriteString(w, b.String())
 		if err != nil || len(ents) == 0 {
@@ -74,16 +73,9 @@ func (rq *request) listingStart() {
 	_, _ = io.WriteString(w, b.String())
 }
 
-// writeListingRow writes one entry; an entry that vanished between the
-// directory read and its stat is still listed, without size or time.
-func (rq *request) writeListingRow(b *strings.Builder, e os.DirEntry) {
-	fi, err := e.Info()
-	rq.writeListingEntry(b, e.Name(), e.IsDir(), fi, err)
-}
-
-// writeListingEntry writes one entry named base; fi is nil with err when
-// its details are unknown.
-func (rq *request) writeListingEntry(b *strings.Builder, base string, isDir bool, fi fs.FileInfo, err error) {
+// writeListingEntry writes one entry named base, fi its details.
+func (rq *request) writeListingEntry(b *strings.Builder, base string, fi fs.FileInfo) {
+	isDir := fi.IsDir()
 	name := base
 	if isDir {
 		name += "/"
@@ -91,13 +83,11 @@ func (rq *request) writeListingEntry(b *strings.Builder, base string, isDir bool
 	b.WriteString(`<tr><td class=n><a href="`)
 	b.WriteString(html.EscapeString(rq.h.href(pathJoin(rq.path, base), isDir)))
 	b.WriteString(`">` + html.EscapeString(name) + `</a><td class=s>`)
-	if err == nil && !isDir {
+	if !isDir {
 		b.WriteString(`<span title="` + strconv.FormatInt(fi.Size(), 10) + ` bytes">` + humanSize(fi.Size()) + `</span>`)
 	}
 	b.WriteString("<td>")
-	if err == nil {
-		b.WriteString(fi.ModTime().UTC().Format(time.DateTime))
-	}
+	b.WriteString(fi.ModTime().UTC().Format(time.DateTime))
 	b.WriteString("\n")
 }
 

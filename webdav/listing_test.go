@@ -2,6 +2,8 @@ package webdav
 
 import (
 	"net/http"
+	"os"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
@@ -58,5 +60,37 @@ func TestHumanSize(t *testing.T) {
 		if got := humanSize(n); got != want {
 			t.Errorf("humanSize(%d) = %q, want %q", n, got, want)
 		}
+	}
+}
+
+// TestListingAgreesWithPropfind is issue 41's finding 5: the HTML index
+// lists exactly the members PROPFIND lists. A symlink leading out of the
+// user's tree (or nowhere) is in neither; one inside is shown as its
+// target, with the target's size.
+func TestListingAgreesWithPropfind(t *testing.T) {
+	db := testdb.Open(t, "sqlite")
+	u := addUser(t, db, "alice", 0)
+	dir := t.TempDir()
+	e := newEnv(t, db, dir, Options{})
+	e.want(http.StatusCreated, "alice", "PUT", "/real.txt", strings.Repeat("r", 3000))
+	home := filepath.Join(dir, u.ID)
+	outside := filepath.Join(dir, "outside-secret")
+	if err := os.WriteFile(outside, []byte("not alice's"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for name, target := range map[string]string{"esc-secret": outside, "dangling": "nowhere", "inside": "real.txt"} {
+		if err := os.Symlink(target, filepath.Join(home, name)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	_, page := e.want(http.StatusOK, "alice", "GET", "/", "")
+	_, multi := e.want(http.StatusMultiStatus, "alice", "PROPFIND", "/", "", "Depth", "1")
+	for _, gone := range []string{"esc-secret", "dangling"} {
+		if strings.Contains(page, gone) || strings.Contains(multi, gone) {
+			t.Errorf("%s is listed (index: %v, PROPFIND: %v)", gone, strings.Contains(page, gone), strings.Contains(multi, gone))
+		}
+	}
+	if !strings.Contains(page, `<a href="/webdav/inside">inside</a><td class=s><span title="3000 bytes">`) || !strings.Contains(multi, "/webdav/inside") {
+		t.Errorf("the symlink inside the tree is not listed as its target:\n%s", page)
 	}
 }

@@ -260,7 +260,7 @@ func (rq *request) evalIf(pc *preconds) bool {
 		}
 		e := ""
 		if fi, err := rq.stat(p); err == nil {
-			e = etagOf(fi)
+			e = rq.h.etagAt(rq.r.Context(), rq.root, rq.user.ID, p, fi)
 		}
 		etags[p] = e
 		return e

@@ -14,6 +14,7 @@ import (
 
 	"gorm.io/gorm"
 
+	"github.com/ontoflow/ontoflow/internal/harness/testdb"
 	"github.com/ontoflow/ontoflow/media"
 )
 
@@ -47,7 +48,7 @@ func testPosixMedia(t *testing.T) {
 	if err := os.Symlink("reports/q3.txt", filepath.Join(dir, "alice", "in.txt")); err != nil {
 		t.Fatal(err)
 	}
-	m, err := NewMedia(dir)
+	m, err := NewMedia(dir, testdb.Open(t, "sqlite"), false)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -61,6 +61,12 @@ type checksums interface {
 	// of a batch (dir: their open directory, or nil); callers check them
 	// with sumValid.
 	sumsFor(ctx context.Context, root *os.Root, userID string, dir *os.File, batch []entry) (map[string]models.DavChecksum, error)
+	// recordOf reads the record of the one file at p; f is that file,
+	// open.
+	recordOf(ctx context.Context, userID, p string, f *os.File) (models.DavChecksum, bool, error)
+	// etag is the entity tag of fi given its record (identity.go), in
+	// the shape this store's order of publication needs.
+	etag(fi fs.FileInfo, rec models.DavChecksum, ok bool) string
 	// sealUpload runs on an upload's finished temporary file, before it
 	// is closed; sum is nil when the body was not hashed as it streamed.
 	sealUpload(f *os.File, sum *models.DavChecksum) error
@@ -248,6 +254,24 @@ func (s *dbStore) sumsFor(ctx context.Context, _ *os.Root, userID string, _ *os.
 	return out, nil
 }
 
+func (s *dbStore) recordOf(ctx context.Context, userID, p string, _ *os.File) (models.DavChecksum, bool, error) {
+	var rows []models.DavChecksum
+	if err := s.db.WithContext(ctx).Where("user_id = ? AND path = ?", userID, p).Limit(1).Find(&rows).Error; err != nil {
+		return models.DavChecksum{}, false, fmt.Errorf("read checksum record: %w", err)
+	}
+	if len(rows) == 0 {
+		return models.DavChecksum{}, false, nil
+	}
+	return rows[0], true, nil
+}
+
+// etag includes the change time: the record is written just after the
+// rename that publishes its version, and in between the new file must not
+// wear the old version's generation alone.
+func (s *dbStore) etag(fi fs.FileInfo, rec models.DavChecksum, ok bool) string {
+	return posixETag(fi, rec, ok, true)
+}
+
 // sealUpload: the database record is written with the rename.
 func (s *dbStore) sealUpload(*os.File, *models.DavChecksum) error { return nil }
 
@@ -282,7 +306,7 @@ func (s *dbStore) lockStripe(userID, p string) *sync.Mutex {
 
 func (s *dbStore) recordSum(ctx context.Context, root *os.Root, _ *os.File, before fs.FileInfo, sum models.DavChecksum) error {
 	now, err := root.Stat(rel(sum.Path))
-	if err != nil || etagOf(now) != etagOf(before) {
+	if err != nil || statKey(now) != statKey(before) {
 		// Replaced or changed meanwhile: its own upload records it.
 		return nil
 	}
@@ -325,7 +349,7 @@ func (s *dbStore) copyTx(tx *gorm.DB, userID, src, dst string, infinite bool) er
 	}
 	cond, args := copyCond(tx, src, infinite)
 	a := append([]any{dst, utf8.RuneCountInString(src) + 1, userID}, args...)
-	if err := tx.Exec("INSERT INTO dav_checksums (user_id, path, size, mtime_ns, sha1, md5) SELECT user_id, CAST(? AS TEXT) || substr(path, CAST(? AS INTEGER)), size, mtime_ns, sha1, md5 FROM dav_checksums WHERE user_id = ? AND "+cond, a...).Error; err != nil {
+	if err := tx.Exec("INSERT INTO dav_checksums (user_id, path, size, mtime_ns, sha1, md5, gen) SELECT user_id, CAST(? AS TEXT) || substr(path, CAST(? AS INTEGER)), size, mtime_ns, sha1, md5, gen FROM dav_checksums WHERE user_id = ? AND "+cond, a...).Error; err != nil {
 		return fmt.Errorf("copy checksums: %w", err)
 	}
 	return nil

@@ -50,7 +50,7 @@ func (rq *request) nodePut() (int, error) {
 	if exists && old.IsDir() {
 		return refuse(http.StatusMethodNotAllowed, "a collection exists at this path")
 	}
-	if err := checkHTTPPreconditions(rq.r, old, exists); err != nil {
+	if err := rq.checkHTTPPreconditions(old, exists); err != nil {
 		return http.StatusPreconditionFailed, err
 	}
 	if _, err := rq.precheck(target{path: rq.path, membership: !exists}); err != nil {

@@ -348,7 +348,7 @@ func (rq *request) serveNodeListing(dir *models.DavNode) {
 		}
 		var b strings.Builder
 		for i := range ns {
-			rq.writeListingEntry(&b, ns[i].Name, ns[i].Dir, nodeInfo{&ns[i]}, nil)
+			rq.writeListingEntry(&b, ns[i].Name, nodeInfo{&ns[i]})
 		}
 		_, _ = io.WriteString(rq.w, b.String())
 		if len(ns) < 256 {
@@ -375,7 +375,7 @@ func (rq *request) nodeDelete() (int, error) {
 			return refuse(http.StatusBadRequest, "DELETE of a collection needs Depth: infinity")
 		}
 	}
-	if err := checkHTTPPreconditions(rq.r, fi, true); err != nil {
+	if err := rq.checkHTTPPreconditions(fi, true); err != nil {
 		return http.StatusPreconditionFailed, err
 	}
 	if _, err := rq.precheck(target{path: rq.path, membership: true, subtree: true}); err != nil {

@@ -148,6 +148,9 @@ func (rq *request) newPropWriter(kind propfindKind, names, include []xmlName) (*
 		rq: rq, kind: kind, names: names, include: include, locks: locks,
 		withProps: kind != pfProp || anyDead(names),
 		withSums:  want(xmlName{nsOC, "checksums"}),
+		// A POSIX file's tag includes its version's generation, kept
+		// with its checksum record (identity.go).
+		withETags: kind != pfProp || want(xmlName{nsDAV, "getetag"}),
 	}
 	if pw.withProps {
 		if pw.withProps, err = h.meta.hasProps(ctx, rq.user.ID); err != nil {
@@ -208,6 +211,31 @@ func anyDead(names []xmlName) bool {
 	return false
 }
 
+// member is how an entry of the listed POSIX directory is shown, by
+// PROPFIND and the HTML index alike (issue 41 item 4): uploads in progress
+// are not; a symlink is its target's if that lies inside the root, and not
+// shown if it leads out or nowhere; an entry that vanished before its stat
+// is not shown.
+func (rq *request) member(e os.DirEntry) (entry, bool) {
+	name := e.Name()
+	if strings.HasPrefix(name, tmpPrefix) {
+		return entry{}, false
+	}
+	p := pathJoin(rq.path, name)
+	link := e.Type()&fs.ModeSymlink != 0
+	var fi fs.FileInfo
+	var err error
+	if link {
+		fi, err = rq.root.Stat(rel(p))
+	} else {
+		fi, err = e.Info()
+	}
+	if err != nil {
+		return entry{}, false
+	}
+	return entry{path: p, fi: fi, link: link}, true
+}
+
 // listDir writes the collection itself (first) and its members, reading
 // the directory in batches so memory stays flat however large it is.
 func (rq *request) listDir(ctx context.Context, first []entry, pw *propWriter) error {
@@ -224,25 +252,13 @@ func (rq *request) listDir(ctx context.Context, first []entry, pw *propWriter) e
 		ents, rerr := d.ReadDir(512)
 		batch = batch[:0]
 		for _, e := range ents {
-			name := e.Name()
-			if strings.HasPrefix(name, tmpPrefix) {
-				sweepStaleUpload(rq.root, rel(pathJoin(rq.path, name)), e)
+			if strings.HasPrefix(e.Name(), tmpPrefix) {
+				sweepStaleUpload(rq.root, rel(pathJoin(rq.path, e.Name())), e)
 				continue
 			}
-			p := pathJoin(rq.path, name)
-			var fi fs.FileInfo
-			var err error
-			if e.Type()&fs.ModeSymlink != 0 {
-				// Follow inside the root only; links leading out are
-				// not listed.
-				fi, err = rq.root.Stat(rel(p))
-			} else {
-				fi, err = e.Info()
+			if m, ok := rq.member(e); ok {
+				batch = append(batch, m)
 			}
-			if err != nil {
-				continue
-			}
-			batch = append(batch, entry{path: p, fi: fi, link: e.Type()&fs.ModeSymlink != 0})
 		}
 		if len(batch) > 0 {
 			if err := pw.writeBatch(ctx, d, batch); err != nil {
@@ -272,6 +288,7 @@ type propWriter struct {
 	locks      []models.DavLock
 	withProps  bool
 	withSums   bool
+	withETags  bool
 	quota      bool
 	quotaAvail int64
 	quotaUsed  int64
@@ -294,9 +311,11 @@ func (pw *propWriter) writeBatch(ctx context.Context, dir *os.File, batch []entr
 			return err
 		}
 	}
-	if pw.withSums && rq.h.nodes != nil {
-		sums = nodeSums(rq.user.ID, batch)
-	} else if pw.withSums {
+	if rq.h.nodes != nil {
+		if pw.withSums {
+			sums = nodeSums(rq.user.ID, batch)
+		}
+	} else if pw.withSums || pw.withETags {
 		if sums, err = rq.h.meta.sumsFor(ctx, rq.root, rq.user.ID, dir, batch); err != nil {
 			return err
 		}
@@ -402,13 +421,14 @@ func (pw *propWriter) writeLive(n xmlName, e entry, dir bool, sum models.DavChec
 		b.WriteString(contentType(fi.Name(), dir))
 		b.WriteString(`</D:getcontenttype>`)
 	case xmlName{nsDAV, "getetag"}:
-		// Collections too (from the directory's inode, mtime and size:
-		// the stat already made). It changes when an entry is created,
-		// removed, renamed or replaced by an upload (each moves the
-		// directory's mtime; uploads pass through a temporary file in
-		// it), not when a member's properties change, as Apache's.
+		// Collections too (from the directory's inode, mtime, size and
+		// change time: the stat already made). It changes when an entry
+		// is created, removed, renamed or replaced by an upload (each
+		// moves the directory's mtime; uploads pass through a temporary
+		// file in it), not when a member's properties change, as
+		// Apache's. A file's includes its version's generation.
 		b.WriteString(`<D:getetag>`)
-		escapeText(b, etagOf(fi))
+		escapeText(b, pw.rq.h.etagWith(fi, sum, hasSum))
 		b.WriteString(`</D:getetag>`)
 	case xmlName{nsDAV, "getlastmodified"}:
 		b.WriteString(`<D:getlastmodified>`)
@@ -479,7 +499,7 @@ func (pw *propWriter) writeSum(e entry, sum models.DavChecksum, hasSum bool) boo
 	if !hasSum && pw.rq.h.nodes != nil {
 		return false // every stored file was hashed on its way in
 	}
-	if !hasSum || !sumValid(sum, fi) {
+	if !hasSum || !sumValid(sum, fi) || !hasHashes(sum) {
 		// Not hashed yet (large upload still queued, or lost across a
 		// restart): queue it, publish none this time.
 		if !pw.rq.h.unhashable(pw.rq.user.ID, e.path, fi) {

@@ -13,3 +13,6 @@ func fileID(fs.FileInfo) uint64 { return 0 }
 
 // birthTime is unknown here; creationdate falls back to the mtime.
 func birthTime(fs.FileInfo) (time.Time, bool) { return time.Time{}, false }
+
+// changeTime is unknown here.
+func changeTime(fs.FileInfo) (int64, bool) { return 0, false }

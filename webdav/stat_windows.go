@@ -18,3 +18,7 @@ func birthTime(fi fs.FileInfo) (time.Time, bool) {
 	}
 	return time.Time{}, false
 }
+
+// changeTime: fs.FileInfo carries no change time on Windows (it needs the
+// file opened), so tags there rest on mtime, size and the generation.
+func changeTime(fs.FileInfo) (int64, bool) { return 0, false }

@@ -34,40 +34,69 @@ import (
 // modification time it was computed for, so content changed behind the
 // server's back is never published with a stale hash.
 
-// sumXattr names the attribute. Its value is binary, 53 bytes: a format
-// byte (1), size and modification time in nanoseconds (big-endian int64),
-// SHA-1 (20) and MD5 (16). Small enough that ext4 keeps it inside a
-// 256-byte inode (about 90 bytes are free there for name, value and entry
-// header); a text form would not fit and would cost every file an extra
-// 4 KiB attribute block.
+// sumXattr names the attribute. Its value is binary, 57 bytes: a format
+// byte (2), size and modification time in nanoseconds (big-endian int64),
+// the version's generation (big-endian uint32, identity.go), SHA-1 (20)
+// and MD5 (16), both all zeros until a large upload is hashed. Small
+// enough that ext4 keeps it inside a 256-byte inode (88 bytes are free
+// there for the entry header, the name "ontoflow.sum" and the value
+// padded to 4: 16 + 12 + 60); a text form, or an 8-byte generation, would
+// not fit and would cost every file an extra 4 KiB attribute block.
+// Format 1 (53 bytes, no generation) is still read.
 const sumXattr = "user.ontoflow.sum"
 
-const sumLen = 1 + 8 + 8 + sha1.Size + md5.Size
+const (
+	sumLenV1 = 1 + 8 + 8 + sha1.Size + md5.Size
+	sumLen   = 1 + 8 + 8 + 4 + sha1.Size + md5.Size
+)
 
 func encodeSum(s models.DavChecksum) ([]byte, error) {
 	b := make([]byte, sumLen)
-	b[0] = 1
+	b[0] = 2
 	binary.BigEndian.PutUint64(b[1:], uint64(s.Size))
 	binary.BigEndian.PutUint64(b[9:], uint64(s.MtimeNs))
-	if n, err := hex.Decode(b[17:17+sha1.Size], []byte(s.SHA1)); err != nil || n != sha1.Size {
+	binary.BigEndian.PutUint32(b[17:], uint32(s.Gen))
+	if s.SHA1 == "" && s.MD5 == "" {
+		return b, nil // not hashed yet: zeros
+	}
+	h := b[21:]
+	if n, err := hex.Decode(h[:sha1.Size], []byte(s.SHA1)); err != nil || n != sha1.Size {
 		return nil, fmt.Errorf("encode checksum: bad SHA-1 %q", s.SHA1)
 	}
-	if n, err := hex.Decode(b[17+sha1.Size:], []byte(s.MD5)); err != nil || n != md5.Size {
+	if n, err := hex.Decode(h[sha1.Size:], []byte(s.MD5)); err != nil || n != md5.Size {
 		return nil, fmt.Errorf("encode checksum: bad MD5 %q", s.MD5)
 	}
 	return b, nil
 }
 
 func decodeSum(b []byte) (models.DavChecksum, bool) {
-	if len(b) != sumLen || b[0] != 1 {
-		return models.DavChecksum{}, false
+	var s models.DavChecksum
+	var h []byte
+	switch {
+	case len(b) == sumLen && b[0] == 2:
+		s.Gen = int64(binary.BigEndian.Uint32(b[17:]))
+		h = b[21:]
+	case len(b) == sumLenV1 && b[0] == 1:
+		h = b[17:]
+	default:
+		return s, false
 	}
-	return models.DavChecksum{
-		Size:    int64(binary.BigEndian.Uint64(b[1:])),
-		MtimeNs: int64(binary.BigEndian.Uint64(b[9:])),
-		SHA1:    hex.EncodeToString(b[17 : 17+sha1.Size]),
-		MD5:     hex.EncodeToString(b[17+sha1.Size:]),
-	}, true
+	s.Size = int64(binary.BigEndian.Uint64(b[1:]))
+	s.MtimeNs = int64(binary.BigEndian.Uint64(b[9:]))
+	if !allZero(h) {
+		s.SHA1 = hex.EncodeToString(h[:sha1.Size])
+		s.MD5 = hex.EncodeToString(h[sha1.Size:])
+	}
+	return s, true
+}
+
+func allZero(b []byte) bool {
+	for _, c := range b {
+		if c != 0 {
+			return false
+		}
+	}
+	return true
 }
 
 // sumValid reports whether s was computed for the file fi describes.
@@ -135,6 +164,19 @@ func (s *xattrStore) sumsFor(_ context.Context, root *os.Root, _ string, dir *os
 	return out, nil
 }
 
+// recordOf reads the attribute of the open file.
+func (s *xattrStore) recordOf(_ context.Context, _, _ string, f *os.File) (models.DavChecksum, bool, error) {
+	rec, ok := getSum(f)
+	return rec, ok, nil
+}
+
+// etag needs no change time: the attribute is set on the temporary before
+// the rename, so a version and its generation appear together (and
+// hashing it later, which moves the change time, keeps its tag).
+func (s *xattrStore) etag(fi fs.FileInfo, rec models.DavChecksum, ok bool) string {
+	return posixETag(fi, rec, ok, false)
+}
+
 // sealUpload sets the attribute on the temporary, so the checksum appears
 // with the content at the rename.
 func (s *xattrStore) sealUpload(f *os.File, sum *models.DavChecksum) error {
@@ -172,7 +214,7 @@ var errSumNotSet = errors.New("checksum attribute not set")
 // path was replaced meanwhile, it goes with the old file, harmlessly.
 func (s *xattrStore) recordSum(_ context.Context, _ *os.Root, f *os.File, before fs.FileInfo, sum models.DavChecksum) error {
 	now, err := f.Stat()
-	if err != nil || etagOf(now) != etagOf(before) {
+	if err != nil || statKey(now) != statKey(before) {
 		return nil
 	}
 	if err := setSum(f, sum); err != nil {

@@ -174,7 +174,7 @@ func (rq *request) servePut() (int, error) {
 	if exists && old.IsDir() {
 		return refuse(http.StatusMethodNotAllowed, "a collection exists at this path")
 	}
-	if err := checkHTTPPreconditions(rq.r, old, exists); err != nil {
+	if err := rq.checkHTTPPreconditions(old, exists); err != nil {
 		return http.StatusPreconditionFailed, err
 	}
 	if _, err := rq.precheck(target{path: rq.path, membership: !exists}); err != nil {
@@ -355,11 +355,13 @@ func (u *upload) seal() error {
 		return fmt.Errorf("stat upload temporary: %w", err)
 	}
 	u.fi = fi
+	// Every version is recorded with a new generation (identity.go);
+	// its hashes when it was hashed as it streamed, later otherwise.
+	u.sum = &models.DavChecksum{
+		UserID: rq.user.ID, Path: rq.path, Size: fi.Size(), MtimeNs: fi.ModTime().UnixNano(), Gen: newGen(),
+	}
 	if u.inline {
-		u.sum = &models.DavChecksum{
-			UserID: rq.user.ID, Path: rq.path, Size: fi.Size(), MtimeNs: fi.ModTime().UnixNano(),
-			SHA1: u.sha1sum, MD5: u.md5sum,
-		}
+		u.sum.SHA1, u.sum.MD5 = u.sha1sum, u.md5sum
 	}
 	if err := h.meta.sealUpload(u.f, u.sum); err != nil {
 		return fmt.Errorf("seal upload: %w", err)
@@ -422,8 +424,17 @@ func (u *upload) commit() error {
 	return nil
 }
 
-// answer sets the new ETag and returns 201 or 204.
-func (u *upload) answer() int { return u.rq.answerPut(etagOf(u.fi), u.mtimeOK, u.exists) }
+// answer sets the new ETag and returns 201 or 204. The tag is taken from
+// the published file's stat (the rename moved its change time, which the
+// database store's tags include) while it is still this upload's inode;
+// if another write replaced it already, from the temporary's.
+func (u *upload) answer() int {
+	fi := u.fi
+	if now, err := u.rq.root.Stat(rel(u.rq.path)); err == nil && os.SameFile(now, u.fi) {
+		fi = now
+	}
+	return u.rq.answerPut(u.rq.h.etagWith(fi, *u.sum, true), u.mtimeOK, u.exists)
+}
 
 // answerPut is a PUT's answer in either store: the new version's ETag,
 // whether the client's mtime was kept, and 204 for a replaced file or 201

@@ -1,0 +1,180 @@
+package webdav
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"net/http"
+	"os"
+	"path/filepath"
+	"regexp"
+	"testing"
+	"time"
+
+	"gorm.io/gorm"
+
+	"github.com/ontoflow/ontoflow/internal/harness/testdb"
+	"github.com/ontoflow/ontoflow/media"
+)
+
+// TestForgedMtimeCannotKeepAnETag is issue 41's finding 1: a client that
+// uploads other bytes of the same size with the same X-OC-Mtime, until the
+// file system hands the path its old inode again, must still see a new
+// ETag on GET and PROPFIND, fail an If-Match on the old one, get the new
+// bytes on a conditional GET, and a media pin must name the new bytes.
+// Before the fix POSIX tags were inode-mtime-size, all three reproducible.
+func TestForgedMtimeCannotKeepAnETag(t *testing.T) {
+	sizes := map[string]int{"small": 2048, "large": smallUpload + 4096}
+	run := func(t *testing.T, db *gorm.DB, opts Options) {
+		for name, size := range sizes {
+			t.Run(name, func(t *testing.T) { forgeETag(t, newEnv(t, db, t.TempDir(), opts), "mallory-"+name, size) })
+		}
+	}
+	t.Run("posix", func(t *testing.T) { eachStore(t, run) })
+	t.Run("tree", func(t *testing.T) {
+		t.Run("dir", func(t *testing.T) {
+			testdb.Each(t, func(t *testing.T, db *gorm.DB) {
+				c, err := NewDirContents(t.TempDir())
+				if err != nil {
+					t.Fatal(err)
+				}
+				run(t, db, Options{Contents: c})
+			})
+		})
+	})
+}
+
+func forgeETag(t *testing.T, e *env, user string, size int) {
+	u := addUser(t, e.db, user, 0)
+	ms := mediaOf(t, e)
+	ctx := context.Background()
+	mtime := []string{"X-OC-Mtime", "1700000000"}
+	put := func(b []byte, hdr ...string) (int, string) {
+		code, h, body := e.do(user, "PUT", "/pin.bin", string(b), append(hdr, mtime...)...)
+		if code >= 300 && code != http.StatusPreconditionFailed {
+			t.Fatalf("PUT: %d %s", code, body)
+		}
+		return code, h.Get("ETag")
+	}
+	x := bytes.Repeat([]byte("X"), size)
+	_, ex := put(x)
+	pinX, err := ms.Stat(ctx, u.ID, "/pin.bin")
+	if err != nil || pinX.SHA256 != sha(x) {
+		t.Fatalf("pin of X: %+v %v", pinX, err)
+	}
+	ino := inodeOf(e, u.ID)
+	// Alternate other bytes until the path holds X's inode again (ext4
+	// reuses a freed inode at once; tree mode has none to reuse).
+	var y []byte
+	var ey string
+	for i := 0; i < 8; i++ {
+		y = bytes.Repeat([]byte{byte('a' + i)}, size)
+		_, ey = put(y)
+		if e.h.nodes != nil || inodeOf(e, u.ID) == ino {
+			break
+		}
+	}
+	if e.h.nodes == nil && inodeOf(e, u.ID) != ino {
+		t.Logf("the file system did not reuse the inode; the tags are compared anyway")
+	}
+	if ey == ex {
+		t.Fatalf("new bytes answered the old ETag %s", ex)
+	}
+	code, h, body := e.do(user, "GET", "/pin.bin", "")
+	if code != 200 || body != string(y) || h.Get("ETag") != ey {
+		t.Fatalf("GET: %d, ETag %s (PUT said %s, X had %s), %d bytes", code, h.Get("ETag"), ey, ex, len(body))
+	}
+	if code, _, body := e.do(user, "GET", "/pin.bin", "", "If-None-Match", ex); code != 200 || body != string(y) {
+		t.Fatalf("conditional GET with X's tag: %d, %d bytes; want the new bytes", code, len(body))
+	}
+	if code, _, _ := e.do(user, "GET", "/pin.bin", "", "If-None-Match", ey); code != http.StatusNotModified {
+		t.Fatalf("conditional GET with the current tag: %d, want 304", code)
+	}
+	if got := propETag(t, e, user, "/pin.bin"); got != ey {
+		t.Fatalf("PROPFIND getetag %s, GET %s", got, ey)
+	}
+	pinY, err := ms.Stat(ctx, u.ID, "/pin.bin")
+	if err != nil || pinY.SHA256 != sha(y) || pinY.ETag == pinX.ETag {
+		t.Fatalf("pin after the overwrite: %+v %v; want sha256 %s and a tag other than %s", pinY, err, sha(y), pinX.ETag)
+	}
+	if code, _ := put(x, "If-Match", ex); code != http.StatusPreconditionFailed {
+		t.Fatalf("PUT If-Match with the old version's tag: %d, want 412", code)
+	}
+	if code, _ := put(x, "If-Match", ey); code >= 300 {
+		t.Fatalf("PUT If-Match with the current tag: %d", code)
+	}
+	if size > smallUpload {
+		stableAfterHashing(t, e, user)
+	}
+}
+
+// stableAfterHashing: a large upload is hashed after its answer; adding
+// the hashes to its record must not move its tag (a sync client would
+// download it again).
+func stableAfterHashing(t *testing.T, e *env, user string) {
+	t.Helper()
+	before := propETag(t, e, user, "/pin.bin")
+	re := regexp.MustCompile(`SHA1:[0-9a-f]{40}`)
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		_, _, body := e.do(user, "PROPFIND", "/pin.bin",
+			`<?xml version="1.0"?><d:propfind xmlns:d="DAV:" xmlns:oc="http://owncloud.org/ns"><d:prop><oc:checksums/></d:prop></d:propfind>`, "Depth", "0")
+		if re.MatchString(body) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("never hashed: %s", body)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if after := propETag(t, e, user, "/pin.bin"); after != before {
+		t.Fatalf("the tag moved when the file was hashed: %s -> %s", before, after)
+	}
+}
+
+var getetagRe = regexp.MustCompile(`<D:getetag>([^<]*)</D:getetag>`)
+
+func propETag(t *testing.T, e *env, user, p string) string {
+	t.Helper()
+	_, body := e.want(207, user, "PROPFIND", p,
+		`<?xml version="1.0"?><d:propfind xmlns:d="DAV:"><d:prop><d:getetag/></d:prop></d:propfind>`, "Depth", "0")
+	m := getetagRe.FindStringSubmatch(body)
+	if m == nil {
+		t.Fatalf("no getetag in %s", body)
+	}
+	return m[1]
+}
+
+func inodeOf(e *env, userID string) uint64 {
+	if e.h.nodes != nil {
+		return 0
+	}
+	fi, err := os.Stat(filepath.Join(e.dir, userID, "pin.bin"))
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return fileID(fi)
+}
+
+// mediaOf is the media store the app would build beside e's handler.
+func mediaOf(t *testing.T, e *env) media.Store {
+	t.Helper()
+	if e.h.nodes != nil {
+		m, err := NewTreeMedia(e.db, e.h.opts.Contents)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return m
+	}
+	m, err := NewMedia(e.dir, e.db, e.h.opts.ChecksumsInDB)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m
+}
+
+func sha(b []byte) string {
+	s := sha256.Sum256(b)
+	return hex.EncodeToString(s[:])
+}

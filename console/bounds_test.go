@@ -202,6 +202,8 @@ func TestExplorerPageLinear(t *testing.T) {
 			{"query string", full + "&junk=" + strings.Repeat("j", room+1), "query string: at most " + strconv.Itoa(defaults.MaxExplorerQueryBytes) + " bytes"},
 			{"picker search", base + "/objects/search?type=Wide&q=" + strings.Repeat("a", defaults.MaxSearchBytes+1), "q: at most"},
 			{"action search", base + "/?q=" + strings.Repeat("a", defaults.MaxSearchBytes+1), "q: at most"},
+			{"page", base + "/explore/Wide?page=1000000000000000000", "page: at most " + strconv.Itoa(defaults.MaxPageNumber) + " pages"},
+			{"log page", base + "/log?page=99999999999999999999", "page: at most " + strconv.Itoa(defaults.MaxPageNumber) + " pages"},
 		} {
 			resp, page := send(t, "GET", c.url, nil, reader)
 			if resp.StatusCode != http.StatusBadRequest || !strings.Contains(page, c.want) {

@@ -12,7 +12,6 @@ import (
 
 	"github.com/ontoflow/ontoflow/apperr"
 	"github.com/ontoflow/ontoflow/auth"
-	"github.com/ontoflow/ontoflow/defaults"
 	"github.com/ontoflow/ontoflow/engine"
 	"github.com/ontoflow/ontoflow/executions"
 	"github.com/ontoflow/ontoflow/models"
@@ -137,8 +136,7 @@ func (c *Console) objectsTable(g *gin.Context) {
 func newExploreView(ot *ontology.ObjectTypeView, q url.Values) *exploreView {
 	v := &exploreView{Type: ot, Title: displayName(ot.DisplayName, ot.Name), All: ot.Properties, Ops: exploreOps,
 		Query: strings.TrimSpace(q.Get("q")), Sort: q.Get("sort"), state: q, typeRef: ot.Name}
-	v.Page, _ = strconv.Atoi(q.Get("page"))
-	v.Page = max(v.Page, 0)
+	v.Page, _ = pageNumber(q.Get("page"), "page") // checked by exploreBounds
 	v.After = q.Get("after")
 	v.shown = map[string]bool{}
 	for _, name := range v.chosen() {
@@ -152,30 +150,6 @@ func newExploreView(ot *ontology.ObjectTypeView, q url.Values) *exploreView {
 			Op: q.Get("f." + p.Name), Value: q.Get("v." + p.Name)})
 	}
 	return v
-}
-
-// exploreBounds refuses a table URL beyond the explorer's caps before
-// anything is read: more than defaults.MaxColumns entries in cols, a
-// search longer than defaults.MaxSearchBytes, or a query string longer
-// than defaults.MaxExplorerQueryBytes. Every link of the page carries the
-// table's state again, so these caps are what keep a page's size linear
-// in the columns it shows.
-func exploreBounds(u *url.URL) error {
-	q := u.Query()
-	for _, cols := range q["cols"] {
-		if n := strings.Count(cols, ",") + 1; n > defaults.MaxColumns {
-			return apperr.OverLimit("cols", defaults.MaxColumns, "columns", n)
-		}
-	}
-	for _, s := range q["q"] {
-		if len(s) > defaults.MaxSearchBytes {
-			return apperr.OverLimit("q", defaults.MaxSearchBytes, "bytes", len(s))
-		}
-	}
-	if n := len(u.RawQuery); n > defaults.MaxExplorerQueryBytes {
-		return apperr.OverLimit("query string", defaults.MaxExplorerQueryBytes, "bytes", n)
-	}
-	return nil
 }
 
 // chosen are the columns the URL names, or the first properties of the
@@ -364,8 +338,10 @@ type objectExtras struct {
 func (c *Console) objectExtras(g *gin.Context, ot *ontology.ObjectTypeView, o *models.Object) (objectExtras, error) {
 	ctx, p := g.Request.Context(), principal(g)
 	x := objectExtras{TypeName: ot.Name, ObjectID: o.ID}
-	x.LinksPage, _ = strconv.Atoi(g.Query("links_page"))
-	x.LinksPage = max(x.LinksPage, 0)
+	var err error
+	if x.LinksPage, err = pageNumber(g.Query("links_page"), "links_page"); err != nil {
+		return x, err
+	}
 	links, err := c.d.Store.ObjectLinks(ctx, p.User, ot.ID, o.ID, ontology.LinkQuery{
 		Offset: x.LinksPage * objectLinksPage, Limit: objectLinksPage + 1})
 	if err != nil {

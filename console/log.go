@@ -3,7 +3,6 @@ package console
 import (
 	"net/http"
 	"slices"
-	"strconv"
 	"time"
 
 	"github.com/gin-gonic/gin"
@@ -36,8 +35,11 @@ func (c *Console) logPage(g *gin.Context) {
 	ctx, p := g.Request.Context(), principal(g)
 	v := logView{Action: g.Query("action"), Actor: g.Query("actor"), Status: g.Query("status"), Kind: g.Query("kind"),
 		Since: g.Query("since"), Target: g.Query("target"), Statuses: executions.Statuses, Kinds: executions.Kinds}
-	v.Page, _ = strconv.Atoi(g.Query("page"))
-	v.Page = max(v.Page, 0)
+	var err error
+	if v.Page, err = pageNumber(g.Query("page"), "page"); err != nil {
+		c.fail(g, err)
+		return
+	}
 	v.Actions, _ = c.d.Store.ListActionTypes(ctx, "", "", 0, maxListed)
 	f, err := c.logFilter(g, v)
 	if err != nil {

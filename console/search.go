@@ -8,7 +8,6 @@ import (
 	"github.com/gin-gonic/gin"
 
 	"github.com/ontoflow/ontoflow/apperr"
-	"github.com/ontoflow/ontoflow/defaults"
 	"github.com/ontoflow/ontoflow/domain"
 	"github.com/ontoflow/ontoflow/models"
 	"github.com/ontoflow/ontoflow/ontology"
@@ -46,15 +45,6 @@ func (c *Console) searchObjects(g *gin.Context, typeRef, q string) ([]objectOpti
 		out = append(out, objectOption{ID: objs[i].ID, Label: label, Marking: objs[i].Marking})
 	}
 	return out, nil
-}
-
-// searchBound refuses a search term longer than defaults.MaxSearchBytes
-// (each is matched against every searchable property of a type).
-func searchBound(q string) error {
-	if len(q) > defaults.MaxSearchBytes {
-		return apperr.OverLimit("q", defaults.MaxSearchBytes, "bytes", len(q))
-	}
-	return nil
 }
 
 // findObjects runs the search as the store's own queries, so the read

@@ -114,4 +114,9 @@ const (
 	// 100 columns, while a 100-column table whose filter row is submitted
 	// (cols, and f. and v. per column) is under 10 KiB.
 	MaxExplorerQueryBytes = 16 << 10
+	// MaxPageNumber bounds the console's offset page numbers (?page= of
+	// the action log and of the explorer's older links): 100,000 pages of
+	// 50 skip five million rows, past any use, and their offset cannot
+	// overflow into a negative OFFSET (Postgres: an error, a 500).
+	MaxPageNumber = 100000
 )

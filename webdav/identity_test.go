@@ -59,6 +59,10 @@ func forgeETag(t *testing.T, e *env, user string, size int) {
 	}
 	x := bytes.Repeat([]byte("X"), size)
 	_, ex := put(x)
+	// Listed once, so the listing's memory of records holds X's.
+	if got := propETag(t, e, user, "/pin.bin"); got != ex {
+		t.Fatalf("PROPFIND getetag %s, PUT answered %s", got, ex)
+	}
 	pinX, err := ms.Stat(ctx, u.ID, "/pin.bin")
 	if err != nil || pinX.SHA256 != sha(x) {
 		t.Fatalf("pin of X: %+v %v", pinX, err)

@@ -62,7 +62,7 @@ func NewMedia(root string, db *gorm.DB, checksumsInDB bool) (*Media, error) {
 	}
 	var recs records = newDBStore(db, nil)
 	if !checksumsInDB && xattrsWork(abs) {
-		recs = &xattrStore{dbStore: newDBStore(db, nil)}
+		recs = &xattrStore{dbStore: newDBStore(db, nil)} // reads records one file at a time: no listing memory
 	}
 	m := &Media{root: abs, recs: recs}
 	m.sums.max = maxMediaSums

@@ -417,5 +417,7 @@ func chooseMetaStore(db *gorm.DB, gen *generations, opts Options, log *slog.Logg
 	if err := db.Exec("DELETE FROM dav_checksums").Error; err != nil {
 		return nil, fmt.Errorf("webdav: drop database checksums: %w", err)
 	}
-	return &xattrStore{dbStore: base, log: log}, nil
+	x := &xattrStore{dbStore: base, log: log}
+	x.seen.max = maxSeenRecords
+	return x, nil
 }

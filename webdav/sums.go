@@ -137,16 +137,40 @@ func probeXattrs(root string) error {
 type xattrStore struct {
 	*dbStore
 	log *slog.Logger
+	// seen remembers the records listings read (user\x00path ->
+	// seenRecord), so a folder listed again costs no attribute read per
+	// file: an entry is used only while the file's stat (inode, mtime,
+	// size and change time, which every write, rename, chtimes and
+	// attribute change moves) is the one it was read with.
+	seen cappedMap
 }
+
+// seenRecord is one remembered record and the stat it was read at.
+type seenRecord struct {
+	stat string // statKey
+	rec  models.DavChecksum
+	ok   bool
+}
+
+// maxSeenRecords bounds xattrStore.seen (a few hundred bytes an entry):
+// a folder of 10,000 files listed again and again stays remembered.
+const maxSeenRecords = 20000
 
 func (s *xattrStore) kind() string { return "extended attributes" }
 
 // sumsFor reads the checksums the files of batch carry: one system call
 // per file when the directory is open, else the file is opened.
-func (s *xattrStore) sumsFor(_ context.Context, root *os.Root, _ string, dir *os.File, batch []entry) (map[string]models.DavChecksum, error) {
+func (s *xattrStore) sumsFor(_ context.Context, root *os.Root, userID string, dir *os.File, batch []entry) (map[string]models.DavChecksum, error) {
 	out := make(map[string]models.DavChecksum, len(batch))
 	for _, e := range batch {
 		if !e.fi.Mode().IsRegular() {
+			continue
+		}
+		key, stat := userID+"\x00"+e.path, statKey(e.fi)
+		if v, hit := s.seen.Load(key); hit && v.(seenRecord).stat == stat {
+			if r := v.(seenRecord); r.ok {
+				out[e.path] = r.rec
+			}
 			continue
 		}
 		var sum models.DavChecksum
@@ -157,6 +181,7 @@ func (s *xattrStore) sumsFor(_ context.Context, root *os.Root, _ string, dir *os
 			sum, ok = getSum(f)
 			f.Close()
 		}
+		s.seen.Store(key, seenRecord{stat: stat, rec: sum, ok: ok})
 		if ok {
 			out[e.path] = sum
 		}
@@ -203,6 +228,9 @@ func (s *xattrStore) commitUpload(ctx context.Context, c uploadCommit) error {
 		return err
 	}
 	*c.published = true
+	// Its stat differs from the old file's anyway; this only spares the
+	// memory.
+	s.seen.Delete(c.userID + "\x00" + c.path)
 	return nil
 }
 

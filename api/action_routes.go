@@ -219,6 +219,10 @@ func (h *actionRoutes) view(ctx context.Context, ex *models.Execution, items boo
 // polls the Location whatever the state.
 func (h *actionRoutes) answer(c *gin.Context, ex *models.Execution, async bool) {
 	answeredExecution(c, ex)
+	// Answered as GET /executions/{id} shows it to the caller: a delete's
+	// edit records every link of its object, ends the caller may not read
+	// included, so the actor's own answer must be redacted too.
+	h.Store.RedactExecution(c.Request.Context(), principal(c), ex)
 	v, err := h.view(c.Request.Context(), ex, ex.TotalItems <= min(h.BatchSyncMax, maxInlineItems))
 	if err != nil {
 		fail(c, err)

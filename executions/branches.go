@@ -11,6 +11,7 @@ import (
 	"gorm.io/gorm"
 
 	"github.com/ontoflow/ontoflow/apperr"
+	"github.com/ontoflow/ontoflow/auth"
 	"github.com/ontoflow/ontoflow/defaults"
 	"github.com/ontoflow/ontoflow/engine"
 	"github.com/ontoflow/ontoflow/models"
@@ -71,7 +72,34 @@ func (s *Service) WhatIf(ctx context.Context, r Request, branchID string) (*What
 	if res.Execution, err = s.Wait(ctx, h); err != nil {
 		return nil, err
 	}
-	return res, s.whatIfOutcome(ctx, res)
+	if err := s.whatIfOutcome(ctx, res); err != nil {
+		return nil, err
+	}
+	return res, s.hideUnreadable(ctx, r.Actor, res)
+}
+
+// hideUnreadable applies the read rule to what a what-if answers its
+// actor, as GetBranch does: the execution is redacted as the action log
+// redacts it, and the preview's links keep only those both of whose ends
+// the actor may read. A delete removes every link of its object, so
+// without this the answer would name objects the actor may not read.
+func (s *Service) hideUnreadable(ctx context.Context, u *models.User, res *WhatIfResult) error {
+	s.store.RedactExecution(ctx, &auth.Principal{User: u}, res.Execution)
+	if res.Step == nil || res.Step.Preview.V["links"] == nil {
+		return nil
+	}
+	raw, err := json.Marshal(res.Step.Preview.V["links"])
+	if err != nil {
+		return fmt.Errorf("read the what-if's links: %w", err)
+	}
+	var links []whatif.LinkChange
+	if err := json.Unmarshal(raw, &links); err != nil {
+		return fmt.Errorf("read the what-if's links: %w", err)
+	}
+	if res.Step.Preview.V["links"], err = s.readableLinks(ctx, u, links); err != nil {
+		return fmt.Errorf("judge the what-if's links: %w", err)
+	}
+	return nil
 }
 
 // whatIfOutcome reads the step a finished what-if stacked, and drops the
@@ -276,10 +304,8 @@ func (s *Service) redactSteps(ctx context.Context, u *models.User, steps []model
 // and the objects it read (its preview — notifications, the effect — was
 // rendered from them).
 func stepMentions(st *models.BranchStep) []string {
-	ids := append([]string{st.TargetObjectID}, whatif.Touched(st.Edits.V)...)
-	for _, ed := range st.Edits.V {
-		ids = append(ids, ed.SourceID, ed.TargetID)
-	}
+	// EditObjects includes the far ends of the links a delete removed.
+	ids := append([]string{st.TargetObjectID}, ontology.EditObjects(st.Edits.V)...)
 	for _, rd := range st.Reads.V {
 		ids = append(ids, rd.ObjectID)
 	}

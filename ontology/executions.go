@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 
+	"github.com/ontoflow/ontoflow/apperr"
 	"github.com/ontoflow/ontoflow/auth"
 	"github.com/ontoflow/ontoflow/models"
 )
@@ -93,9 +94,13 @@ func (s *Store) executionsReadable(ctx context.Context, u *models.User, sc auth.
 	out := map[string]bool{}
 	for _, ex := range rows {
 		ok := !hiddenBatch[ex.ID]
+		own := u != nil && ex.ActorID == u.ID
 		for _, id := range namedObjects(ex) {
 			r, exists := readable[id]
-			ok = ok && (r || !exists && u != nil && ex.ActorID == u.ID)
+			// A target the engine refused to load is only the id the actor
+			// typed: to them it reads as a missing id does, or redacting
+			// it would tell an unreadable object from a missing one.
+			ok = ok && (r || (!exists || refusedTarget(ex)) && own)
 		}
 		out[ex.ID] = ok
 	}
@@ -188,20 +193,42 @@ func (s *Store) batchesWithHiddenItems(ctx context.Context, u *models.User, sc a
 	return out, nil
 }
 
+// refusedTarget: ex failed because its target could not be loaded (missing
+// or unreadable, answered alike) and holds nothing read from an object.
+func refusedTarget(ex *models.Execution) bool {
+	return ex.Status == models.StatusFailed && ex.ErrorCode == string(apperr.ObjectNotFound) &&
+		len(ex.Edits.V) == 0 && len(ex.Result.V) == 0
+}
+
 // namedObjects are the object ids an execution row names.
 func namedObjects(ex *models.Execution) []string {
 	var ids []string
 	if ex.TargetObjectID != "" {
 		ids = append(ids, ex.TargetObjectID)
 	}
-	for _, e := range ex.Edits.V {
-		for _, id := range []string{e.ObjectID, e.SourceID, e.TargetID} {
+	return append(append(ids, EditObjects(ex.Edits.V)...), functionReads(ex)...)
+}
+
+// EditObjects are the object ids edits name: each edit's object, a link's
+// two ends, and the ends of every link a delete removed with its object
+// (those far ends may be objects the actor could never read: the engine
+// deletes every link of a deleted object, and records them for revert).
+func EditObjects(edits []models.Edit) []string {
+	var ids []string
+	add := func(xs ...string) {
+		for _, id := range xs {
 			if id != "" {
 				ids = append(ids, id)
 			}
 		}
 	}
-	return append(ids, functionReads(ex)...)
+	for _, e := range edits {
+		add(e.ObjectID, e.SourceID, e.TargetID)
+		for _, l := range e.Links {
+			add(l.SourceID, l.TargetID)
+		}
+	}
+	return ids
 }
 
 // functionReads are the objects an invoke_function execution's function

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"github.com/ontoflow/ontoflow/engine"
-	"github.com/ontoflow/ontoflow/revert"
 
 	"github.com/ontoflow/ontoflow/apperr"
 	"github.com/ontoflow/ontoflow/domain"
@@ -108,5 +107,5 @@ func (CreateLink) Invert(ed models.Edit) ([]models.Edit, error) {
 	if ed.Op != models.EditCreateLink {
 		return nil, fmt.Errorf("create_link cannot invert a %s edit", ed.Op)
 	}
-	return revert.Invert(ed)
+	return ed.Inverse()
 }

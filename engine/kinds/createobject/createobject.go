@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"github.com/ontoflow/ontoflow/engine"
-	"github.com/ontoflow/ontoflow/revert"
 
 	"github.com/ontoflow/ontoflow/domain"
 	"github.com/ontoflow/ontoflow/models"
@@ -64,5 +63,5 @@ func (CreateObject) Invert(ed models.Edit) ([]models.Edit, error) {
 	if ed.Op != models.EditCreateObject {
 		return nil, fmt.Errorf("create_object cannot invert a %s edit", ed.Op)
 	}
-	return revert.Invert(ed)
+	return ed.Inverse()
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"github.com/ontoflow/ontoflow/engine"
-	"github.com/ontoflow/ontoflow/revert"
 
 	"github.com/ontoflow/ontoflow/domain"
 	"github.com/ontoflow/ontoflow/models"
@@ -58,5 +57,5 @@ func (DeleteObject) Invert(ed models.Edit) ([]models.Edit, error) {
 	if ed.Op != models.EditDeleteObject {
 		return nil, fmt.Errorf("delete_object cannot invert a %s edit", ed.Op)
 	}
-	return revert.Invert(ed)
+	return ed.Inverse()
 }

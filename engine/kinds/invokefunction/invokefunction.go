@@ -21,7 +21,6 @@ import (
 	"github.com/ontoflow/ontoflow/functions"
 	"github.com/ontoflow/ontoflow/functions/runtime"
 	"github.com/ontoflow/ontoflow/models"
-	"github.com/ontoflow/ontoflow/revert"
 )
 
 // InvokeFunction is the invoke_function kind: a user function (inline, or
@@ -405,7 +404,7 @@ func lockRead(ctx context.Context, op *engine.Op, id string) error {
 // Invert implements Kind: each edit a function returned is inverted as
 // the kind that makes such edits inverts it.
 func (InvokeFunction) Invert(ed models.Edit) ([]models.Edit, error) {
-	inv, err := revert.Invert(ed)
+	inv, err := ed.Inverse()
 	if err != nil {
 		return nil, fmt.Errorf("invoke_function: %w", err)
 	}

@@ -13,7 +13,6 @@ import (
 	"github.com/ontoflow/ontoflow/domain"
 	"github.com/ontoflow/ontoflow/engine"
 	"github.com/ontoflow/ontoflow/models"
-	"github.com/ontoflow/ontoflow/revert"
 	"github.com/ontoflow/ontoflow/secrets"
 )
 
@@ -261,5 +260,5 @@ func (InvokeWebhook) Invert(ed models.Edit) ([]models.Edit, error) {
 	if ed.Op != models.EditUpdateObject {
 		return nil, fmt.Errorf("invoke_webhook cannot invert a %s edit", ed.Op)
 	}
-	return revert.Invert(ed)
+	return ed.Inverse()
 }

@@ -145,6 +145,7 @@ func (h *Handler) ReadDir(ctx context.Context, userID, p string) ([]FileInfo, er
 	if err != nil {
 		return nil, err
 	}
+	batch := make([]entry, 0, len(ents))
 	for _, e := range ents {
 		if isReserved(e.Name()) {
 			continue
@@ -154,7 +155,17 @@ func (h *Handler) ReadDir(ctx context.Context, userID, p string) ([]FileInfo, er
 		if err != nil {
 			continue
 		}
-		out = append(out, posixInfo(p, fi, h.etagAt(ctx, root, userID, p, fi)))
+		batch = append(batch, entry{path: p, fi: fi, link: e.Type()&fs.ModeSymlink != 0})
+	}
+	// The members' records in one pass over the open directory, for their
+	// ETags, as PROPFIND reads them.
+	recs, err := h.meta.sumsFor(ctx, root, userID, d, batch)
+	if err != nil {
+		return nil, err
+	}
+	for _, e := range batch {
+		rec, ok := recs[e.path]
+		out = append(out, posixInfo(e.path, e.fi, h.etagWith(e.fi, rec, ok)))
 	}
 	return out, nil
 }

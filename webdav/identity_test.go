@@ -98,6 +98,13 @@ func forgeETag(t *testing.T, e *env, user string, size int) {
 	if got := propETag(t, e, user, "/pin.bin"); got != ey {
 		t.Fatalf("PROPFIND getetag %s, GET %s", got, ey)
 	}
+	// Other packages (the console) see the same tag.
+	if fi, err := e.h.Stat(ctx, u.ID, "/pin.bin"); err != nil || fi.ETag != ey {
+		t.Fatalf("Handler.Stat: %+v %v, want ETag %s", fi, err, ey)
+	}
+	if ents, err := e.h.ReadDir(ctx, u.ID, "/"); err != nil || len(ents) != 1 || ents[0].ETag != ey {
+		t.Fatalf("Handler.ReadDir: %+v %v, want one entry with ETag %s", ents, err, ey)
+	}
 	pinY, err := ms.Stat(ctx, u.ID, "/pin.bin")
 	if err != nil || pinY.SHA256 != sha(y) || pinY.ETag == pinX.ETag {
 		t.Fatalf("pin after the overwrite: %+v %v; want sha256 %s and a tag other than %s", pinY, err, sha(y), pinX.ETag)

@@ -40,11 +40,9 @@ const (
 	SideTarget = "target"
 )
 
-// Notification channels and severities.
-var (
-	Channels   = []string{"in_app", "email", "slack", "teams"}
-	Severities = []string{"info", "success", "warning", "error", "critical"}
-)
+// Severities of notifications. (The channels a side effect may name are
+// registered: Kinds.Channels.)
+var Severities = []string{"info", "success", "warning", "error", "critical"}
 
 // Webhook methods.
 var WebhookMethods = []string{"POST", "GET", "PUT", "PATCH", "DELETE"}
@@ -148,11 +146,12 @@ type NotificationSideEffect struct {
 	SendToTargetCreator    bool           `json:"send_to_target_creator,omitempty"`
 	Broadcast              bool           `json:"broadcast,omitempty"`
 	Metadata               map[string]any `json:"metadata,omitempty"`
-	// SlackWebhook and TeamsWebhook are the side effect's shared
-	// destinations for those channels: secret references
-	// ({{ secrets.NAME }}), since the URL itself is the credential.
-	SlackWebhook string `json:"slack_webhook,omitempty"`
-	TeamsWebhook string `json:"teams_webhook,omitempty"`
+	// Destinations are the side effect's shared destinations by channel,
+	// for the channels that post to one (channelspec.Spec.Destination):
+	// secret references ({{ secrets.NAME }}), since the URL itself is the
+	// credential. In JSON each is the member its channel names
+	// ("slack_webhook"; channels.go).
+	Destinations map[string]string `json:"-"`
 }
 
 // secretRefRE is one whole secret reference (package secrets parses them;
@@ -746,13 +745,8 @@ func (v *defValidator) checkNotification(f string, n NotificationSideEffect) err
 	if len(n.Category) > 128 {
 		return defErr(f+".category", "too_long", "category is at most 128 characters")
 	}
-	if err := checkList(f+".channels", n.Channels, Channels); err != nil {
+	if err := v.checkChannels(f, n); err != nil {
 		return err
-	}
-	for member, ref := range map[string]string{".slack_webhook": n.SlackWebhook, ".teams_webhook": n.TeamsWebhook} {
-		if ref != "" && !secretRefRE.MatchString(ref) {
-			return defErr(f+member, "invalid_secret_reference", "a chat destination is a secret reference, {{ secrets.NAME }}: the webhook URL is a credential")
-		}
 	}
 	for i, id := range n.UserIDs {
 		if !IsUUID(id) {

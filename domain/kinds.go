@@ -9,6 +9,8 @@ import (
 	"io"
 	"sort"
 	"strings"
+
+	"github.com/ontoflow/ontoflow/notifications/channelspec"
 )
 
 // OperationKind is the definition-time half of an operation kind: what
@@ -81,6 +83,9 @@ type References struct {
 type Kinds struct {
 	byName map[string]OperationKind
 	names  []string
+	// channels are the notification channels definitions may name (nil:
+	// the built-in ones); see WithChannels.
+	channels *channelspec.Registry
 }
 
 // NewKinds registers ks; a second kind of the same name panics (an

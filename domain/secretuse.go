@@ -2,7 +2,11 @@ package domain
 
 import (
 	"fmt"
+	"maps"
 	"regexp"
+	"slices"
+
+	"github.com/ontoflow/ontoflow/notifications/channelspec"
 )
 
 // SecretUse is one reference of an action type to a secret, as the
@@ -14,7 +18,8 @@ type SecretUse struct {
 	// Name is the secret's name.
 	Name string
 	// Channel is the notification channel whose destination the secret
-	// is ("slack", "teams"), or "" when a webhook sends it.
+	// is (a channel that posts to one, e.g. "slack"), or "" when a
+	// webhook sends it.
 	Channel string
 	// URL is the webhook's URL as configured (templates included), where
 	// the secret is sent; "" for a channel.
@@ -33,7 +38,8 @@ var secretRefName = regexp.MustCompile(`^\{\{\s*secrets\.([A-Za-z_][A-Za-z0-9_]{
 
 // SecretUses lists d's references to secrets: its operation's (when its
 // kind is a SecretReferrer and its config decodes) and its notification
-// side effects' chat destinations.
+// side effects' destinations, one per channel, in the order of the
+// channels' names.
 func (r *Kinds) SecretUses(d ActionDefinition) []SecretUse {
 	var out []SecretUse
 	if k, cfg, err := r.Config(d); err == nil {
@@ -47,11 +53,10 @@ func (r *Kinds) SecretUses(d ActionDefinition) []SecretUse {
 	}
 	for _, f := range []string{"config.notification_side_effects", "config.revert_notification_side_effects"} {
 		for i, n := range sides[f] {
-			for _, c := range []struct{ member, channel, ref string }{
-				{"slack_webhook", "slack", n.SlackWebhook}, {"teams_webhook", "teams", n.TeamsWebhook},
-			} {
-				if m := secretRefName.FindStringSubmatch(c.ref); m != nil {
-					out = append(out, SecretUse{Field: fmt.Sprintf("%s[%d].%s", f, i, c.member), Name: m[1], Channel: c.channel})
+			for _, ch := range slices.Sorted(maps.Keys(n.Destinations)) {
+				if m := secretRefName.FindStringSubmatch(n.Destinations[ch]); m != nil {
+					member := channelspec.Spec{Name: ch}.DestinationMember()
+					out = append(out, SecretUse{Field: fmt.Sprintf("%s[%d].%s", f, i, member), Name: m[1], Channel: ch})
 				}
 			}
 		}

@@ -14,6 +14,7 @@ import (
 	"github.com/ontoflow/ontoflow/domain"
 	"github.com/ontoflow/ontoflow/internal/printable"
 	"github.com/ontoflow/ontoflow/models"
+	"github.com/ontoflow/ontoflow/notifications/channelspec"
 	"github.com/ontoflow/ontoflow/outbound"
 )
 
@@ -27,20 +28,15 @@ import (
 //   - Destinations: hosts or URL prefixes (outbound.Destination) a webhook
 //     may send it to, by URL, header, body or signature. Required for any
 //     use in a webhook: none means it cannot be used in one.
-//   - Channel: "slack" or "teams" binds the secret (whose value is the
-//     channel's webhook URL) to that channel's destination
-//     (slack_webhook, teams_webhook) and to nothing else; "" is a webhook
-//     secret, which no channel may post to.
+//   - Channel: a channel that posts to a destination (Store.Channels,
+//     e.g. "slack") binds the secret (whose value is the channel's
+//     webhook URL) to that channel's destination (its
+//     channelspec.Spec.DestinationMember, e.g. slack_webhook) and to
+//     nothing else; "" is a webhook secret, which no channel may post to.
 //
 // The definition-time check is CheckUses; the worker checks again when it
 // sends (ChannelError, and the destinations the engine gives
 // outbound.RestrictTo).
-
-// Channels a secret may be bound to: the chat channels, whose destination
-// is a secret. (E-mail takes its credentials from the server's
-// configuration, not from secrets, so no definition references an e-mail
-// secret.)
-var Channels = []string{"slack", "teams"}
 
 // Limits of a use policy.
 const (
@@ -147,8 +143,12 @@ func (s *Store) applyPolicy(ctx context.Context, row *models.Secret, sp Spec, cr
 		row.Destinations.V = ds.Strings()
 	}
 	if sp.Channel != nil {
-		if *sp.Channel != "" && !slices.Contains(Channels, *sp.Channel) {
-			return invalidPolicy("channel", "invalid", "channel must be \"\" (a webhook secret), \"slack\" or \"teams\", got %q", domain.Clip(*sp.Channel))
+		// A secret may be bound only to a channel whose destination is a
+		// secret. (E-mail takes its credentials from the server's
+		// configuration, so no definition references an e-mail secret.)
+		bindable := s.Channels.WithDestination()
+		if *sp.Channel != "" && !slices.Contains(bindable, *sp.Channel) {
+			return invalidPolicy("channel", "invalid", "channel must be \"\" (a webhook secret), %s, got %q", channelspec.QuotedOr(bindable), domain.Clip(*sp.Channel))
 		}
 		row.Channel = *sp.Channel
 	}

@@ -224,9 +224,9 @@ func TestMigratePolicies(t *testing.T) {
 		action("crm_sync", domain.KindInvokeWebhook, map[string]any{"url": "http://127.0.0.1:9000/crm/{{ parameters.id }}?x=1",
 			"headers": map[string]string{"Authorization": "Bearer {{ secrets.CRM_TOKEN }}"}, "signing_secret": "{{ secrets.CRM_SIGNING }}"})
 		action("crm_audit", domain.KindInvokeWebhook, map[string]any{"url": "https://audit.example.com/in", "body": `{"t":"{{ secrets.CRM_TOKEN }}"}`},
-			domain.NotificationSideEffect{Title: "t", Channels: []string{"slack"}, SlackWebhook: "{{ secrets.SLACK_OPS }}"})
+			domain.NotificationSideEffect{Title: "t", Channels: []string{"slack"}, Destinations: map[string]string{"slack": "{{ secrets.SLACK_OPS }}"}})
 		action("mixed", domain.KindInvokeWebhook, map[string]any{"url": "https://mixed.example.com/x/{{ secrets.MIXED }}"},
-			domain.NotificationSideEffect{Title: "t", Channels: []string{"teams"}, TeamsWebhook: "{{ secrets.MIXED }}"})
+			domain.NotificationSideEffect{Title: "t", Channels: []string{"teams"}, Destinations: map[string]string{"teams": "{{ secrets.MIXED }}"}})
 		action("plain", domain.KindUpdateObject, map[string]any{})
 
 		// The upgrade: the schema migration, then the startup one.

@@ -20,6 +20,7 @@ import (
 	"github.com/ontoflow/ontoflow/apperr"
 	"github.com/ontoflow/ontoflow/internal/printable"
 	"github.com/ontoflow/ontoflow/models"
+	"github.com/ontoflow/ontoflow/notifications/channelspec"
 )
 
 // Permissions of the secrets API.
@@ -56,6 +57,9 @@ type Store struct {
 	// engine can answer DependentsExist naming the action types that
 	// reference the secret).
 	InUse func(ctx context.Context, name string) error
+	// Channels are the notification channels a secret may be bound to
+	// (those that post to a destination; nil: the built-in ones).
+	Channels *channelspec.Registry
 }
 
 // NewStore returns a Store over db; keys may be nil (no key configured).

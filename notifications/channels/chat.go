@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"net/http"
 
-	"github.com/ontoflow/ontoflow/domain"
 	"github.com/ontoflow/ontoflow/notifications/delivery"
 	"github.com/ontoflow/ontoflow/notifications/senders"
 	"github.com/ontoflow/ontoflow/outbound"
@@ -25,7 +24,6 @@ type Chat struct {
 	name    string
 	sender  senders.Sender
 	secrets Secrets
-	dest    func(*domain.NotificationSideEffect) string
 }
 
 // Secrets resolves a side effect's destination (a secret reference) and a
@@ -42,14 +40,12 @@ var _ delivery.Sender = (*Chat)(nil)
 // Slack posts to Slack incoming webhooks (slack_webhook) through client,
 // which must be the outbound (SSRF-guarded) client.
 func Slack(client *http.Client, r Secrets) *Chat {
-	return &Chat{name: "slack", sender: &senders.Slack{Client: client}, secrets: r,
-		dest: func(n *domain.NotificationSideEffect) string { return n.SlackWebhook }}
+	return &Chat{name: "slack", sender: &senders.Slack{Client: client}, secrets: r}
 }
 
 // Teams posts Adaptive Cards to Teams Workflows webhooks (teams_webhook).
 func Teams(client *http.Client, r Secrets) *Chat {
-	return &Chat{name: "teams", sender: &senders.Teams{Client: client}, secrets: r,
-		dest: func(n *domain.NotificationSideEffect) string { return n.TeamsWebhook }}
+	return &Chat{name: "teams", sender: &senders.Teams{Client: client}, secrets: r}
 }
 
 // Name implements engine.Channel.
@@ -62,7 +58,7 @@ func (c *Chat) Deliver(ctx context.Context, msgs []delivery.Message, report func
 		if ctx.Err() != nil {
 			return
 		}
-		ref, own := c.dest(m.Effect), false
+		ref, own := m.Effect.Destinations[c.name], false
 		if ref == "" && m.Settings.Destination(c.name) != "" {
 			ref, own = secrets.Ref(m.Settings.Destination(c.name)), true
 		}

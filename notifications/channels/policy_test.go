@@ -64,7 +64,7 @@ func TestChatUsePolicyAtCallTime(t *testing.T) {
 		s := &policySecrets{url: rx.URL + "/slack/T0/B0/tokenpart", policy: p}
 		var got delivery.Result
 		Slack(client, s).Deliver(context.Background(), []delivery.Message{{Title: "t", Body: "b",
-			Effect: &domain.NotificationSideEffect{SlackWebhook: ref}, Settings: settings}},
+			Effect: &domain.NotificationSideEffect{Destinations: map[string]string{"slack": ref}}, Settings: settings}},
 			func(_ int, r delivery.Result) { got = r })
 		return got
 	}

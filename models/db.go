@@ -6,6 +6,7 @@ package models
 import (
 	"context"
 	"database/sql"
+	"database/sql/driver"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -202,6 +203,11 @@ func dropObsoleteIndexes(conn *gorm.DB) error {
 // schemas of the same database do not wait for each other.
 const migrationLockClass = 0x6f6e746f // "onto"
 
+// unlockTimeout bounds the release of the migration lock, which runs even
+// when the migration's context has ended: a release that cannot finish
+// in it closes the connection instead, which releases the lock too.
+const unlockTimeout = 10 * time.Second
+
 // Migrate brings the schema up to date and records SchemaVersion; it
 // refuses (*SchemaTooNewError) a database whose recorded version is newer,
 // before changing anything. A database without a recorded version is
@@ -210,14 +216,15 @@ const migrationLockClass = 0x6f6e746f // "onto"
 // lock for the duration.
 func Migrate(ctx context.Context, db *gorm.DB) error {
 	start := time.Now()
+	if IsPostgres(db) {
+		unlock, err := lockMigrations(ctx, db)
+		if err != nil {
+			return fmt.Errorf("migrate database: %w", err)
+		}
+		defer unlock()
+	}
 	var from int
 	err := db.WithContext(ctx).Connection(func(conn *gorm.DB) error {
-		if IsPostgres(conn) {
-			if err := conn.Exec("SELECT pg_advisory_lock(?, hashtext(current_schema()))", int32(migrationLockClass)).Error; err != nil {
-				return fmt.Errorf("take migration lock: %w", err)
-			}
-			defer conn.Exec("SELECT pg_advisory_unlock(?, hashtext(current_schema()))", int32(migrationLockClass))
-		}
 		var err error
 		from, err = migrateVersioned(ctx, conn, func(tables bool) error {
 			rebuild, err := prepareObjectValues(conn)
@@ -247,4 +254,51 @@ func Migrate(ctx context.Context, db *gorm.DB) error {
 	}
 	slog.Log(ctx, lvl, "database migrated", "dialect", Dialect(db), "from_version", from, "to_version", SchemaVersion, "took", time.Since(start))
 	return nil
+}
+
+// lockMigrations takes the Postgres migration lock on a connection of
+// its own, held until the returned release. A session advisory lock
+// belongs to the connection that took it, and the gorm handle a migration
+// runs on does not stay on one connection: gorm swaps its statement's
+// connection for the pool along the way (AutoMigrate, prepared
+// statements), so an unlock sent through it reached another connection,
+// released nothing, and left the lock with an idle pooled connection for
+// the rest of the process's life: a second process on the database waited
+// forever (issue 45). A *sql.Conn is one connection until closed.
+func lockMigrations(ctx context.Context, db *gorm.DB) (release func(), err error) {
+	sqlDB, err := db.DB()
+	if err != nil {
+		return nil, fmt.Errorf("take migration lock: %w", err)
+	}
+	conn, err := sqlDB.Conn(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("take migration lock: connect: %w", err)
+	}
+	if _, err := conn.ExecContext(ctx, "SELECT pg_advisory_lock($1, hashtext(current_schema()))", int32(migrationLockClass)); err != nil {
+		// A wait cut short may still have been granted at the server;
+		// closing the session is the only sure release.
+		discardConn(conn)
+		return nil, fmt.Errorf("take migration lock: %w", err)
+	}
+	return func() {
+		uctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), unlockTimeout)
+		defer cancel()
+		var released bool
+		err := conn.QueryRowContext(uctx, "SELECT pg_advisory_unlock($1, hashtext(current_schema()))", int32(migrationLockClass)).Scan(&released)
+		if err != nil || !released {
+			slog.WarnContext(ctx, "migration lock not released by unlock; closing its connection instead", "released", released, "err", err)
+			discardConn(conn)
+			return
+		}
+		conn.Close()
+	}, nil
+}
+
+// discardConn closes conn's session instead of returning it to the pool,
+// so that a session lock it may hold ends with it.
+func discardConn(conn *sql.Conn) {
+	// driver.ErrBadConn from Raw makes database/sql close the connection
+	// when it is released.
+	_ = conn.Raw(func(any) error { return driver.ErrBadConn })
+	conn.Close()
 }

@@ -94,7 +94,7 @@ func storedSchema(ctx context.Context, db *gorm.DB) (SchemaState, error) {
 // schemaFingerprint for why an unchanged schema is not auto-migrated). A
 // new version over the same tables (5: a change of what the rows hold)
 // is recorded without migrating them, which on SQLite would copy the
-// largest tables. conn holds the migration lock.
+// largest tables. The caller holds the migration lock.
 func migrateVersioned(ctx context.Context, conn *gorm.DB, migrate func(tables bool) error) (from int, err error) {
 	stored, err := storedSchema(ctx, conn)
 	if err != nil {

@@ -178,24 +178,6 @@ func all(db *gorm.DB) []any {
 	return append(out, textModels(db)...)
 }
 
-// obsoleteIndexes are indexes earlier schemas created that a wider one
-// replaced; AutoMigrate creates indexes but never drops them.
-var obsoleteIndexes = []string{
-	// idx_link_source and idx_link_target, which start with these columns.
-	"idx_links_source_id", "idx_links_target_id",
-}
-
-// dropObsoleteIndexes drops obsoleteIndexes where they exist: each costs
-// every write and serves nothing its replacement does not.
-func dropObsoleteIndexes(conn *gorm.DB) error {
-	for _, name := range obsoleteIndexes {
-		if err := conn.Exec("DROP INDEX IF EXISTS " + name).Error; err != nil {
-			return fmt.Errorf("drop obsolete index %s: %w", name, err)
-		}
-	}
-	return nil
-}
-
 // migrationLockClass is the first half of the Postgres advisory lock that
 // serialises migrations when several replicas start at once; the second
 // half is the hash of the schema being migrated, so replicas of one
@@ -211,9 +193,10 @@ const unlockTimeout = 10 * time.Second
 // Migrate brings the schema up to date and records SchemaVersion; it
 // refuses (*SchemaTooNewError) a database whose recorded version is newer,
 // before changing anything. A database without a recorded version is
-// taken for version 1 and migrated in place. It is idempotent, and safe
-// when several replicas run it at once: on Postgres it holds an advisory
-// lock for the duration.
+// taken for version 1 and migrated in place. Every run also checks the
+// models' indexes against the database's catalog and repairs them
+// (repairIndexes). It is idempotent, and safe when several replicas run
+// it at once: on Postgres it holds an advisory lock for the duration.
 func Migrate(ctx context.Context, db *gorm.DB) error {
 	start := time.Now()
 	if IsPostgres(db) {
@@ -237,9 +220,12 @@ func Migrate(ctx context.Context, db *gorm.DB) error {
 				if err := conn.AutoMigrate(all(conn)...); err != nil {
 					return fmt.Errorf("auto-migrate: %w", err)
 				}
-				if err := dropObsoleteIndexes(conn); err != nil {
-					return err
-				}
+			}
+			// Also when the recorded fingerprint matches: an older binary
+			// started on this database may have dropped indexes (or made
+			// obsolete ones again) without recording anything.
+			if err := repairIndexes(ctx, conn); err != nil {
+				return err
 			}
 			return buildObjectValues(ctx, conn)
 		})

@@ -27,6 +27,7 @@ import (
 	"github.com/ontoflow/ontoflow/apperr"
 	"github.com/ontoflow/ontoflow/auth"
 	"github.com/ontoflow/ontoflow/defaults"
+	"github.com/ontoflow/ontoflow/notifications/channelspec"
 )
 
 // Deps are what the API needs from the process that serves it.
@@ -40,7 +41,8 @@ type Deps struct {
 	// WebDAV serves /webdav and the root probes of WebDAV clients; nil
 	// leaves them to the router (404).
 	WebDAV http.Handler
-	// Ready checks dependencies for /readyz (database, Temporal).
+	// Ready checks dependencies for /readyz (database, Temporal, the
+	// WebDAV store).
 	Ready func(ctx context.Context) error
 	// Registry receives the API's metrics and is served at /metrics.
 	Registry *prometheus.Registry
@@ -55,6 +57,9 @@ type Deps struct {
 	// Console serves the web console under /ui (nil: none); GET / then
 	// redirects to it.
 	Console http.Handler
+	// Channels are the notification channels the OpenAPI document lists
+	// (nil: the built-in ones).
+	Channels *channelspec.Registry
 }
 
 // Server is the HTTP API.
@@ -107,8 +112,9 @@ func New(deps Deps) *Server {
 	r.GET("/healthz", func(c *gin.Context) { c.JSON(http.StatusOK, gin.H{"status": "ok"}) })
 	r.GET("/readyz", s.readyz)
 	r.GET("/metrics", gin.WrapH(promhttp.HandlerFor(deps.Registry, promhttp.HandlerOpts{})))
-	r.GET("/openapi.yaml", serveOpenAPI)
-	r.GET("/api/v1/openapi.yaml", serveOpenAPI)
+	doc := OpenAPIFor(deps.Channels)
+	r.GET("/openapi.yaml", serveOpenAPI(doc))
+	r.GET("/api/v1/openapi.yaml", serveOpenAPI(doc))
 
 	v1 := r.Group("/api/v1", noStore, s.authenticate, saneInput)
 	s.registerAuthRoutes(v1)
@@ -164,7 +170,7 @@ func (s *Server) readyz(c *gin.Context) {
 	defer cancel()
 	if err := s.deps.Ready(ctx); err != nil {
 		s.deps.Logger.Warn("not ready", "err", err)
-		c.AbortWithStatusJSON(http.StatusServiceUnavailable, errorBody{Error: apperr.New(apperr.Unavailable, "not ready (database or Temporal unreachable; see the server log)")})
+		c.AbortWithStatusJSON(http.StatusServiceUnavailable, errorBody{Error: apperr.New(apperr.Unavailable, "not ready (database, Temporal or the WebDAV store unreachable; see the server log)")})
 		return
 	}
 	c.JSON(http.StatusOK, gin.H{"status": "ready"})

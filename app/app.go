@@ -41,6 +41,7 @@ import (
 	"github.com/ontoflow/ontoflow/models"
 	"github.com/ontoflow/ontoflow/notifications"
 	"github.com/ontoflow/ontoflow/notifications/channels"
+	"github.com/ontoflow/ontoflow/notifications/channelspec"
 	"github.com/ontoflow/ontoflow/notifications/senders"
 	"github.com/ontoflow/ontoflow/ontology"
 	"github.com/ontoflow/ontoflow/outbound"
@@ -90,9 +91,12 @@ func ExtraKinds(ks ...engine.Kind) Option {
 }
 
 // ExtraChannels registers notification channels beside the built-in
-// ones; one with a built-in channel's name replaces it (a definition
-// names only known channels). Tests use it to prove a channel needs only
-// its own file and one registration.
+// ones; one with a built-in channel's name replaces it. A channel's
+// description (channelspec.Described; else the built-in's of its name, or
+// its name alone) is registered with it, so definitions may name it,
+// users accept it, secrets bind to it and the OpenAPI document lists it.
+// Tests use it to prove a channel needs only its own file and one
+// registration.
 func ExtraChannels(cs ...engine.Channel) Option {
 	return func(o *options) { o.channels = append(o.channels, cs...) }
 }
@@ -133,10 +137,13 @@ type App struct {
 
 	// kinds are the operation kinds assembled (the secrets' migration
 	// reads definitions through them).
-	kinds    *engine.Kinds
-	http     *http.Server
-	httpDone chan error
-	metrics  *telemetry.MetricsServer
+	kinds *engine.Kinds
+	// channelSpecs describe the notification channels assembled, to the
+	// definitions, settings, secrets and OpenAPI document that name them.
+	channelSpecs *channelspec.Registry
+	http         *http.Server
+	httpDone     chan error
+	metrics      *telemetry.MetricsServer
 	// tracing is nil when traces are off.
 	tracing *telemetry.Tracing
 	// stopTemporalMetrics ends the reporting of the Temporal SDK's
@@ -353,11 +360,13 @@ func (a *App) assemble(ctx context.Context, o options) error {
 	withDeps := []engine.Kind{invokewebhook.InvokeWebhook{Client: a.Outbound, Secrets: a.Secrets},
 		invokefunction.InvokeFunction{Functions: a.Functions, Reads: reads, Client: a.Outbound}}
 	kinds := kinds.Registry(append(withDeps, o.kinds...)...)
+	a.channelSpecs = channelSpecs(o.channels)
+	a.Secrets.Channels = a.channelSpecs
 	storeOpts := []ontology.Option{ontology.WithSecretPolicy(a.Secrets)}
 	if mediaErr == nil {
 		storeOpts = append(storeOpts, ontology.WithMedia(mediaCheck(media, cfg.PublicURL)))
 	}
-	a.Store = ontology.NewStore(a.DB, cfg.Markings, kinds.Domain(), storeOpts...)
+	a.Store = ontology.NewStore(a.DB, cfg.Markings, kinds.Domain().WithChannels(a.channelSpecs), storeOpts...)
 	a.kinds = kinds
 	a.Engine = engine.New(engine.Deps{DB: a.DB, Ontology: a.Store, Kinds: kinds, Levels: cfg.Markings, Log: a.Log,
 		Registerer: a.Registry, Channels: a.channels(o.channels), MaxRecipients: cfg.MaxRecipients,
@@ -421,6 +430,7 @@ func (a *App) handler(store *ontology.Store, eng *engine.Engine) (http.Handler, 
 		return nil, nil, err
 	}
 	srv := api.New(api.Deps{
+		Channels:     a.channelSpecs,
 		DB:           a.DB,
 		Auth:         a.Auth,
 		Levels:       cfg.Markings,
@@ -435,7 +445,7 @@ func (a *App) handler(store *ontology.Store, eng *engine.Engine) (http.Handler, 
 		Routes: []func(g *gin.RouterGroup){
 			api.OntologyRoutes(store),
 			api.SecretRoutes(a.Secrets),
-			api.NotificationSettingsRoutes(&users.Notifications{DB: a.DB, Secrets: a.Secrets}),
+			api.NotificationSettingsRoutes(&users.Notifications{DB: a.DB, Secrets: a.Secrets, Channels: a.channelSpecs}),
 			api.FunctionRoutes(a.Functions, store),
 			api.ActionRoutes(api.ActionDeps{Store: store, Executions: execs, DB: a.DB, BatchSyncMax: cfg.BatchSyncMax}),
 			api.BranchRoutes(api.ActionDeps{Store: store, Executions: execs, DB: a.DB, BatchSyncMax: cfg.BatchSyncMax}),
@@ -534,12 +544,38 @@ func (a *App) channels(extra []engine.Channel) []engine.Channel {
 	return cs
 }
 
+// channelSpecs are the built-in channels' descriptions with those of
+// extra in place of the one of their name, or added.
+func channelSpecs(extra []engine.Channel) *channelspec.Registry {
+	reg := channelspec.Default()
+	for _, ch := range extra {
+		spec, described := channelspec.Spec{Name: ch.Name()}, false
+		if d, ok := ch.(channelspec.Described); ok {
+			spec, described = d.Spec(), true
+		}
+		if _, builtin := reg.Get(spec.Name); builtin && !described {
+			continue // a replaced built-in keeps its description
+		}
+		reg = reg.With(spec)
+	}
+	return reg
+}
+
+// ready answers /readyz: the database, Temporal and, in S3 mode, the
+// WebDAV contents store, without which every upload and download fails
+// (a missing bucket was found by users' 500s, not by the probe: issue
+// 45).
 func (a *App) ready(ctx context.Context) error {
 	if err := models.Ping(ctx, a.DB); err != nil {
 		return fmt.Errorf("database: %w", err)
 	}
 	if _, err := a.Temporal.CheckHealth(ctx, &client.CheckHealthRequest{}); err != nil {
 		return fmt.Errorf("temporal: %w", err)
+	}
+	if p, ok := a.davContents.(interface{ Ping(context.Context) error }); ok {
+		if err := p.Ping(ctx); err != nil {
+			return fmt.Errorf("webdav store: %w", err)
+		}
 	}
 	return nil
 }

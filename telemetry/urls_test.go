@@ -75,8 +75,8 @@ func startOTLPReceiver(t *testing.T) *otlpReceiver {
 	t.Cleanup(srv.Stop)
 	t.Setenv("OTEL_EXPORTER_OTLP_ENDPOINT", "http://"+lis.Addr().String())
 	t.Setenv("OTEL_EXPORTER_OTLP_INSECURE", "true")
-	t.Setenv("OTEL_TRACES_EXPORTER", "")
-	t.Setenv("OTEL_SDK_DISABLED", "")
+	t.Setenv("OTEL_TRACES_EXPORTER", "otlp")
+	t.Setenv("OTEL_SDK_DISABLED", "false")
 	return rx
 }
 

@@ -104,10 +104,16 @@ func (c *S3Contents) Kind() string { return "s3" }
 
 func (c *S3Contents) full(key string) string { return c.prefix + key }
 
-// Ping checks that the bucket answers.
+// Ping checks that the bucket answers (readiness). Any failure is
+// ErrStoreUnavailable: HEAD of a missing bucket answers a bare 404, which
+// s3Err would take for a missing object. One attempt, no retries: the
+// SDK's backoff over a refused connection took the whole 5 s of /readyz.
 func (c *S3Contents) Ping(ctx context.Context) error {
-	_, err := c.client.HeadBucket(ctx, &s3.HeadBucketInput{Bucket: &c.bucket})
-	return s3Err("reach bucket", err)
+	once := func(o *s3.Options) { o.Retryer = aws.NopRetryer{} }
+	if _, err := c.client.HeadBucket(ctx, &s3.HeadBucketInput{Bucket: &c.bucket}, once); err != nil {
+		return fmt.Errorf("reach bucket %s: %w: %w", c.bucket, ErrStoreUnavailable, err)
+	}
+	return nil
 }
 
 var partPool = sync.Pool{New: func() any { b := make([]byte, s3PartSize); return &b }}
@@ -453,6 +459,10 @@ func s3Err(what string, err error) error {
 		switch ae.ErrorCode() {
 		case "NoSuchKey", "NotFound", "NoSuchUpload":
 			return fmt.Errorf("%s: %w", what, ErrNoObject)
+		case "NoSuchBucket":
+			// A 404, but not the client's: no request succeeds until the
+			// operator makes the bucket (issue 45: every PUT was a 500).
+			return fmt.Errorf("%s: %w: the bucket does not exist: %w", what, ErrStoreUnavailable, err)
 		}
 	}
 	// A request that never reached S3 (connection refused, reset) carries

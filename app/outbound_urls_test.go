@@ -3,69 +3,14 @@ package app_test
 import (
 	"bytes"
 	"context"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
 	"strings"
-	"sync"
 	"testing"
 
-	collectortrace "go.opentelemetry.io/proto/otlp/collector/trace/v1"
-	"google.golang.org/grpc"
-	"google.golang.org/protobuf/proto"
+	"github.com/ontoflow/ontoflow/internal/harness/otlptest"
 )
-
-// otlpReceiver is an OTLP/gRPC trace collector on loopback keeping every
-// export request it is sent: the bytes that would leave the process.
-type otlpReceiver struct {
-	collectortrace.UnimplementedTraceServiceServer
-	mu   sync.Mutex
-	got  []byte
-	urls []string // every span's url.full
-}
-
-func (r *otlpReceiver) Export(_ context.Context, req *collectortrace.ExportTraceServiceRequest) (*collectortrace.ExportTraceServiceResponse, error) {
-	b, err := proto.Marshal(req)
-	if err != nil {
-		return nil, err
-	}
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.got = append(r.got, b...)
-	for _, rs := range req.GetResourceSpans() {
-		for _, ss := range rs.GetScopeSpans() {
-			for _, sp := range ss.GetSpans() {
-				for _, a := range sp.GetAttributes() {
-					if a.GetKey() == "url.full" {
-						r.urls = append(r.urls, a.GetValue().GetStringValue())
-					}
-				}
-			}
-		}
-	}
-	return &collectortrace.ExportTraceServiceResponse{}, nil
-}
-
-// startOTLPReceiver serves a collector on a loopback port and points the
-// standard OTEL_* environment, which a process reads as it starts, at it.
-func startOTLPReceiver(t *testing.T) *otlpReceiver {
-	t.Helper()
-	lis, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	rx := &otlpReceiver{}
-	srv := grpc.NewServer()
-	collectortrace.RegisterTraceServiceServer(srv, rx)
-	go func() { _ = srv.Serve(lis) }()
-	t.Cleanup(srv.Stop)
-	t.Setenv("OTEL_EXPORTER_OTLP_ENDPOINT", "http://"+lis.Addr().String())
-	t.Setenv("OTEL_EXPORTER_OTLP_INSECURE", "true")
-	t.Setenv("OTEL_TRACES_EXPORTER", "otlp")
-	t.Setenv("OTEL_SDK_DISABLED", "false")
-	return rx
-}
 
 // TestOutboundURLsAreRecordedAsDefined: with traces exported over OTLP
 // (from the OTEL_* environment, as in production) and debug logging, a
@@ -80,7 +25,7 @@ func startOTLPReceiver(t *testing.T) *otlpReceiver {
 // stays: a form no escaping of the value reproduces. SQLite: what is
 // recorded does not depend on the dialect.
 func TestOutboundURLsAreRecordedAsDefined(t *testing.T) {
-	collector := startOTLPReceiver(t)
+	collector := otlptest.Start(t)
 	rx := newReceiver(t)
 	down := httptest.NewServer(http.NotFoundHandler())
 	downURL := down.URL
@@ -145,9 +90,8 @@ func TestOutboundURLsAreRecordedAsDefined(t *testing.T) {
 	}
 	history := histories(t, a)
 	a.Stop(context.Background()) // sends the spans still batched
-	collector.mu.Lock()
-	exported, urls := bytes.Clone(collector.got), append([]string(nil), collector.urls...)
-	collector.mu.Unlock()
+	exported := collector.Bytes()
+	urls, _ := collector.URLs()
 
 	for name, v := range values {
 		for where, data := range map[string][]byte{"the spans sent to the collector": exported, "the log": []byte(logs.String()),

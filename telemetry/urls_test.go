@@ -4,81 +4,14 @@ import (
 	"bytes"
 	"context"
 	"errors"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 
-	collectortrace "go.opentelemetry.io/proto/otlp/collector/trace/v1"
-	"google.golang.org/grpc"
-	"google.golang.org/protobuf/proto"
+	"github.com/ontoflow/ontoflow/internal/harness/otlptest"
 )
-
-// otlpReceiver is an OTLP/gRPC trace receiver on loopback keeping every
-// export request it is sent, as bytes: what a collector would get.
-type otlpReceiver struct {
-	collectortrace.UnimplementedTraceServiceServer
-	mu   sync.Mutex
-	got  []byte
-	reqs []*collectortrace.ExportTraceServiceRequest
-}
-
-func (r *otlpReceiver) Export(_ context.Context, req *collectortrace.ExportTraceServiceRequest) (*collectortrace.ExportTraceServiceResponse, error) {
-	b, err := proto.Marshal(req)
-	if err != nil {
-		return nil, err
-	}
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.got = append(r.got, b...)
-	r.reqs = append(r.reqs, req)
-	return &collectortrace.ExportTraceServiceResponse{}, nil
-}
-
-// urlsOfSpans maps each exported span's name to its url.full and its
-// status message.
-func (r *otlpReceiver) urlsOfSpans() (urls, statuses []string) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	for _, req := range r.reqs {
-		for _, rs := range req.GetResourceSpans() {
-			for _, ss := range rs.GetScopeSpans() {
-				for _, sp := range ss.GetSpans() {
-					for _, a := range sp.GetAttributes() {
-						if a.GetKey() == "url.full" {
-							urls = append(urls, a.GetValue().GetStringValue())
-						}
-					}
-					statuses = append(statuses, sp.GetStatus().GetMessage())
-				}
-			}
-		}
-	}
-	return urls, statuses
-}
-
-// startOTLPReceiver serves a receiver on a loopback port and points the
-// standard OTEL_* environment at it.
-func startOTLPReceiver(t *testing.T) *otlpReceiver {
-	t.Helper()
-	lis, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	rx := &otlpReceiver{}
-	srv := grpc.NewServer()
-	collectortrace.RegisterTraceServiceServer(srv, rx)
-	go func() { _ = srv.Serve(lis) }()
-	t.Cleanup(srv.Stop)
-	t.Setenv("OTEL_EXPORTER_OTLP_ENDPOINT", "http://"+lis.Addr().String())
-	t.Setenv("OTEL_EXPORTER_OTLP_INSECURE", "true")
-	t.Setenv("OTEL_TRACES_EXPORTER", "otlp")
-	t.Setenv("OTEL_SDK_DISABLED", "false")
-	return rx
-}
 
 // redactor replaces value with [secret:name], as secrets.Expander.Redact
 // does for what it resolved.
@@ -94,7 +27,7 @@ func redactor(name, value string) func(string) string {
 // (connection refused) records a status without the value, and its error
 // still reports what failed. Loopback only.
 func TestOutboundSpansShowTheDefinedURL(t *testing.T) {
-	rx := startOTLPReceiver(t)
+	rx := otlptest.Start(t)
 	ctx := context.Background()
 	tr, err := TracingFromEnv(ctx)
 	if err != nil || tr == nil {
@@ -149,15 +82,13 @@ func TestOutboundSpansShowTheDefinedURL(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	rx.mu.Lock()
-	got := bytes.Clone(rx.got)
-	rx.mu.Unlock()
+	got := rx.Bytes()
 	for _, v := range []string{pathValue, hookValue, downAddr} {
 		if bytes.Contains(got, []byte(v)) {
 			t.Errorf("the collector received the value %q", v)
 		}
 	}
-	urls, statuses := rx.urlsOfSpans()
+	urls, statuses := rx.URLs()
 	for _, c := range cases {
 		if !contains(urls, c.want) {
 			t.Errorf("%s: no span with url.full %q; got %q", c.name, c.want, urls)

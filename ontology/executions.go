@@ -182,7 +182,13 @@ func (s *Store) batchesWithHiddenItems(ctx context.Context, u *models.User, sc a
 	err := s.db.WithContext(ctx).Table("executions AS e").
 		Joins("LEFT JOIN objects o ON o.id = e.target_object_id").
 		Where("e.batch_id IN ? AND e.target_object_id <> ''", ids).
-		Where("(o.id IS NULL AND e.actor_id <> ?) OR (o.id IS NOT NULL AND NOT "+cond+")", append([]any{actor}, args...)...).
+		// An item whose target the engine refused to load is, to its own
+		// actor, only the id they typed: judged as a missing id is (as
+		// refusedTarget judges a single execution), or the batch would be
+		// redacted for an unreadable target and shown for a missing one.
+		Where("(o.id IS NULL AND e.actor_id <> ?) OR (o.id IS NOT NULL AND NOT "+cond+
+			" AND NOT (e.actor_id = ? AND e.status = ? AND e.error_code = ?))",
+			append(append([]any{actor}, args...), actor, models.StatusFailed, string(apperr.ObjectNotFound))...).
 		Distinct("e.batch_id").Pluck("e.batch_id", &hidden).Error
 	if err != nil {
 		return nil, fmt.Errorf("judge batch items: %w", err)

@@ -36,8 +36,12 @@ type Principal struct {
 	Guest bool
 	// TokenID is set when the caller used a bearer token.
 	TokenID string
-	// Method is "basic" or "bearer".
+	// Method is "basic", "bearer" or "app_password".
 	Method string
+	// AppPasswordID is set when the caller used an app password; its
+	// Scope is then where that password is accepted (models.AppScope*).
+	AppPasswordID string
+	Scope         string
 }
 
 // TokenPrefix marks Ontoflow bearer tokens so they are recognisable in logs
@@ -74,6 +78,7 @@ type Service struct {
 	userTTL time.Duration
 	umu     sync.Mutex
 	users   *simplelru.LRU[string, cachedUser] // by username
+	apps    *simplelru.LRU[string, cachedApp]  // by user id and lookup
 }
 
 // cachedUser is a user row read for Basic authentication.
@@ -162,6 +167,10 @@ func NewService(db *gorm.DB, opts Options) *Service {
 	if err != nil {
 		panic(err) // only for a size <= 0
 	}
+	apps, err := simplelru.NewLRU[string, cachedApp](opts.UserCacheSize, nil)
+	if err != nil {
+		panic(err)
+	}
 	key := make([]byte, 32)
 	copy(key, []byte(RandomSecret(32)))
 	return &Service{
@@ -174,11 +183,13 @@ func NewService(db *gorm.DB, opts Options) *Service {
 		flights:  map[string]*flight{},
 		userTTL:  opts.UserCacheTTL,
 		users:    users,
+		apps:     apps,
 	}
 }
 
-// Authenticate reads the Authorization header of r. remote is the client
-// address used for throttling.
+// Authenticate reads the Authorization header of a request to the API:
+// Basic with the account password or an app password scoped to the API,
+// or a bearer token. WebDAV calls AuthenticateWebDAV instead.
 func (s *Service) Authenticate(r *http.Request) (*Principal, error) {
 	h := r.Header.Get("Authorization")
 	remote := clientIP(r)
@@ -192,9 +203,31 @@ func (s *Service) Authenticate(r *http.Request) (*Principal, error) {
 		if !ok {
 			return nil, ErrUnauthorized
 		}
-		return s.Basic(r.Context(), user, pass, remote)
+		return s.basic(r.Context(), user, pass, remote, surfaceAPI)
 	}
 }
+
+// AuthenticateWebDAV admits HTTP Basic only, with the account password or
+// any live app password of the user: WebDAV clients send nothing else, and
+// a bearer token (a guest session's above all) must not reach the user's
+// files.
+func (s *Service) AuthenticateWebDAV(r *http.Request) (*Principal, error) {
+	user, pass, ok := r.BasicAuth()
+	if !ok {
+		return nil, ErrUnauthorized
+	}
+	return s.basic(r.Context(), user, pass, clientIP(r), surfaceWebDAV)
+}
+
+// surface is where credentials are presented; it decides which app
+// passwords are accepted there.
+type surface int
+
+const (
+	surfaceAccount surface = iota // account password only (console sign-in)
+	surfaceAPI                    // app passwords scoped webdav+api too
+	surfaceWebDAV                 // every app password
+)
 
 func clientIP(r *http.Request) string {
 	host := r.RemoteAddr
@@ -204,10 +237,15 @@ func clientIP(r *http.Request) string {
 	return strings.Trim(host, "[]")
 }
 
-// Basic verifies a username and password. While the username or the
+// Basic verifies a username and account password (app passwords are not
+// accepted: it signs in to the console). While the username or the
 // address is over its failure limit the attempt is refused with a
 // *ThrottledError (429) before anything is checked.
 func (s *Service) Basic(ctx context.Context, username, password, remote string) (*Principal, error) {
+	return s.basic(ctx, username, password, remote, surfaceAccount)
+}
+
+func (s *Service) basic(ctx context.Context, username, password, remote string, on surface) (*Principal, error) {
 	if len(username) > 128 || len(password) > 1024 || !utf8.ValidString(username) || strings.IndexByte(username, 0) >= 0 {
 		// Refused before the throttle keys them: oversized names must not
 		// fill its table, and a name that is not text names no user (on
@@ -222,7 +260,16 @@ func (s *Service) Basic(ctx context.Context, username, password, remote string) 
 	if err != nil {
 		return nil, fmt.Errorf("look up user: %w", err)
 	}
-	if u != nil && s.cached(u, password) {
+	if u != nil && on != surfaceAccount && looksLikeAppPassword(password) {
+		ap, err := s.appPassword(ctx, u.ID, appLookup(password))
+		if err != nil {
+			return nil, err
+		}
+		if ap != nil {
+			return s.basicApp(ctx, u, ap, password, on, uk, ak)
+		}
+	}
+	if u != nil && s.cached(s.cacheMAC(u.ID, u.PasswordHash, password)) {
 		if u.Disabled {
 			s.throttle.done(false, true, "", uk, ak)
 			return nil, ErrUnauthorized
@@ -230,7 +277,11 @@ func (s *Service) Basic(ctx context.Context, username, password, remote string) 
 		s.throttle.done(false, false, uk, uk, ak)
 		return &Principal{User: u, Method: "basic"}, nil
 	}
-	ok, err := s.verify(ctx, u, username, password, uk, ak)
+	hash := dummyHash
+	if u != nil {
+		hash = u.PasswordHash
+	}
+	ok, err := s.verify(ctx, u, hash, username, password, uk, ak)
 	if err != nil {
 		return nil, err
 	}
@@ -245,8 +296,8 @@ func (s *Service) Basic(ctx context.Context, username, password, remote string) 
 // as one throttled attempt on keys. Concurrent calls with the same
 // credentials share one verification and count as one attempt, so a
 // client's parallel requests do not use up the in-flight allowance.
-func (s *Service) verify(ctx context.Context, u *models.User, username, password string, keys ...string) (bool, error) {
-	k := s.flightKey(u, username, password)
+func (s *Service) verify(ctx context.Context, u *models.User, hash, username, password string, keys ...string) (bool, error) {
+	k := s.flightKey(u, hash, username, password)
 	s.fmu.Lock()
 	if f, ok := s.flights[k]; ok {
 		s.fmu.Unlock()
@@ -271,10 +322,6 @@ func (s *Service) verify(ctx context.Context, u *models.User, username, password
 		f.err = newThrottledError(w)
 		return false, f.err
 	}
-	hash := dummyHash
-	if u != nil {
-		hash = u.PasswordHash
-	}
 	ok, err := VerifyPassword(hash, password)
 	f.ok = err == nil && ok && u != nil
 	failed := !f.ok || u.Disabled
@@ -284,14 +331,14 @@ func (s *Service) verify(ctx context.Context, u *models.User, username, password
 	}
 	s.throttle.done(true, failed, clear, keys...)
 	if f.ok {
-		s.remember(u, password)
+		s.remember(s.cacheMAC(u.ID, hash, password))
 	}
 	return f.ok, nil
 }
 
-func (s *Service) flightKey(u *models.User, username, password string) string {
+func (s *Service) flightKey(u *models.User, hash, username, password string) string {
 	if u != nil {
-		return s.cacheMAC(u, password)
+		return s.cacheMAC(u.ID, hash, password)
 	}
 	m := hmac.New(sha256.New, s.cacheKey)
 	m.Write([]byte("unknown\x00"))
@@ -336,21 +383,22 @@ func (s *Service) lookup(ctx context.Context, username string) (*models.User, er
 	return &u, nil
 }
 
-func (s *Service) cacheMAC(u *models.User, password string) string {
+// cacheMAC keys a verification of password against hash for the user
+// with id userID.
+func (s *Service) cacheMAC(userID, hash, password string) string {
 	m := hmac.New(sha256.New, s.cacheKey)
-	m.Write([]byte(u.ID))
+	m.Write([]byte(userID))
 	m.Write([]byte{0})
-	m.Write([]byte(u.PasswordHash))
+	m.Write([]byte(hash))
 	m.Write([]byte{0})
 	m.Write([]byte(password))
 	return string(m.Sum(nil))
 }
 
-func (s *Service) cached(u *models.User, password string) bool {
+func (s *Service) cached(k string) bool {
 	if s.cacheTTL < 0 {
 		return false
 	}
-	k := s.cacheMAC(u, password)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	exp, ok := s.cache[k]
@@ -365,11 +413,10 @@ func (s *Service) cached(u *models.User, password string) bool {
 // held the expired ones are dropped, and all of them if none had expired.
 const verifyCacheMax = 10000
 
-func (s *Service) remember(u *models.User, password string) {
+func (s *Service) remember(k string) {
 	if s.cacheTTL < 0 {
 		return
 	}
-	k := s.cacheMAC(u, password)
 	now := s.now()
 	s.mu.Lock()
 	defer s.mu.Unlock()

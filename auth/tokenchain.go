@@ -19,6 +19,10 @@ const MaxTokenDepth = 8
 // of its ancestors is revoked or expires (and, like every token, when the
 // password changes). Issued with a password it stands alone.
 func (s *Service) IssueTokenFor(ctx context.Context, p *Principal, name string, ttl time.Duration, guest bool) (string, *models.APIToken, error) {
+	if p.AppPasswordID != "" {
+		// A token would outlive the app password's revocation.
+		return "", nil, RequireFullSession(p, "issue tokens")
+	}
 	expires := s.now().UTC().Add(ttl)
 	guest = guest || p.Guest
 	if p.TokenID == "" {

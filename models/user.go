@@ -2,7 +2,7 @@ package models
 
 import "time"
 
-var userModels = []any{&User{}, &APIToken{}, &NotificationSettings{}}
+var userModels = []any{&User{}, &APIToken{}, &AppPassword{}, &NotificationSettings{}}
 
 // User is a service user: the same account logs in to the API and WebDAV.
 // MaxOrganizationLen is the longest organization, in characters: the size
@@ -62,4 +62,31 @@ type APIToken struct {
 	Ancestors  JSON[[]string] `json:"-"`
 	CreatedAt  time.Time      `json:"created_at"`
 	LastUsedAt *time.Time     `json:"last_used_at,omitempty"`
+}
+
+// App password scopes: where an app password is accepted.
+const (
+	// AppScopeWebDAV admits the app password on WebDAV only.
+	AppScopeWebDAV = "webdav"
+	// AppScopeWebDAVAPI admits it on WebDAV and on the API's Basic.
+	AppScopeWebDAVAPI = "webdav+api"
+)
+
+// AppPassword is a per-device password a user creates for a WebDAV client
+// or a program, used with the username over HTTP Basic. The secret is
+// "ofa_" + Lookup + the rest: Lookup finds the row without trying every
+// hash, and the whole secret is verified against an argon2id Hash, as
+// account passwords are. It is shown once, when it is created.
+type AppPassword struct {
+	ID     string `gorm:"primaryKey;size:36" json:"id"`
+	UserID string `gorm:"size:36;not null;uniqueIndex:idx_app_password_lookup,priority:1" json:"user_id"`
+	Name   string `gorm:"size:128;not null" json:"name"`
+	Lookup string `gorm:"size:16;not null;uniqueIndex:idx_app_password_lookup,priority:2" json:"-"`
+	Hash   string `gorm:"size:256;not null" json:"-"`
+	// Scope is AppScopeWebDAV or AppScopeWebDAVAPI.
+	Scope      string     `gorm:"size:16;not null" json:"scope"`
+	ExpiresAt  *time.Time `json:"expires_at,omitempty"`
+	RevokedAt  *time.Time `json:"revoked_at,omitempty"`
+	CreatedAt  time.Time  `json:"created_at"`
+	LastUsedAt *time.Time `json:"last_used_at,omitempty"`
 }

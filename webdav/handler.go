@@ -306,15 +306,12 @@ func (rq *request) close() {
 	}
 }
 
-// authenticate admits HTTP Basic only: WebDAV clients send nothing else,
+// authenticate admits HTTP Basic only (auth.AuthenticateWebDAV: the
+// account password or an app password): WebDAV clients send nothing else,
 // and a bearer token (a guest session's above all) must not reach the
 // user's files. A refusal is 401 or 429, with its header set.
 func (h *Handler) authenticate(w http.ResponseWriter, r *http.Request) (*auth.Principal, error) {
-	var principal *auth.Principal
-	var err error = auth.ErrUnauthorized
-	if _, _, basic := r.BasicAuth(); basic {
-		principal, err = h.authn.Authenticate(r)
-	}
+	principal, err := h.authn.AuthenticateWebDAV(r)
 	if te, ok := auth.AsThrottled(err); ok {
 		// Too many failed attempts: a 401 would invite the client to
 		// prompt again at once.

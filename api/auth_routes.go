@@ -7,6 +7,7 @@ import (
 	"github.com/gin-gonic/gin"
 
 	"github.com/ontoflow/ontoflow/apperr"
+	"github.com/ontoflow/ontoflow/auth"
 	"github.com/ontoflow/ontoflow/models"
 	"github.com/ontoflow/ontoflow/users"
 )
@@ -26,6 +27,9 @@ func (s *Server) registerAuthRoutes(g *gin.RouterGroup) {
 	g.POST("/auth/tokens", s.issueToken)
 	g.GET("/auth/tokens", s.listTokens)
 	g.DELETE("/auth/tokens/:id", s.revokeToken)
+	g.POST("/auth/app-passwords", s.createAppPassword)
+	g.GET("/auth/app-passwords", s.listAppPasswords)
+	g.DELETE("/auth/app-passwords/:id", s.revokeAppPassword)
 	g.GET("/me", func(c *gin.Context) {
 		p := principal(c)
 		c.JSON(http.StatusOK, gin.H{"user": p.User, "guest": p.Guest, "auth_method": p.Method})
@@ -120,6 +124,48 @@ func (s *Server) listTokens(c *gin.Context) {
 
 func (s *Server) revokeToken(c *gin.Context) {
 	if err := s.deps.Auth.RevokeToken(c.Request.Context(), principal(c), c.Param("id")); err != nil {
+		fail(c, err)
+		return
+	}
+	c.Status(http.StatusNoContent)
+}
+
+// createAppPassword creates an app password for the caller (signed in
+// with the account password or a full token): the secret is in this
+// response only.
+func (s *Server) createAppPassword(c *gin.Context) {
+	var req auth.AppPasswordSpec
+	if err := decodeJSON(c, &req); err != nil {
+		fail(c, err)
+		return
+	}
+	p := principal(c)
+	secret, ap, err := s.deps.Auth.CreateAppPassword(c.Request.Context(), p, req)
+	if err != nil {
+		fail(c, err)
+		return
+	}
+	c.JSON(http.StatusCreated, gin.H{"username": p.User.Username, "password": secret, "app_password": ap})
+}
+
+// listAppPasswords lists the caller's app passwords with their last use
+// (never a secret or a hash).
+func (s *Server) listAppPasswords(c *gin.Context) {
+	p := principal(c)
+	if err := auth.RequireFullSession(p, "list app passwords"); err != nil {
+		fail(c, err)
+		return
+	}
+	list, err := s.deps.Auth.ListAppPasswords(c.Request.Context(), p.User.ID)
+	if err != nil {
+		fail(c, err)
+		return
+	}
+	c.JSON(http.StatusOK, gin.H{"items": list})
+}
+
+func (s *Server) revokeAppPassword(c *gin.Context) {
+	if err := s.deps.Auth.RevokeAppPassword(c.Request.Context(), principal(c), c.Param("id")); err != nil {
 		fail(c, err)
 		return
 	}

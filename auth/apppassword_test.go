@@ -14,7 +14,6 @@ import (
 	"github.com/ontoflow/ontoflow/models"
 )
 
-
 func webdavAuth(s *auth.Service, user, pass string) (*auth.Principal, error) {
 	r := httptest.NewRequest("PROPFIND", "/webdav/", nil)
 	r.SetBasicAuth(user, pass)

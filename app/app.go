@@ -15,6 +15,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/gin-gonic/gin"
@@ -28,6 +29,7 @@ import (
 	"github.com/ontoflow/ontoflow/activities"
 	"github.com/ontoflow/ontoflow/api"
 	"github.com/ontoflow/ontoflow/auth"
+	"github.com/ontoflow/ontoflow/auth/oidc"
 	"github.com/ontoflow/ontoflow/config"
 	"github.com/ontoflow/ontoflow/console"
 	"github.com/ontoflow/ontoflow/devserver"
@@ -374,6 +376,27 @@ func (a *App) assemble(ctx context.Context, o options) error {
 	return nil
 }
 
+// identityProvider discovers the OpenID provider of --oidc-issuer (nil
+// when it is not set). Discovery runs once, at start: a provider that
+// cannot be reached fails the start with a clear error rather than the
+// first sign-in.
+func (a *App) identityProvider() (*oidc.Provider, error) {
+	o := a.Cfg.OIDC
+	if o.Issuer == "" {
+		return nil, nil
+	}
+	public := strings.TrimSuffix(a.Cfg.PublicURL, "/")
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	return oidc.New(ctx, a.DB, a.Cfg.Markings, oidc.Config{
+		Issuer: o.Issuer, ClientID: o.ClientID, ClientSecret: o.ClientSecret, Scopes: o.Scopes,
+		RedirectURL: public + console.Prefix + "/auth/callback", PostLogoutURL: public + console.Prefix + "/login",
+		Label: o.Label,
+		Mapping: oidc.Mapping{UsernameClaim: o.UsernameClaim, GroupsClaim: o.GroupsClaim, Roles: o.Roles,
+			RequiredGroup: o.RequiredGroup, ClearanceClaim: o.ClearanceClaim},
+	})
+}
+
 // startWorker starts the worker that runs the workflows and activities.
 func (a *App) startWorker() error {
 	a.Worker = worker.New(a.Temporal, worker.Options{
@@ -419,7 +442,12 @@ func (a *App) handler(store *ontology.Store, eng *engine.Engine) (http.Handler, 
 		BatchMaxItems: cfg.BatchMaxItems, BatchSyncMax: cfg.BatchSyncMax, ExecuteTimeout: cfg.ExecuteTimeout,
 		LocalWorker: a.Worker != nil, UIURL: cfg.UIURL, Namespace: cfg.TemporalNamespace, BranchTTL: cfg.BranchTTL, AbandonAfter: cfg.AbandonAfter,
 	})
+	idp, err := a.identityProvider()
+	if err != nil {
+		return nil, nil, err
+	}
 	ui, err := console.New(console.Deps{Auth: a.Auth, Store: store, Executions: execs, DB: a.DB,
+		OIDC: idp, NoPasswordLogin: idp != nil && !cfg.OIDC.PasswordLogin,
 		Levels: cfg.Markings, TokenTTL: cfg.TokenTTL, Logger: a.Log,
 		// Preview is a what-if (on a branch dropped once read): the
 		// console shows notifications and webhooks that would happen too.

@@ -97,6 +97,24 @@ type Config struct {
 	// references to its WebDAV files, and the links pinned files carry
 	// ("" = relative links).
 	PublicURL string
+
+	// OIDC configures sign-in with an OpenID Connect provider (Issuer ""
+	// = off); filled by the check Bind returns.
+	OIDC OIDCConfig
+}
+
+// OIDCConfig is the identity provider's settings, as flags give them.
+type OIDCConfig struct {
+	Issuer, ClientID, ClientSecret string
+	Scopes                         []string
+	UsernameClaim, GroupsClaim     string
+	// Roles maps a group to roles (--oidc-role-map group:role,...).
+	Roles          map[string][]string
+	RequiredGroup  string
+	ClearanceClaim string
+	Label          string
+	// PasswordLogin keeps the password form beside the provider's button.
+	PasswordLogin bool
 }
 
 func env(key, def string) string {
@@ -185,6 +203,7 @@ func Bind(fs *flag.FlagSet, mode Mode) (*Config, func() error) {
 	c := &Config{}
 	b := &bindings{fs: fs}
 	var markings, outboundAllow string
+	var oidcSecretFile, oidcScopes, oidcRoles string
 	b.str(&c.DataDir, "data-dir", "ONTOFLOW_DATA_DIR", defaults.DataDir, "directory for the embedded database, Temporal's state and WebDAV files")
 	b.str(&c.LogLevel, "log-level", "ONTOFLOW_LOG_LEVEL", defaults.LogLevel, "log level: debug, info, warn, error")
 	b.str(&c.LogFormat, "log-format", "ONTOFLOW_LOG_FORMAT", defaults.LogFormat, "log format: text or json")
@@ -228,6 +247,17 @@ func Bind(fs *flag.FlagSet, mode Mode) (*Config, func() error) {
 		b.dur(&c.ExecuteTimeout, "execute-timeout", "ONTOFLOW_EXECUTE_TIMEOUT", defaults.ExecuteTimeout, "how long a synchronous execute waits before answering 202")
 		b.dur(&c.BranchTTL, "branch-ttl", "ONTOFLOW_BRANCH_TTL", defaults.BranchTTL, "how long a what-if branch lives; expired branches are purged")
 		b.dur(&c.AbandonAfter, "abandon-after", "ONTOFLOW_ABANDON_AFTER", defaults.AbandonAfter, "how long an execution whose workflow could not be started waits for the retry with its Idempotency-Key before it is recorded failed")
+		b.str(&c.OIDC.Issuer, "oidc-issuer", "ONTOFLOW_OIDC_ISSUER", "", "OpenID Connect issuer URL for console sign-in (empty = off); the redirect URL to register is {public-url}/ui/auth/callback")
+		b.str(&c.OIDC.ClientID, "oidc-client-id", "ONTOFLOW_OIDC_CLIENT_ID", "", "client id registered at the OpenID provider")
+		b.str(&oidcSecretFile, "oidc-client-secret-file", "ONTOFLOW_OIDC_CLIENT_SECRET_FILE", "", "file holding the OpenID client secret; or set the secret itself in ONTOFLOW_OIDC_CLIENT_SECRET (empty for a public client: PKCE alone)")
+		b.str(&oidcScopes, "oidc-scopes", "ONTOFLOW_OIDC_SCOPES", defaults.OIDCScopes, "scopes asked of the OpenID provider, comma-separated (openid is always asked)")
+		b.str(&c.OIDC.UsernameClaim, "oidc-username-claim", "ONTOFLOW_OIDC_USERNAME_CLAIM", defaults.OIDCUsernameClaim, "ID token claim a user's name comes from (the subject, sub, is the stable key)")
+		b.str(&c.OIDC.GroupsClaim, "oidc-groups-claim", "ONTOFLOW_OIDC_GROUPS_CLAIM", defaults.OIDCGroupsClaim, "ID token claim holding the user's groups")
+		b.str(&oidcRoles, "oidc-role-map", "ONTOFLOW_OIDC_ROLE_MAP", "", "roles given by groups, group:role pairs comma-separated (a group may appear more than once); a user's roles are set from it at every sign-in")
+		b.str(&c.OIDC.RequiredGroup, "oidc-required-group", "ONTOFLOW_OIDC_REQUIRED_GROUP", "", "admit only members of this group; a user removed from it is disabled at their next sign-in (empty = every user the provider signs in)")
+		b.str(&c.OIDC.ClearanceClaim, "oidc-clearance-claim", "ONTOFLOW_OIDC_CLEARANCE_CLAIM", "", "ID token claim holding the user's clearance, one of --markings (empty = the lowest level)")
+		b.str(&c.OIDC.Label, "oidc-label", "ONTOFLOW_OIDC_LABEL", defaults.OIDCLabel, "the sign-in button reads \"Sign in with\" this")
+		b.bool(&c.OIDC.PasswordLogin, "password-login", "ONTOFLOW_PASSWORD_LOGIN", defaults.PasswordLogin, "show the console's password form (with --oidc-issuer, false leaves only the provider's button; service users keep Basic on the API)")
 		b.str(&c.UIURL, "temporal-ui-url", "ONTOFLOW_TEMPORAL_UI_URL", "", "Temporal Web UI base URL for workflow links (dev: the embedded UI)")
 	}
 	switch mode {
@@ -269,6 +299,9 @@ func Bind(fs *flag.FlagSet, mode Mode) (*Config, func() error) {
 			if u, err := url.Parse(c.PublicURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 				return fmt.Errorf("--public-url: expected an http(s) URL, got %q", c.PublicURL)
 			}
+		}
+		if err := c.checkOIDC(oidcSecretFile, oidcScopes, oidcRoles); err != nil {
+			return err
 		}
 		if (c.TLSCert == "") != (c.TLSKey == "") {
 			return fmt.Errorf("--tls-cert and --tls-key go together")

@@ -25,6 +25,7 @@ import (
 	"gorm.io/gorm"
 
 	"github.com/ontoflow/ontoflow/auth"
+	"github.com/ontoflow/ontoflow/auth/oidc"
 	"github.com/ontoflow/ontoflow/executions"
 	"github.com/ontoflow/ontoflow/insights"
 	"github.com/ontoflow/ontoflow/models"
@@ -79,6 +80,10 @@ type Deps struct {
 	// Files is the WebDAV handler the file picker of media_reference
 	// inputs reads and uploads through. Nil: no picker.
 	Files Files
+	// OIDC signs users in with the identity provider (nil: off).
+	OIDC *oidc.Provider
+	// NoPasswordLogin hides the password form (with OIDC only).
+	NoPasswordLogin bool
 }
 
 // Console is the console's http.Handler.
@@ -119,6 +124,10 @@ func (c *Console) routes() *gin.Engine {
 	r.GET("/", func(g *gin.Context) { g.Redirect(http.StatusSeeOther, Prefix+"/") })
 	r.GET(Prefix+"/login", c.loginPage)
 	r.POST(Prefix+"/login", sameOrigin, c.login)
+	if c.d.OIDC != nil {
+		r.GET(Prefix+"/auth/login", c.oidcLogin)
+		r.GET(Prefix+"/auth/callback", c.oidcCallback)
+	}
 	g := r.Group(Prefix, c.session, c.csrf)
 	g.POST("/logout", c.logout)
 	g.GET("/account", c.accountPage)

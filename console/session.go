@@ -133,13 +133,17 @@ func (c *Console) setCookie(g *gin.Context, value string, maxAge int) {
 }
 
 func (c *Console) loginPage(g *gin.Context) {
-	c.render(g, http.StatusOK, "login", pageData{Title: "Sign in"})
+	c.render(g, http.StatusOK, "login", c.loginData(pageData{Title: "Sign in"}))
 }
 
 // login verifies the service user's password with the auth service and
 // issues a token for the session, as POST /api/v1/auth/tokens would.
 func (c *Console) login(g *gin.Context) {
 	ctx := g.Request.Context()
+	if c.d.OIDC != nil && c.d.NoPasswordLogin {
+		c.loginError(g, http.StatusForbidden, "Sign in with the identity provider.")
+		return
+	}
 	user := g.PostForm("username")
 	p, err := c.d.Auth.Basic(ctx, user, g.PostForm("password"), remoteIP(g.Request))
 	if err != nil {
@@ -151,13 +155,13 @@ func (c *Console) login(g *gin.Context) {
 			c.d.Logger.ErrorContext(ctx, "console sign-in", "err", err)
 			msg, status = "Sign-in failed; see the server log.", http.StatusInternalServerError
 		}
-		c.render(g, status, "login", pageData{Title: "Sign in", Error: msg, Username: user})
+		c.render(g, status, "login", c.loginData(pageData{Title: "Sign in", Error: msg, Username: user}))
 		return
 	}
 	secret, _, err := c.d.Auth.IssueTokenFor(ctx, p, "console", c.d.TokenTTL, false)
 	if err != nil {
 		c.d.Logger.ErrorContext(ctx, "console token", "err", err)
-		c.render(g, http.StatusInternalServerError, "login", pageData{Title: "Sign in", Error: "Sign-in failed; see the server log."})
+		c.loginError(g, http.StatusInternalServerError, "Sign-in failed; see the server log.")
 		return
 	}
 	c.setCookie(g, secret, int(c.d.TokenTTL.Seconds()))
@@ -171,5 +175,13 @@ func (c *Console) logout(g *gin.Context) {
 		c.d.Logger.WarnContext(g.Request.Context(), "console sign-out", "err", err)
 	}
 	c.setCookie(g, "", -1)
+	if c.d.OIDC != nil && p.User.OIDCSubject != nil {
+		// RP-initiated logout: the provider ends its own session too, so
+		// the next "Sign in with" asks for credentials again.
+		if u := c.d.OIDC.LogoutURL(); u != "" {
+			g.Redirect(http.StatusSeeOther, u)
+			return
+		}
+	}
 	g.Redirect(http.StatusSeeOther, Prefix+"/login")
 }

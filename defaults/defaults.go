@@ -120,3 +120,17 @@ const (
 	// overflow into a negative OFFSET (Postgres: an error, a 500).
 	MaxPageNumber = 100000
 )
+
+// OpenID Connect sign-in (off unless --oidc-issuer is set).
+const (
+	// OIDCScopes are the scopes asked of the identity provider.
+	OIDCScopes = "openid,profile,email"
+	// OIDCUsernameClaim is the claim a user's name comes from.
+	OIDCUsernameClaim = "preferred_username"
+	// OIDCGroupsClaim is the claim holding the user's groups.
+	OIDCGroupsClaim = "groups"
+	// OIDCLabel names the provider on the sign-in button.
+	OIDCLabel = "your organization's account"
+	// PasswordLogin keeps the console's password form beside the button.
+	PasswordLogin = true
+)

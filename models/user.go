@@ -28,6 +28,11 @@ type User struct {
 	CreatedAt  time.Time               `json:"created_at"`
 	UpdatedAt  time.Time               `json:"updated_at"`
 	Extra      JSON[map[string]string] `json:"-"`
+	// OIDCIssuer and OIDCSubject name the identity provider's account of a
+	// user who signs in with OpenID Connect (nil for service users): the
+	// subject is the stable key, so a renamed account stays the same user.
+	OIDCIssuer  *string `gorm:"column:oidc_issuer;size:255;uniqueIndex:idx_users_oidc,priority:1" json:"-"`
+	OIDCSubject *string `gorm:"column:oidc_subject;size:255;uniqueIndex:idx_users_oidc,priority:2" json:"oidc_subject,omitempty"`
 }
 
 // HasRole reports whether u has role r.

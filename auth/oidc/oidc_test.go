@@ -1,0 +1,300 @@
+package oidc_test
+
+import (
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"net"
+	"net/http"
+	"net/url"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/golang-jwt/jwt/v5"
+	"github.com/oauth2-proxy/mockoidc"
+	"gorm.io/gorm"
+
+	"github.com/ontoflow/ontoflow/apperr"
+	"github.com/ontoflow/ontoflow/auth"
+	"github.com/ontoflow/ontoflow/auth/oidc"
+	"github.com/ontoflow/ontoflow/internal/harness/testdb"
+	"github.com/ontoflow/ontoflow/models"
+)
+
+// idp is a real OpenID provider (mockoidc) on loopback whose token
+// endpoint can be made to answer with a crafted ID token.
+type idp struct {
+	*mockoidc.MockOIDC
+	mu      sync.Mutex
+	crafted func(nonce string) string
+}
+
+func startIdP(t *testing.T) *idp {
+	t.Helper()
+	m, err := mockoidc.NewServer(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := &idp{MockOIDC: m}
+	// The crafted token replaces the one the provider would issue, so
+	// every check of Finish meets the token it is meant to refuse.
+	err = m.AddMiddleware(func(next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			p.mu.Lock()
+			craft := p.crafted
+			p.mu.Unlock()
+			if craft == nil || r.URL.Path != mockoidc.TokenEndpoint {
+				next.ServeHTTP(w, r)
+				return
+			}
+			nonce := ""
+			if err := r.ParseForm(); err == nil {
+				if s, err := m.SessionStore.GetSessionByID(r.PostForm.Get("code")); err == nil {
+					nonce = s.OIDCNonce
+				}
+			}
+			w.Header().Set("Content-Type", "application/json")
+			json.NewEncoder(w).Encode(map[string]any{"access_token": "x", "token_type": "Bearer", "expires_in": 60,
+				"id_token": craft(nonce)})
+		})
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := m.Start(ln, nil); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { m.Shutdown() })
+	return p
+}
+
+func (p *idp) craft(f func(nonce string) string) {
+	p.mu.Lock()
+	p.crafted = f
+	p.mu.Unlock()
+}
+
+func newProvider(t *testing.T, m *idp, db *gorm.DB, mapping oidc.Mapping) *oidc.Provider {
+	t.Helper()
+	p, err := oidc.New(context.Background(), db, auth.DefaultLevels, oidc.Config{
+		Issuer: m.Issuer(), ClientID: m.ClientID, ClientSecret: m.ClientSecret,
+		Scopes:      []string{"openid", "profile", "email", "groups"},
+		RedirectURL: "http://127.0.0.1:1/ui/auth/callback", Mapping: mapping})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+var noRedirect = &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+
+// authorize sends the browser's first hop to the provider and returns
+// the code and state the provider redirects back with.
+func authorize(t *testing.T, authURL string) (code, state string) {
+	t.Helper()
+	resp, err := noRedirect.Get(authURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	loc, err := url.Parse(resp.Header.Get("Location"))
+	if err != nil || resp.StatusCode != http.StatusFound {
+		t.Fatalf("authorize: %d %q", resp.StatusCode, resp.Header.Get("Location"))
+	}
+	return loc.Query().Get("code"), loc.Query().Get("state")
+}
+
+func signIn(t *testing.T, p *oidc.Provider) (*oidc.Identity, error) {
+	t.Helper()
+	pd, u := p.Start("/ui/")
+	code, state := authorize(t, u)
+	return p.Finish(context.Background(), pd, state, code)
+}
+
+// The whole flow against the provider: a first sign-in creates the user
+// from its claims, a later one with changed claims updates the same user
+// (the subject is the key), and one outside the required group disables
+// it, stopping its tokens; admitted again, it is enabled.
+func TestSignInProvisionsAndMaps(t *testing.T) {
+	testdb.Each(t, func(t *testing.T, db *gorm.DB) {
+		m := startIdP(t)
+		p := newProvider(t, m, db, oidc.Mapping{GroupsClaim: "groups", RequiredGroup: "staff",
+			Roles: map[string][]string{"ops": {"operator", "viewer"}, "staff": {"viewer"}}})
+		ctx := context.Background()
+		m.QueueUser(&mockoidc.MockUser{Subject: "sub-1", PreferredUsername: "carol", Email: "carol@example.com", EmailVerified: true,
+			Groups: []string{"staff", "ops"}})
+		id, err := signIn(t, p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		u, err := p.Provision(ctx, id)
+		if err != nil || u.Username != "carol" || strings.Join(u.Roles.V, ",") != "operator,viewer" || u.Email != "carol@example.com" {
+			t.Fatalf("first sign-in: %+v %v", u, err)
+		}
+		first := u.ID
+		s := auth.NewService(db, auth.Options{})
+		tok, _, err := s.IssueTokenFor(ctx, &auth.Principal{User: u}, "console", time.Hour, false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := s.Basic(ctx, "carol", "", "127.0.0.1"); err == nil {
+			t.Error("an IdP user signed in with an empty account password")
+		}
+
+		// Renamed and moved out of ops: same user, fewer roles.
+		m.QueueUser(&mockoidc.MockUser{Subject: "sub-1", PreferredUsername: "carol.b", Groups: []string{"staff"}})
+		id, _ = signIn(t, p)
+		u, err = p.Provision(ctx, id)
+		if err != nil || u.ID != first || u.Username != "carol.b" || strings.Join(u.Roles.V, ",") != "viewer" {
+			t.Fatalf("second sign-in: %+v %v", u, err)
+		}
+		if _, err := s.Bearer(ctx, tok, "127.0.0.1"); err != nil {
+			t.Fatalf("token before removal: %v", err)
+		}
+
+		// Removed from the required group: refused and disabled.
+		m.QueueUser(&mockoidc.MockUser{Subject: "sub-1", PreferredUsername: "carol.b", Groups: []string{"ops"}})
+		id, _ = signIn(t, p)
+		if _, err := p.Provision(ctx, id); !apperr.Is(err, apperr.PermissionDenied) {
+			t.Fatalf("sign-in outside the required group: %v", err)
+		}
+		if _, err := s.Bearer(ctx, tok, "127.0.0.1"); !apperr.Is(err, apperr.Unauthorized) {
+			t.Errorf("the disabled user's token still works: %v", err)
+		}
+		// A newcomer outside the group is not even created.
+		m.QueueUser(&mockoidc.MockUser{Subject: "sub-2", PreferredUsername: "dave", Groups: []string{"ops"}})
+		id, _ = signIn(t, p)
+		if _, err := p.Provision(ctx, id); !apperr.Is(err, apperr.PermissionDenied) {
+			t.Fatalf("newcomer outside the group: %v", err)
+		}
+		var n int64
+		db.Model(&models.User{}).Where("username = ?", "dave").Count(&n)
+		if n != 0 {
+			t.Error("a user outside the required group was created")
+		}
+		// Admitted again: enabled again.
+		m.QueueUser(&mockoidc.MockUser{Subject: "sub-1", PreferredUsername: "carol.b", Groups: []string{"staff"}})
+		id, _ = signIn(t, p)
+		if u, err := p.Provision(ctx, id); err != nil || u.Disabled {
+			t.Fatalf("re-admitted: %+v %v", u, err)
+		}
+		// A local account of the same name is not taken over.
+		m.QueueUser(&mockoidc.MockUser{Subject: "sub-3", PreferredUsername: "carol.b", Groups: []string{"staff"}})
+		id, _ = signIn(t, p)
+		if _, err := p.Provision(ctx, id); !apperr.Is(err, apperr.Conflict) {
+			t.Fatalf("another subject with a taken username: %v", err)
+		}
+	})
+}
+
+// unsigned is a JWT with alg "none".
+func unsigned(claims map[string]any) string {
+	h := base64.RawURLEncoding.EncodeToString([]byte(`{"alg":"none","typ":"JWT"}`))
+	b, _ := json.Marshal(claims)
+	return h + "." + base64.RawURLEncoding.EncodeToString(b) + "."
+}
+
+// Every forged or stale answer is refused at the callback: a state that
+// is not the pending one, a nonce that is not, an ID token for another
+// audience, expired, not yet valid, unsigned (alg none) or signed by a key
+// the provider's JWKS does not hold; a key the provider rotated to is
+// fetched and accepted.
+func TestFinishRefusesForgeries(t *testing.T) {
+	db := testdb.Open(t, "sqlite")
+	m := startIdP(t)
+	p := newProvider(t, m, db, oidc.Mapping{})
+	ctx := context.Background()
+
+	pd, u := p.Start("/ui/")
+	code, state := authorize(t, u)
+	if _, err := p.Finish(ctx, pd, state+"x", code); !oidc.IsRefused(err) || !apperr.Is(err, apperr.Unauthorized) {
+		t.Errorf("state mismatch: %v", err)
+	}
+	pd, u = p.Start("/ui/")
+	code, state = authorize(t, u)
+	other := pd
+	other.Nonce = "another-sign-in's-nonce"
+	if _, err := p.Finish(ctx, other, state, code); !oidc.IsRefused(err) || !strings.Contains(err.Error(), "nonce") {
+		t.Errorf("nonce mismatch: %v", err)
+	}
+	// The code was redeemed: replaying the callback is refused.
+	if _, err := p.Finish(ctx, pd, state, code); !oidc.IsRefused(err) {
+		t.Errorf("replayed code: %v", err)
+	}
+
+	now := time.Now()
+	claims := func(nonce string, mod func(jwt.MapClaims)) jwt.MapClaims {
+		c := jwt.MapClaims{"iss": m.Issuer(), "aud": m.ClientID, "sub": "s", "nonce": nonce,
+			"iat": now.Unix(), "exp": now.Add(time.Hour).Unix()}
+		if mod != nil {
+			mod(c)
+		}
+		return c
+	}
+	signed := func(kp *mockoidc.Keypair, mod func(jwt.MapClaims)) func(string) string {
+		return func(nonce string) string {
+			s, err := kp.SignJWT(claims(nonce, mod))
+			if err != nil {
+				t.Fatal(err)
+			}
+			return s
+		}
+	}
+	stranger, _ := mockoidc.RandomKeypair(2048)
+	cases := []struct {
+		name  string
+		token func(string) string
+		ok    bool
+	}{
+		{"valid", signed(m.Keypair, nil), true},
+		{"wrong audience", signed(m.Keypair, func(c jwt.MapClaims) { c["aud"] = "someone-else" }), false},
+		{"wrong issuer", signed(m.Keypair, func(c jwt.MapClaims) { c["iss"] = "http://127.0.0.1:1/other" }), false},
+		{"expired", signed(m.Keypair, func(c jwt.MapClaims) { c["exp"] = now.Add(-time.Minute).Unix() }), false},
+		{"not yet valid", signed(m.Keypair, func(c jwt.MapClaims) { c["nbf"] = now.Add(time.Hour).Unix() }), false},
+		{"alg none", func(n string) string { return unsigned(claims(n, nil)) }, false},
+		{"unknown key", signed(stranger, nil), false},
+	}
+	for _, c := range cases {
+		m.craft(c.token)
+		pd, u := p.Start("/ui/")
+		code, state := authorize(t, u)
+		id, err := p.Finish(ctx, pd, state, code)
+		if c.ok != (err == nil) {
+			t.Errorf("%s: %+v %v", c.name, id, err)
+		}
+	}
+	// The provider rotates its key: the new one is fetched from its JWKS.
+	rotated, _ := mockoidc.RandomKeypair(2048)
+	m.Keypair = rotated
+	m.craft(signed(rotated, nil))
+	pd, u = p.Start("/ui/")
+	code, state = authorize(t, u)
+	if _, err := p.Finish(ctx, pd, state, code); err != nil {
+		t.Errorf("token signed with the rotated key: %v", err)
+	}
+}
+
+// LocalPath keeps the callback from redirecting anywhere but the console.
+func TestLocalPathRefusesOpenRedirects(t *testing.T) {
+	for in, want := range map[string]string{
+		"/ui/actions/x?y=1":        "/ui/actions/x?y=1",
+		"https://evil.example/ui/": "/ui/",
+		"//evil.example/ui/":       "/ui/",
+		"/ui/\\evil.example":       "/ui/",
+		"/\\evil.example":          "/ui/",
+		"/api/v1/me":               "/ui/",
+		"":                         "/ui/",
+		"javascript:alert(1)":      "/ui/",
+		"/ui//evil.example":        "/ui//evil.example",
+	} {
+		if got := oidc.LocalPath(in); got != want {
+			t.Errorf("LocalPath(%q) = %q, want %q", in, got, want)
+		}
+	}
+}

@@ -1,0 +1,121 @@
+package console_test
+
+import (
+	"io"
+	"net"
+	"net/http"
+	"net/http/cookiejar"
+	"net/url"
+	"strings"
+	"testing"
+
+	"github.com/oauth2-proxy/mockoidc"
+
+	"github.com/ontoflow/ontoflow/internal/harness/devtest"
+)
+
+// oidcStack is a dev process whose console signs in with a real OpenID
+// provider (mockoidc) on loopback.
+type oidcStack struct {
+	*stack
+	idp *mockoidc.MockOIDC
+}
+
+func startOIDCStack(t *testing.T, more ...string) *oidcStack {
+	t.Helper()
+	m, err := mockoidc.Run()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { m.Shutdown() })
+	// The public URL must be known before the process starts (it is the
+	// redirect URL): take a free loopback port for it.
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	t.Setenv("ONTOFLOW_OIDC_CLIENT_SECRET", m.ClientSecret)
+	args := append([]string{"--http-addr", addr, "--public-url", "http://" + addr,
+		"--oidc-issuer", m.Issuer(), "--oidc-client-id", m.ClientID, "--oidc-scopes", "openid,profile,email,groups",
+		"--oidc-role-map", "admins:admin", "--oidc-required-group", "staff", "--oidc-label", "Example SSO"}, more...)
+	a := devtest.Start(t, adminPassword, args, nil)
+	return &oidcStack{stack: &stack{t: t, base: a.APIURL, app: a}, idp: m}
+}
+
+// browserClient keeps cookies and follows redirects, as a browser does.
+func browserClient(t *testing.T) *http.Client {
+	jar, err := cookiejar.New(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &http.Client{Jar: jar}
+}
+
+func get(t *testing.T, c *http.Client, u string) (*http.Response, string) {
+	t.Helper()
+	resp, err := c.Get(u)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp, string(b)
+}
+
+// The browser's whole round trip: the sign-in page offers the provider,
+// its button leads there and back, the callback creates the user from the
+// claims and signs it in with a console session, the return path is kept
+// only when it is the console's own, and signing out ends the session.
+func TestConsoleOIDCSignIn(t *testing.T) {
+	s := startOIDCStack(t)
+	ui := s.base + "/ui"
+	_, page := get(t, browserClient(t), ui+"/login")
+	if !strings.Contains(page, "Sign in with Example SSO") || !strings.Contains(page, `id="password"`) {
+		t.Fatalf("sign-in page:\n%s", page)
+	}
+
+	b := browserClient(t)
+	s.idp.QueueUser(&mockoidc.MockUser{Subject: "sub-erin", PreferredUsername: "erin", Groups: []string{"staff", "admins"}})
+	resp, page := get(t, b, ui+"/auth/login?return="+url.QueryEscape("//evil.example/steal"))
+	if resp.StatusCode != http.StatusOK || !strings.Contains(page, `content="0;url=/ui/"`) {
+		t.Fatalf("callback: %d %s\n%s", resp.StatusCode, resp.Request.URL, page)
+	}
+	resp, page = get(t, b, ui+"/account")
+	if resp.StatusCode != http.StatusOK || !strings.Contains(page, "<strong>erin</strong>") {
+		t.Fatalf("account page after sign-in: %d %s", resp.StatusCode, resp.Request.URL)
+	}
+	// The claims made erin an admin: the admin-only users API says so.
+	st, body := s.do("GET", "/api/v1/users/erin", nil)
+	if st != http.StatusOK || !strings.Contains(string(body), `"admin"`) || !strings.Contains(string(body), `"oidc_subject":"sub-erin"`) {
+		t.Fatalf("erin: %d %s", st, body)
+	}
+
+	// A return path inside the console is kept.
+	s.idp.QueueUser(&mockoidc.MockUser{Subject: "sub-erin", PreferredUsername: "erin", Groups: []string{"staff"}})
+	_, page = get(t, browserClient(t), ui+"/auth/login?return="+url.QueryEscape("/ui/log?page=2"))
+	if !strings.Contains(page, `content="0;url=/ui/log?page=2"`) {
+		t.Errorf("local return path lost:\n%s", page)
+	}
+
+	// A callback with no pending sign-in (a replay, or a forged link) is
+	// refused and signs no one in.
+	c := browserClient(t)
+	resp, page = get(t, c, ui+"/auth/callback?code=x&state=y")
+	if resp.StatusCode != http.StatusUnauthorized || !strings.Contains(page, "login-error") {
+		t.Errorf("callback without a pending sign-in: %d", resp.StatusCode)
+	}
+
+	// Outside the required group: refused with the reason.
+	s.idp.QueueUser(&mockoidc.MockUser{Subject: "sub-erin", PreferredUsername: "erin", Groups: []string{"admins"}})
+	resp, page = get(t, browserClient(t), ui+"/auth/login")
+	if resp.StatusCode != http.StatusForbidden || !strings.Contains(page, "not admitted") {
+		t.Errorf("user outside the required group: %d\n%s", resp.StatusCode, page)
+	}
+	// ...and the session erin already had is dead.
+	resp, _ = get(t, b, ui+"/account")
+	if resp.Request.URL.Path != "/ui/login" {
+		t.Errorf("the disabled user's session still works: %s", resp.Request.URL)
+	}
+}

@@ -446,6 +446,9 @@ func (a *App) handler(store *ontology.Store, eng *engine.Engine) (http.Handler, 
 	if err != nil {
 		return nil, nil, err
 	}
+	if idp != nil {
+		a.Auth.SetJWTVerifier(idp.VerifyBearer)
+	}
 	ui, err := console.New(console.Deps{Auth: a.Auth, Store: store, Executions: execs, DB: a.DB,
 		OIDC: idp, NoPasswordLogin: idp != nil && !cfg.OIDC.PasswordLogin,
 		Levels: cfg.Markings, TokenTTL: cfg.TokenTTL, Logger: a.Log,

@@ -79,6 +79,8 @@ type Service struct {
 	umu     sync.Mutex
 	users   *simplelru.LRU[string, cachedUser] // by username
 	apps    *simplelru.LRU[string, cachedApp]  // by user id and lookup
+
+	jwt JWTVerifier // nil: no bearer JWTs
 }
 
 // cachedUser is a user row read for Basic authentication.
@@ -197,7 +199,11 @@ func (s *Service) Authenticate(r *http.Request) (*Principal, error) {
 	case h == "":
 		return nil, ErrUnauthorized
 	case len(h) > 7 && strings.EqualFold(h[:7], "bearer "):
-		return s.Bearer(r.Context(), strings.TrimSpace(h[7:]), remote)
+		tok := strings.TrimSpace(h[7:])
+		if s.jwt != nil && !strings.HasPrefix(tok, TokenPrefix) && strings.Count(tok, ".") == 2 {
+			return s.bearerJWT(r.Context(), tok, remote)
+		}
+		return s.Bearer(r.Context(), tok, remote)
 	default:
 		user, pass, ok := r.BasicAuth()
 		if !ok {

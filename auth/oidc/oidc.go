@@ -22,6 +22,7 @@ import (
 
 	"github.com/ontoflow/ontoflow/apperr"
 	"github.com/ontoflow/ontoflow/auth"
+	"github.com/ontoflow/ontoflow/models"
 )
 
 // Config is the provider's settings (flags --oidc-*, see config).
@@ -198,4 +199,32 @@ func refused(format string, args ...any) error {
 func IsRefused(err error) bool {
 	var r *RefusedError
 	return errors.As(err, &r)
+}
+
+// VerifyBearer checks a JWT presented as a bearer token on the API:
+// signed by the provider's key (fetched from its JWKS, refetched when it
+// rotates; RS256 only, "none" never), for Ontoflow's audience, not
+// expired, not before its nbf. Its subject is the user of the console's
+// sign-in; a subject never seen is provisioned from the token's claims,
+// so a service account needs no console sign-in. It implements
+// auth.JWTVerifier.
+func (p *Provider) VerifyBearer(ctx context.Context, raw string) (*models.User, error) {
+	ctx = gooidc.ClientContext(ctx, p.client)
+	t, err := p.verifier.Verify(ctx, raw)
+	if err != nil {
+		return nil, refused("verify the bearer JWT: %v", err)
+	}
+	var u models.User
+	err = p.db.WithContext(ctx).Where("oidc_issuer = ? AND oidc_subject = ?", t.Issuer, t.Subject).Take(&u).Error
+	if err == nil {
+		return &u, nil
+	}
+	if !errors.Is(err, gorm.ErrRecordNotFound) {
+		return nil, fmt.Errorf("look up the user of %s: %w", t.Subject, err)
+	}
+	claims := map[string]any{}
+	if err := t.Claims(&claims); err != nil {
+		return nil, refused("read the bearer JWT's claims: %v", err)
+	}
+	return p.Provision(ctx, &Identity{Issuer: t.Issuer, Subject: t.Subject, Claims: claims})
 }

@@ -298,3 +298,73 @@ func TestLocalPathRefusesOpenRedirects(t *testing.T) {
 		}
 	}
 }
+
+// Bearer JWTs from the provider on the API: the subject is the user of
+// the console's sign-in (a new subject is provisioned), and every forged
+// or stale token is refused as a bad token is.
+func TestBearerJWT(t *testing.T) {
+	testdb.Each(t, func(t *testing.T, db *gorm.DB) {
+		m := startIdP(t)
+		p := newProvider(t, m, db, oidc.Mapping{Roles: map[string][]string{"ops": {"operator"}}})
+		s := auth.NewService(db, auth.Options{})
+		s.SetJWTVerifier(p.VerifyBearer)
+		ctx := context.Background()
+		m.QueueUser(&mockoidc.MockUser{Subject: "sub-9", PreferredUsername: "frank", Groups: []string{"ops"}})
+		id, err := signIn(t, p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		frank, err := p.Provision(ctx, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		now := time.Now()
+		token := func(kp *mockoidc.Keypair, mod func(jwt.MapClaims)) string {
+			c := jwt.MapClaims{"iss": m.Issuer(), "aud": m.ClientID, "sub": "sub-9", "iat": now.Unix(), "exp": now.Add(time.Hour).Unix()}
+			if mod != nil {
+				mod(c)
+			}
+			if kp == nil {
+				return unsigned(c)
+			}
+			s, err := kp.SignJWT(c)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return s
+		}
+		authn := func(tok string) (*auth.Principal, error) {
+			r, _ := http.NewRequest("GET", "http://127.0.0.1/api/v1/me", nil)
+			r.RemoteAddr = "127.0.0.1:1"
+			r.Header.Set("Authorization", "Bearer "+tok)
+			return s.Authenticate(r)
+		}
+		pr, err := authn(token(m.Keypair, nil))
+		if err != nil || pr.User.ID != frank.ID || pr.Method != "jwt" {
+			t.Fatalf("valid JWT: %+v %v", pr, err)
+		}
+		stranger, _ := mockoidc.RandomKeypair(2048)
+		for name, tok := range map[string]string{
+			"wrong audience": token(m.Keypair, func(c jwt.MapClaims) { c["aud"] = "another-api" }),
+			"expired":        token(m.Keypair, func(c jwt.MapClaims) { c["exp"] = now.Add(-time.Minute).Unix() }),
+			"not yet valid":  token(m.Keypair, func(c jwt.MapClaims) { c["nbf"] = now.Add(time.Hour).Unix() }),
+			"alg none":       token(nil, nil),
+			"unknown key":    token(stranger, nil),
+		} {
+			if pr, err := authn(tok); !apperr.Is(err, apperr.Unauthorized) {
+				t.Errorf("%s: %+v %v", name, pr, err)
+			}
+		}
+		// A subject never seen, with a username claim: provisioned.
+		pr, err = authn(token(m.Keypair, func(c jwt.MapClaims) { c["sub"] = "svc-1"; c["preferred_username"] = "ci-bot" }))
+		if err != nil || pr.User.Username != "ci-bot" {
+			t.Fatalf("service account JWT: %+v %v", pr, err)
+		}
+		// A disabled user's JWT is refused.
+		db.Model(&models.User{}).Where("id = ?", frank.ID).Update("disabled", true)
+		auth.UsersChanged()
+		if pr, err := authn(token(m.Keypair, nil)); !apperr.Is(err, apperr.Unauthorized) {
+			t.Errorf("disabled user's JWT: %+v %v", pr, err)
+		}
+	})
+}

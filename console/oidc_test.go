@@ -119,3 +119,51 @@ func TestConsoleOIDCSignIn(t *testing.T) {
 		t.Errorf("the disabled user's session still works: %s", resp.Request.URL)
 	}
 }
+
+// postForm posts form from the signed-in browser c with the page's CSRF
+// token.
+func postForm(t *testing.T, c *http.Client, u, csrf string, form url.Values) string {
+	t.Helper()
+	req, _ := http.NewRequest("POST", u, strings.NewReader(form.Encode()))
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	req.Header.Set("X-CSRF-Token", csrf)
+	resp, err := c.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return string(b)
+}
+
+// Groups from the provider are principals of action policies: a member
+// of the policy's group runs the action from the console it signed in to
+// through the provider; a non-member is refused with missing_group.
+func TestConsoleOIDCGroupPolicy(t *testing.T) {
+	s := startOIDCStack(t)
+	w := s.seed()
+	ui := s.base + "/ui"
+	s.create("/api/v1/ontology/actions", map[string]any{"name": "escalate", "object_type_id": "Ticket",
+		"operation_kind": "update_object", "policy": map[string]any{"any_group": []string{"ops"}},
+		"config": map[string]any{"operation": map[string]any{"static_patch": map[string]any{"status": "escalated"}}}})
+	run := func(sub, name string, groups []string) string {
+		t.Helper()
+		b := browserClient(t)
+		s.idp.QueueUser(&mockoidc.MockUser{Subject: sub, PreferredUsername: name, Groups: groups})
+		if resp, _ := get(t, b, ui+"/auth/login"); resp.StatusCode != http.StatusOK {
+			t.Fatalf("%s's sign-in: %d", name, resp.StatusCode)
+		}
+		_, page := get(t, b, ui+"/actions/escalate?target="+w.plain)
+		m := csrfRE.FindStringSubmatch(page)
+		if m == nil {
+			t.Fatalf("%s's action page:\n%s", name, page)
+		}
+		return postForm(t, b, ui+"/actions/escalate/run", m[1], url.Values{"target_object_id": {w.plain}})
+	}
+	if body := run("sub-gina", "gina", []string{"staff", "ops"}); !strings.Contains(body, `id="run-status">succeeded`) {
+		t.Errorf("a member of ops:\n%s", body)
+	}
+	if body := run("sub-hal", "hal", []string{"staff"}); strings.Contains(body, "succeeded") || !strings.Contains(body, "ops") {
+		t.Errorf("not a member of ops:\n%s", body)
+	}
+}

@@ -204,15 +204,18 @@ func (c ActionConfig) Revertible() bool { return c.AllowRevert == nil || *c.Allo
 // Policy is an action type's authorization policy; every member that is
 // set must hold (evaluated by the engine).
 type Policy struct {
-	PermissionKey          string         `json:"permission_key,omitempty"`
-	RequiredPermissionKeys []string       `json:"required_permission_keys,omitempty"`
-	AnyRole                []string       `json:"any_role,omitempty"`
-	AllRoles               []string       `json:"all_roles,omitempty"`
-	AttributeEquals        map[string]any `json:"attribute_equals,omitempty"`
-	AllowedMarkings        []string       `json:"allowed_markings,omitempty"`
-	MinimumClearance       string         `json:"minimum_clearance,omitempty"`
-	DenyGuestSessions      bool           `json:"deny_guest_sessions,omitempty"`
-	ConfirmationRequired   bool           `json:"confirmation_required,omitempty"`
+	PermissionKey          string   `json:"permission_key,omitempty"`
+	RequiredPermissionKeys []string `json:"required_permission_keys,omitempty"`
+	AnyRole                []string `json:"any_role,omitempty"`
+	AllRoles               []string `json:"all_roles,omitempty"`
+	// AnyGroup admits members of one of these groups (models.User.Groups:
+	// the identity provider's, or local groups set on service users).
+	AnyGroup             []string       `json:"any_group,omitempty"`
+	AttributeEquals      map[string]any `json:"attribute_equals,omitempty"`
+	AllowedMarkings      []string       `json:"allowed_markings,omitempty"`
+	MinimumClearance     string         `json:"minimum_clearance,omitempty"`
+	DenyGuestSessions    bool           `json:"deny_guest_sessions,omitempty"`
+	ConfirmationRequired bool           `json:"confirmation_required,omitempty"`
 }
 
 // ActionDefinition is everything of an action type that definition-time
@@ -830,6 +833,9 @@ func ValidatePolicy(f string, p Policy, levels []string) error {
 		return err
 	}
 	if err := checkList(f+".all_roles", p.AllRoles, nil); err != nil {
+		return err
+	}
+	if err := checkList(f+".any_group", p.AnyGroup, nil); err != nil {
 		return err
 	}
 	for _, k := range sortedKeys(p.AttributeEquals) {

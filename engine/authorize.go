@@ -14,6 +14,7 @@ const (
 	ReasonDisabled   = "actor_disabled"
 	ReasonPermission = "missing_permission"
 	ReasonRole       = "missing_role"
+	ReasonGroup      = "missing_group"
 	ReasonAttribute  = "attribute_mismatch"
 	ReasonClearance  = "insufficient_clearance"
 	ReasonGuest      = "guest_session"
@@ -56,6 +57,9 @@ func (e *Engine) authorize(in *input, enforceJustification bool) error {
 		if !ok {
 			return denied(ReasonRole, "policy.any_role", "one of the roles %s is required", strings.Join(p.AnyRole, ", "))
 		}
+	}
+	if len(p.AnyGroup) > 0 && !u.InAnyGroup(p.AnyGroup) {
+		return denied(ReasonGroup, "policy.any_group", "membership of one of the groups %s is required", strings.Join(p.AnyGroup, ", "))
 	}
 	for _, r := range p.AllRoles {
 		if !u.HasRole(r) {

@@ -45,6 +45,39 @@ func (u *User) HasRole(r string) bool {
 	return false
 }
 
+// GroupsAttribute is the attribute holding a user's groups: set from the
+// identity provider's groups claim at every sign-in, or by an admin for a
+// service user (local groups).
+const GroupsAttribute = "groups"
+
+// Groups are u's groups (the strings of its groups attribute).
+func (u *User) Groups() []string {
+	var out []string
+	switch v := u.Attributes.V[GroupsAttribute].(type) {
+	case []string:
+		out = append(out, v...)
+	case []any:
+		for _, g := range v {
+			if s, ok := g.(string); ok {
+				out = append(out, s)
+			}
+		}
+	}
+	return out
+}
+
+// InAnyGroup reports whether u is in one of groups.
+func (u *User) InAnyGroup(groups []string) bool {
+	for _, g := range u.Groups() {
+		for _, want := range groups {
+			if g == want {
+				return true
+			}
+		}
+	}
+	return false
+}
+
 // IsAdmin reports whether u holds the admin role.
 func (u *User) IsAdmin() bool { return u.HasRole("admin") }
 

@@ -163,7 +163,7 @@ func (p *Provider) apply(u *models.User, id *Identity, groups []string, admitted
 	if u.Attributes.V == nil {
 		u.Attributes = models.NewJSON(map[string]any{})
 	}
-	u.Attributes.V["groups"] = groups
+	u.Attributes.V[models.GroupsAttribute] = groups
 	if u.Extra.V == nil {
 		u.Extra = models.NewJSON(map[string]string{})
 	}

@@ -23,8 +23,10 @@ type Secret struct {
 	// entries) are where a webhook may send it; Channel, when set
 	// ("slack", "teams"), binds it to that notification channel's
 	// destination and nothing else. See docs/security.md, "Secrets".
-	UseRoles     JSON[[]string] `json:"use_roles"`
-	UseUsers     JSON[[]string] `json:"use_users"`
+	UseRoles JSON[[]string] `json:"use_roles"`
+	UseUsers JSON[[]string] `json:"use_users"`
+	// UseGroups are groups (User.Groups) whose members may use it too.
+	UseGroups    JSON[[]string] `json:"use_groups"`
 	Destinations JSON[[]string] `json:"destinations"`
 	Channel      string         `gorm:"size:16;not null;default:''" json:"channel"`
 	// PolicySet is false on rows written before secrets had a use policy,

@@ -48,6 +48,7 @@ const (
 type Policy struct {
 	UseRoles     []string
 	UseUsers     []string
+	UseGroups    []string
 	Destinations outbound.Destinations
 	Channel      string
 }
@@ -67,7 +68,7 @@ func (p Policy) MayUse(u *models.User) bool {
 			return true
 		}
 	}
-	return false
+	return u.InAnyGroup(p.UseGroups)
 }
 
 // policyOf reads a row's policy. A destination that no longer parses is
@@ -77,7 +78,7 @@ func policyOf(row *models.Secret) Policy {
 	if !row.PolicySet {
 		return Policy{}
 	}
-	p := Policy{UseRoles: row.UseRoles.V, UseUsers: row.UseUsers.V, Channel: row.Channel}
+	p := Policy{UseRoles: row.UseRoles.V, UseUsers: row.UseUsers.V, UseGroups: row.UseGroups.V, Channel: row.Channel}
 	for _, s := range row.Destinations.V {
 		if d, err := outbound.ParseDestination(s); err == nil {
 			p.Destinations = append(p.Destinations, d)
@@ -98,7 +99,7 @@ func (s *Store) UsePolicy(ctx context.Context, name string) (Policy, error) {
 
 // normalise shows a row's lists as lists, never null.
 func normalise(row *models.Secret) {
-	for _, l := range []*models.JSON[[]string]{&row.UseRoles, &row.UseUsers, &row.Destinations} {
+	for _, l := range []*models.JSON[[]string]{&row.UseRoles, &row.UseUsers, &row.UseGroups, &row.Destinations} {
 		if l.V == nil {
 			l.V = []string{}
 		}
@@ -117,6 +118,7 @@ func invalidPolicy(field, reason, format string, args ...any) error {
 func (s *Store) applyPolicy(ctx context.Context, row *models.Secret, sp Spec, create bool, by string) error {
 	if create {
 		row.UseRoles.V, row.UseUsers.V, row.Destinations.V, row.Channel = []string{}, []string{}, []string{}, ""
+		row.UseGroups.V = []string{}
 		if by != "" {
 			row.UseUsers.V = []string{by}
 		}
@@ -127,6 +129,13 @@ func (s *Store) applyPolicy(ctx context.Context, row *models.Secret, sp Spec, cr
 			return err
 		}
 		row.UseRoles.V = roles
+	}
+	if sp.UseGroups != nil {
+		groups, err := checkNames("use_groups", "group", *sp.UseGroups)
+		if err != nil {
+			return err
+		}
+		row.UseGroups.V = groups
 	}
 	if sp.UseUsers != nil {
 		ids, err := s.checkUsers(ctx, *sp.UseUsers)
@@ -156,14 +165,18 @@ func (s *Store) applyPolicy(ctx context.Context, row *models.Secret, sp Spec, cr
 	return nil
 }
 
-func checkRoles(roles []string) ([]string, error) {
+func checkRoles(roles []string) ([]string, error) { return checkNames("use_roles", "role", roles) }
+
+// checkNames checks a policy's list of role or group names (field, of
+// what): non-empty, one line, bounded, duplicates dropped.
+func checkNames(field, what string, roles []string) ([]string, error) {
 	if len(roles) > MaxUseEntries {
-		return nil, invalidPolicy("use_roles", "too_many", "at most %d roles", MaxUseEntries)
+		return nil, invalidPolicy(field, "too_many", "at most %d %ss", MaxUseEntries, what)
 	}
 	out := []string{}
 	for _, r := range roles {
 		if r == "" || utf8.RuneCountInString(r) > maxRoleChars || !printable.String(r) {
-			return nil, invalidPolicy("use_roles", "invalid", "a role is one line of text of at most %d characters", maxRoleChars)
+			return nil, invalidPolicy(field, "invalid", "a %s is one line of text of at most %d characters", what, maxRoleChars)
 		}
 		if !slices.Contains(out, r) {
 			out = append(out, r)

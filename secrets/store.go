@@ -74,13 +74,14 @@ type Spec struct {
 	Description  *string   `json:"description"`
 	UseRoles     *[]string `json:"use_roles"`
 	UseUsers     *[]string `json:"use_users"`
+	UseGroups    *[]string `json:"use_groups"`
 	Destinations *[]string `json:"destinations"`
 	Channel      *string   `json:"channel"`
 }
 
 // setsPolicy reports whether sp changes the use policy.
 func (sp Spec) setsPolicy() bool {
-	return sp.UseRoles != nil || sp.UseUsers != nil || sp.Destinations != nil || sp.Channel != nil
+	return sp.UseRoles != nil || sp.UseUsers != nil || sp.UseGroups != nil || sp.Destinations != nil || sp.Channel != nil
 }
 
 func notFound(name string) error {
@@ -207,6 +208,7 @@ func (s *Store) update(ctx context.Context, name string, sp Spec, by string) (*m
 			return nil, err
 		}
 		set["use_roles"], set["use_users"], set["destinations"] = row.UseRoles, row.UseUsers, row.Destinations
+		set["use_groups"] = row.UseGroups
 		set["channel"], set["policy_set"] = row.Channel, true
 	}
 	res := s.db.WithContext(ctx).Model(&models.Secret{}).Where("id = ?", row.ID).Updates(set)

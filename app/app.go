@@ -38,6 +38,7 @@ import (
 	"github.com/ontoflow/ontoflow/execstore"
 	"github.com/ontoflow/ontoflow/executions"
 	"github.com/ontoflow/ontoflow/functions"
+	"github.com/ontoflow/ontoflow/insights"
 	"github.com/ontoflow/ontoflow/models"
 	"github.com/ontoflow/ontoflow/notifications"
 	"github.com/ontoflow/ontoflow/notifications/channels"
@@ -419,7 +420,8 @@ func (a *App) handler(store *ontology.Store, eng *engine.Engine) (http.Handler, 
 		BatchMaxItems: cfg.BatchMaxItems, BatchSyncMax: cfg.BatchSyncMax, ExecuteTimeout: cfg.ExecuteTimeout,
 		LocalWorker: a.Worker != nil, UIURL: cfg.UIURL, Namespace: cfg.TemporalNamespace, BranchTTL: cfg.BranchTTL, AbandonAfter: cfg.AbandonAfter,
 	})
-	ui, err := console.New(console.Deps{Auth: a.Auth, Store: store, Executions: execs, DB: a.DB,
+	ui, err := console.New(console.Deps{Auth: a.Auth, Store: store, Executions: execs,
+		Inbox: notifications.NewInbox(a.DB), Insights: insights.New(a.DB),
 		Levels: cfg.Markings, TokenTTL: cfg.TokenTTL, Logger: a.Log,
 		// Preview is a what-if (on a branch dropped once read): the
 		// console shows notifications and webhooks that would happen too.
@@ -431,7 +433,7 @@ func (a *App) handler(store *ontology.Store, eng *engine.Engine) (http.Handler, 
 	}
 	srv := api.New(api.Deps{
 		Channels:     a.channelSpecs,
-		DB:           a.DB,
+		Users:        &users.Store{DB: a.DB, Levels: cfg.Markings},
 		Auth:         a.Auth,
 		Levels:       cfg.Markings,
 		Logger:       a.Log,
@@ -447,8 +449,8 @@ func (a *App) handler(store *ontology.Store, eng *engine.Engine) (http.Handler, 
 			api.SecretRoutes(a.Secrets),
 			api.NotificationSettingsRoutes(&users.Notifications{DB: a.DB, Secrets: a.Secrets, Channels: a.channelSpecs}),
 			api.FunctionRoutes(a.Functions, store),
-			api.ActionRoutes(api.ActionDeps{Store: store, Executions: execs, DB: a.DB, BatchSyncMax: cfg.BatchSyncMax}),
-			api.BranchRoutes(api.ActionDeps{Store: store, Executions: execs, DB: a.DB, BatchSyncMax: cfg.BatchSyncMax}),
+			api.ActionRoutes(api.ActionDeps{Store: store, Executions: execs, Inbox: notifications.NewInbox(a.DB), BatchSyncMax: cfg.BatchSyncMax}),
+			api.BranchRoutes(api.ActionDeps{Store: store, Executions: execs, Inbox: notifications.NewInbox(a.DB), BatchSyncMax: cfg.BatchSyncMax}),
 		},
 	})
 	return srv.Handler(), execs, nil

@@ -8,7 +8,7 @@ import (
 
 	"github.com/gin-gonic/gin"
 
-	"github.com/ontoflow/ontoflow/notifications/channelspec"
+	"github.com/ontoflow/ontoflow/channelspec"
 )
 
 // openAPITemplate is the API's OpenAPI 3 document, kept in the

@@ -11,7 +11,7 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/ontoflow/ontoflow/api"
-	"github.com/ontoflow/ontoflow/notifications/channelspec"
+	"github.com/ontoflow/ontoflow/channelspec"
 )
 
 // TestServedOpenAPIListsTheRegisteredChannels: the document served

@@ -25,8 +25,8 @@ import (
 
 	"github.com/ontoflow/ontoflow/apperr"
 	"github.com/ontoflow/ontoflow/auth"
+	"github.com/ontoflow/ontoflow/channelspec"
 	"github.com/ontoflow/ontoflow/defaults"
-	"github.com/ontoflow/ontoflow/notifications/channelspec"
 	"github.com/ontoflow/ontoflow/users"
 )
 

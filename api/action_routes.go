@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/gin-gonic/gin"
-	"gorm.io/gorm"
 
 	"github.com/ontoflow/ontoflow/apperr"
 	"github.com/ontoflow/ontoflow/auth"
@@ -25,7 +24,8 @@ import (
 type ActionDeps struct {
 	Store      *ontology.Store
 	Executions *executions.Service
-	DB         *gorm.DB
+	// Inbox reads and marks the caller's in-app notifications.
+	Inbox *notifications.Inbox
 	// BatchSyncMax is the largest batch answered synchronously.
 	BatchSyncMax int
 }
@@ -378,7 +378,7 @@ func (h *actionRoutes) listNotifications(c *gin.Context) {
 		fail(c, err)
 		return
 	}
-	rows, err := notifications.NewInbox(h.DB).List(c.Request.Context(), principal(c).User.ID, c.Query("unread") == "true", pr.Offset, pr.Limit+1)
+	rows, err := h.Inbox.List(c.Request.Context(), principal(c).User.ID, c.Query("unread") == "true", pr.Offset, pr.Limit+1)
 	if err != nil {
 		fail(c, err)
 		return
@@ -387,7 +387,7 @@ func (h *actionRoutes) listNotifications(c *gin.Context) {
 }
 
 func (h *actionRoutes) markRead(c *gin.Context) {
-	if err := notifications.NewInbox(h.DB).MarkRead(c.Request.Context(), principal(c).User.ID, c.Param("id")); err != nil {
+	if err := h.Inbox.MarkRead(c.Request.Context(), principal(c).User.ID, c.Param("id")); err != nil {
 		fail(c, err)
 		return
 	}

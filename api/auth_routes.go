@@ -106,15 +106,7 @@ func (s *Server) listTokens(c *gin.Context) {
 		fail(c, err)
 		return
 	}
-	p := principal(c)
-	q := s.deps.DB.WithContext(c.Request.Context()).Where("user_id = ?", p.User.ID)
-	if p.Guest {
-		// A guest session sees only what it may revoke: the user's guest
-		// tokens, not the names and ids of the full ones.
-		q = q.Where("guest = ?", true)
-	}
-	var toks []*models.APIToken
-	err = q.Order("created_at DESC, id").Offset(pr.Offset).Limit(pr.Limit + 1).Find(&toks).Error
+	toks, err := s.deps.Auth.ListTokens(c.Request.Context(), principal(c), pr.Offset, pr.Limit+1)
 	if err != nil {
 		fail(c, err)
 		return

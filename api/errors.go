@@ -11,9 +11,9 @@ import (
 	"strings"
 
 	"github.com/gin-gonic/gin"
-	"gorm.io/gorm"
 
 	"github.com/ontoflow/ontoflow/apperr"
+	"github.com/ontoflow/ontoflow/models"
 )
 
 // errorBody is the one error shape of every route.
@@ -28,9 +28,9 @@ func fail(c *gin.Context, err error) {
 	e, ok := apperr.As(err)
 	if !ok {
 		switch {
-		case errors.Is(err, gorm.ErrRecordNotFound):
+		case models.IsNotFound(err):
 			e = apperr.New(apperr.NotFound, "not found")
-		case errors.Is(err, gorm.ErrDuplicatedKey):
+		case models.IsDuplicate(err):
 			e = apperr.New(apperr.Conflict, "a record with the same unique value already exists")
 		default:
 			slog.ErrorContext(c.Request.Context(), "request failed", "method", c.Request.Method,

@@ -36,7 +36,7 @@ func newFunctionFoundation(t *testing.T, db *gorm.DB) *fnFoundation {
 	store := ontology.NewStore(db, auth.DefaultLevels, kinds.Domain())
 	svc := functions.New(db, functions.Options{TestHost: invokefunction.TestHost})
 	f := &fnFoundation{foundation: &foundation{db: db}, svc: svc, store: store}
-	s := api.New(api.Deps{DB: db, Auth: auth.NewService(db, auth.Options{}), Levels: auth.DefaultLevels,
+	s := api.New(api.Deps{Users: &users.Store{DB: db, Levels: auth.DefaultLevels}, Auth: auth.NewService(db, auth.Options{}), Levels: auth.DefaultLevels,
 		MaxBodyBytes: 1 << 20, Ready: func(context.Context) error { return nil },
 		Routes: []func(g *gin.RouterGroup){api.FunctionRoutes(svc, store), api.OntologyRoutes(store)}})
 	f.srv = httptest.NewServer(s.Handler())

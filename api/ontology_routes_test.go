@@ -62,7 +62,7 @@ func newOntoEnv(t *testing.T, db *gorm.DB) *ontoEnv {
 		env.ids[name] = created.ID
 	}
 	srv := api.New(api.Deps{
-		DB: db, Auth: auth.NewService(db, auth.Options{}), Levels: levels,
+		Users: us, Auth: auth.NewService(db, auth.Options{}), Levels: levels,
 		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
 		Routes: []func(*gin.RouterGroup){api.OntologyRoutes(ontology.NewStore(db, levels, kinds.Registry().Domain()))},
 	})

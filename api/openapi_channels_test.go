@@ -11,7 +11,7 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/ontoflow/ontoflow/api"
-	"github.com/ontoflow/ontoflow/notifications/channelspec"
+	"github.com/ontoflow/ontoflow/channelspec"
 )
 
 // TestServedOpenAPIListsTheRegisteredChannels: the document served
@@ -79,4 +79,36 @@ func enums(v any) [][]string {
 		}
 	}
 	return out
+}
+
+// TestServedOpenAPINamesMembersOfTheRegisteredChannels: the members named
+// for a channel (a side effect's and a user's "<channel>_webhook", the
+// settings' "<channel>_configured") are those of the registry given, so a
+// process without Slack and Teams names neither, and a channel registered
+// only here has its members.
+func TestServedOpenAPINamesMembersOfTheRegisteredChannels(t *testing.T) {
+	reg := channelspec.New(channelspec.Spec{Name: "in_app"},
+		channelspec.Spec{Name: "pager", Destination: true, OwnDestination: true})
+	doc := string(api.OpenAPIFor(reg))
+	for _, gone := range []string{"slack", "teams", "Slack", "Teams", "$destination_members", "$own_destination"} {
+		if strings.Contains(doc, gone) {
+			t.Errorf("the document for in_app and pager names %q", gone)
+		}
+	}
+	if n := strings.Count(doc, "pager_webhook:"); n != 2 {
+		t.Errorf("pager_webhook is a member %d times, want 2 (side effect, settings input)", n)
+	}
+	if n := strings.Count(doc, "pager_configured: {type: boolean}"); n != 1 {
+		t.Errorf("pager_configured is a member %d times, want 1 (settings view)", n)
+	}
+	var parsed any
+	if err := yaml.Unmarshal([]byte(doc), &parsed); err != nil {
+		t.Fatalf("document is not YAML: %v", err)
+	}
+	builtin := string(api.OpenAPIFor(nil))
+	for _, m := range []string{"slack_webhook:", "teams_webhook:"} {
+		if n := strings.Count(builtin, m); n != 2 {
+			t.Errorf("built-in document: %s %d times, want 2", m, n)
+		}
+	}
 }

@@ -52,7 +52,7 @@ func newSecretsEnv(t *testing.T, db *gorm.DB, keys *secrets.Keyring) *secretsEnv
 	}
 	as := auth.NewService(db, auth.Options{})
 	srv := api.New(api.Deps{
-		DB: db, Auth: as, Levels: auth.DefaultLevels,
+		Users: us, Auth: as, Levels: auth.DefaultLevels,
 		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
 		Routes: []func(*gin.RouterGroup){api.SecretRoutes(secrets.NewStore(db, keys))},
 	})

@@ -24,6 +24,7 @@ import (
 	"github.com/ontoflow/ontoflow/executions"
 	"github.com/ontoflow/ontoflow/internal/harness/testdb"
 	"github.com/ontoflow/ontoflow/models"
+	"github.com/ontoflow/ontoflow/notifications"
 	"github.com/ontoflow/ontoflow/ontology"
 	"github.com/ontoflow/ontoflow/users"
 )
@@ -366,9 +367,9 @@ func TestActionLogAppliesReadRule(t *testing.T) {
 		ks := kinds.Registry()
 		store := ontology.NewStore(db, levels, ks.Domain())
 		eng := engine.New(engine.Deps{DB: db, Ontology: store, Kinds: ks, Levels: levels})
-		srv := api.New(api.Deps{DB: db, Auth: auth.NewService(db, auth.Options{}), Levels: levels,
+		srv := api.New(api.Deps{Users: us, Auth: auth.NewService(db, auth.Options{}), Levels: levels,
 			Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
-			Routes: []func(*gin.RouterGroup){api.OntologyRoutes(store), api.ActionRoutes(api.ActionDeps{Store: store, DB: db,
+			Routes: []func(*gin.RouterGroup){api.OntologyRoutes(store), api.ActionRoutes(api.ActionDeps{Store: store, Inbox: notifications.NewInbox(db),
 				Executions: executions.New(db, store, eng, nil, executions.Options{})})}})
 		ts := httptest.NewServer(srv.Handler())
 		t.Cleanup(ts.Close)

@@ -22,17 +22,18 @@ import (
 	"github.com/gin-gonic/gin"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
-	"gorm.io/gorm"
 
 	"github.com/ontoflow/ontoflow/apperr"
 	"github.com/ontoflow/ontoflow/auth"
+	"github.com/ontoflow/ontoflow/channelspec"
 	"github.com/ontoflow/ontoflow/defaults"
-	"github.com/ontoflow/ontoflow/notifications/channelspec"
+	"github.com/ontoflow/ontoflow/users"
 )
 
 // Deps are what the API needs from the process that serves it.
 type Deps struct {
-	DB     *gorm.DB
+	// Users is the user store behind /users and /me.
+	Users  *users.Store
 	Auth   *auth.Service
 	Levels auth.Levels
 	Logger *slog.Logger

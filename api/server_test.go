@@ -35,7 +35,7 @@ func newFoundation(t *testing.T, db *gorm.DB) *foundation {
 	t.Helper()
 	f := &foundation{db: db}
 	s := api.New(api.Deps{
-		DB: db, Auth: auth.NewService(db, auth.Options{}), Levels: auth.DefaultLevels,
+		Users: &users.Store{DB: db, Levels: auth.DefaultLevels}, Auth: auth.NewService(db, auth.Options{}), Levels: auth.DefaultLevels,
 		MaxBodyBytes: 1024,
 		WebDAV: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			f.davHits++

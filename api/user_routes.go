@@ -12,7 +12,7 @@ import (
 // PermUsersAdmin guards user management.
 const PermUsersAdmin = "users:admin"
 
-func (s *Server) users() *users.Store { return &users.Store{DB: s.deps.DB, Levels: s.deps.Levels} }
+func (s *Server) users() *users.Store { return s.deps.Users }
 
 func (s *Server) registerUserRoutes(g *gin.RouterGroup) {
 	g.GET("/users", s.listUsers)

@@ -30,6 +30,7 @@ import (
 	"github.com/ontoflow/ontoflow/api"
 	"github.com/ontoflow/ontoflow/auth"
 	"github.com/ontoflow/ontoflow/auth/oidc"
+	"github.com/ontoflow/ontoflow/channelspec"
 	"github.com/ontoflow/ontoflow/config"
 	"github.com/ontoflow/ontoflow/console"
 	"github.com/ontoflow/ontoflow/devserver"
@@ -40,10 +41,10 @@ import (
 	"github.com/ontoflow/ontoflow/execstore"
 	"github.com/ontoflow/ontoflow/executions"
 	"github.com/ontoflow/ontoflow/functions"
+	"github.com/ontoflow/ontoflow/insights"
 	"github.com/ontoflow/ontoflow/models"
 	"github.com/ontoflow/ontoflow/notifications"
 	"github.com/ontoflow/ontoflow/notifications/channels"
-	"github.com/ontoflow/ontoflow/notifications/channelspec"
 	"github.com/ontoflow/ontoflow/notifications/senders"
 	"github.com/ontoflow/ontoflow/ontology"
 	"github.com/ontoflow/ontoflow/outbound"
@@ -449,7 +450,8 @@ func (a *App) handler(store *ontology.Store, eng *engine.Engine) (http.Handler, 
 	if idp != nil {
 		a.Auth.SetJWTVerifier(idp.VerifyBearer)
 	}
-	ui, err := console.New(console.Deps{Auth: a.Auth, Store: store, Executions: execs, DB: a.DB,
+	ui, err := console.New(console.Deps{Auth: a.Auth, Store: store, Executions: execs,
+		Inbox: notifications.NewInbox(a.DB), Insights: insights.New(a.DB),
 		OIDC: idp, NoPasswordLogin: idp != nil && !cfg.OIDC.PasswordLogin,
 		Levels: cfg.Markings, TokenTTL: cfg.TokenTTL, Logger: a.Log,
 		// Preview is a what-if (on a branch dropped once read): the
@@ -462,7 +464,7 @@ func (a *App) handler(store *ontology.Store, eng *engine.Engine) (http.Handler, 
 	}
 	srv := api.New(api.Deps{
 		Channels:     a.channelSpecs,
-		DB:           a.DB,
+		Users:        &users.Store{DB: a.DB, Levels: cfg.Markings},
 		Auth:         a.Auth,
 		Levels:       cfg.Markings,
 		Logger:       a.Log,
@@ -478,8 +480,8 @@ func (a *App) handler(store *ontology.Store, eng *engine.Engine) (http.Handler, 
 			api.SecretRoutes(a.Secrets),
 			api.NotificationSettingsRoutes(&users.Notifications{DB: a.DB, Secrets: a.Secrets, Channels: a.channelSpecs}),
 			api.FunctionRoutes(a.Functions, store),
-			api.ActionRoutes(api.ActionDeps{Store: store, Executions: execs, DB: a.DB, BatchSyncMax: cfg.BatchSyncMax}),
-			api.BranchRoutes(api.ActionDeps{Store: store, Executions: execs, DB: a.DB, BatchSyncMax: cfg.BatchSyncMax}),
+			api.ActionRoutes(api.ActionDeps{Store: store, Executions: execs, Inbox: notifications.NewInbox(a.DB), BatchSyncMax: cfg.BatchSyncMax}),
+			api.BranchRoutes(api.ActionDeps{Store: store, Executions: execs, Inbox: notifications.NewInbox(a.DB), BatchSyncMax: cfg.BatchSyncMax}),
 		},
 	})
 	return srv.Handler(), execs, nil

@@ -9,8 +9,8 @@ import (
 	"testing"
 
 	"github.com/ontoflow/ontoflow/app"
+	"github.com/ontoflow/ontoflow/channelspec"
 	"github.com/ontoflow/ontoflow/internal/harness/testdb"
-	"github.com/ontoflow/ontoflow/notifications/channelspec"
 	"github.com/ontoflow/ontoflow/notifications/delivery"
 )
 

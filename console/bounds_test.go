@@ -26,6 +26,7 @@ import (
 	"github.com/ontoflow/ontoflow/engine/kinds"
 	"github.com/ontoflow/ontoflow/internal/harness/testdb"
 	"github.com/ontoflow/ontoflow/models"
+	"github.com/ontoflow/ontoflow/notifications"
 	"github.com/ontoflow/ontoflow/ontology"
 	"github.com/ontoflow/ontoflow/users"
 )
@@ -60,7 +61,7 @@ func boundsConsole(t *testing.T, db *gorm.DB) (string, map[string]string) {
 	if _, err := store.CreateObjectAs(ctx, admin, "Wide", ontology.ObjectSpec{Properties: props}); err != nil {
 		t.Fatal(err)
 	}
-	c, err := console.New(console.Deps{Auth: auth.NewService(db, auth.Options{}), Store: store, DB: db,
+	c, err := console.New(console.Deps{Auth: auth.NewService(db, auth.Options{}), Store: store, Inbox: notifications.NewInbox(db),
 		Levels: auth.DefaultLevels, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	if err != nil {
 		t.Fatal(err)

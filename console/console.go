@@ -22,13 +22,13 @@ import (
 	"time"
 
 	"github.com/gin-gonic/gin"
-	"gorm.io/gorm"
 
 	"github.com/ontoflow/ontoflow/auth"
 	"github.com/ontoflow/ontoflow/auth/oidc"
 	"github.com/ontoflow/ontoflow/executions"
 	"github.com/ontoflow/ontoflow/insights"
 	"github.com/ontoflow/ontoflow/models"
+	"github.com/ontoflow/ontoflow/notifications"
 	"github.com/ontoflow/ontoflow/ontology"
 )
 
@@ -70,8 +70,10 @@ type Deps struct {
 	Auth       *auth.Service
 	Store      *ontology.Store
 	Executions *executions.Service
-	DB         *gorm.DB
-	Levels     auth.Levels
+	// Inbox reads and marks the caller's in-app notifications.
+	Inbox    *notifications.Inbox
+	Insights *insights.Service
+	Levels   auth.Levels
 	// TokenTTL is the lifetime of a console session (its bearer token).
 	TokenTTL time.Duration
 	Logger   *slog.Logger
@@ -106,7 +108,7 @@ func New(d Deps) (*Console, error) {
 	if err != nil {
 		return nil, fmt.Errorf("parse console templates: %w", err)
 	}
-	c := &Console{d: d, tpl: tpl, insights: insights.New(d.DB)}
+	c := &Console{d: d, tpl: tpl, insights: d.Insights}
 	c.router = c.routes()
 	return c, nil
 }

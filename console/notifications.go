@@ -6,7 +6,6 @@ import (
 	"github.com/gin-gonic/gin"
 
 	"github.com/ontoflow/ontoflow/models"
-	"github.com/ontoflow/ontoflow/notifications"
 )
 
 type notificationsView struct {
@@ -20,7 +19,7 @@ func (c *Console) notificationsPage(g *gin.Context) {
 	p := principal(g)
 	v := notificationsView{UnreadOnly: g.Query("unread") == "true", CSRF: g.GetString(csrfKey)}
 	var err error
-	if v.Rows, err = notifications.NewInbox(c.d.DB).List(g.Request.Context(), p.User.ID, v.UnreadOnly, 0, 100); err != nil {
+	if v.Rows, err = c.d.Inbox.List(g.Request.Context(), p.User.ID, v.UnreadOnly, 0, 100); err != nil {
 		c.fail(g, err)
 		return
 	}
@@ -31,7 +30,7 @@ func (c *Console) notificationsPage(g *gin.Context) {
 // /notifications/{id}/read, through the same inbox: another user's is
 // not found) and returns to the inbox.
 func (c *Console) markRead(g *gin.Context) {
-	if err := notifications.NewInbox(c.d.DB).MarkRead(g.Request.Context(), principal(g).User.ID, g.Param("id")); err != nil {
+	if err := c.d.Inbox.MarkRead(g.Request.Context(), principal(g).User.ID, g.Param("id")); err != nil {
 		c.fail(g, err)
 		return
 	}

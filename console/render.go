@@ -185,9 +185,7 @@ func (c *Console) errorPage(g *gin.Context, status int, msg string) {
 
 // unread counts the caller's unread notifications for the header.
 func (c *Console) unread(g *gin.Context, userID string) int64 {
-	var n int64
-	err := c.d.DB.WithContext(g.Request.Context()).Model(&models.Notification{}).
-		Where("user_id = ? AND read_at IS NULL", userID).Count(&n).Error
+	n, err := c.d.Inbox.Unread(g.Request.Context(), userID)
 	if err != nil {
 		c.d.Logger.WarnContext(g.Request.Context(), "count unread notifications", "err", err)
 	}

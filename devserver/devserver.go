@@ -28,7 +28,7 @@ import (
 	"go.temporal.io/server/temporal"
 
 	// SQLite's process-wide options, set before the first connection.
-	_ "github.com/ontoflow/ontoflow/internal/sqliteconf"
+	_ "github.com/ontoflow/ontoflow/sqliteconf"
 
 	"github.com/ontoflow/ontoflow/defaults"
 )

@@ -7,7 +7,7 @@ import (
 	"maps"
 	"slices"
 
-	"github.com/ontoflow/ontoflow/notifications/channelspec"
+	"github.com/ontoflow/ontoflow/channelspec"
 )
 
 // WithChannels is r judging notification side effects by the channels of

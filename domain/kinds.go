@@ -10,7 +10,7 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/ontoflow/ontoflow/notifications/channelspec"
+	"github.com/ontoflow/ontoflow/channelspec"
 )
 
 // OperationKind is the definition-time half of an operation kind: what

@@ -6,7 +6,7 @@ import (
 	"regexp"
 	"slices"
 
-	"github.com/ontoflow/ontoflow/notifications/channelspec"
+	"github.com/ontoflow/ontoflow/channelspec"
 )
 
 // SecretUse is one reference of an action type to a secret, as the

@@ -27,7 +27,7 @@ import (
 	_ "modernc.org/sqlite"
 
 	// SQLite's process-wide options, set before the first connection.
-	_ "github.com/ontoflow/ontoflow/internal/sqliteconf"
+	_ "github.com/ontoflow/ontoflow/sqliteconf"
 )
 
 // Dialect names the database family behind a *gorm.DB.

@@ -66,3 +66,14 @@ func (b *Inbox) MarkRead(ctx context.Context, userID, id string) error {
 	}
 	return nil
 }
+
+// Unread counts userID's unread notifications.
+func (b *Inbox) Unread(ctx context.Context, userID string) (int64, error) {
+	var n int64
+	err := b.db.WithContext(ctx).Model(&models.Notification{}).
+		Where("user_id = ? AND read_at IS NULL", userID).Count(&n).Error
+	if err != nil {
+		return 0, fmt.Errorf("count the unread notifications of %s: %w", userID, err)
+	}
+	return n, nil
+}

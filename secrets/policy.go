@@ -11,10 +11,10 @@ import (
 	"gorm.io/gorm"
 
 	"github.com/ontoflow/ontoflow/apperr"
+	"github.com/ontoflow/ontoflow/channelspec"
 	"github.com/ontoflow/ontoflow/domain"
 	"github.com/ontoflow/ontoflow/internal/printable"
 	"github.com/ontoflow/ontoflow/models"
-	"github.com/ontoflow/ontoflow/notifications/channelspec"
 	"github.com/ontoflow/ontoflow/outbound"
 )
 

@@ -18,9 +18,9 @@ import (
 	"gorm.io/gorm"
 
 	"github.com/ontoflow/ontoflow/apperr"
+	"github.com/ontoflow/ontoflow/channelspec"
 	"github.com/ontoflow/ontoflow/internal/printable"
 	"github.com/ontoflow/ontoflow/models"
-	"github.com/ontoflow/ontoflow/notifications/channelspec"
 )
 
 // Permissions of the secrets API.

@@ -15,8 +15,8 @@ import (
 	"gorm.io/gorm/clause"
 
 	"github.com/ontoflow/ontoflow/apperr"
+	"github.com/ontoflow/ontoflow/channelspec"
 	"github.com/ontoflow/ontoflow/models"
-	"github.com/ontoflow/ontoflow/notifications/channelspec"
 	"github.com/ontoflow/ontoflow/secrets"
 )
 

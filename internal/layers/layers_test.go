@@ -167,6 +167,25 @@ func layerOf(ls []layer, path string) (int, bool) {
 // its non-test imports inside the module, from go list.
 func listPackages(t *testing.T) map[string][]string {
 	t.Helper()
+	pkgs := map[string][]string{}
+	for path, imports := range listImports(t) {
+		var own []string
+		for _, imp := range imports {
+			if rel, ok := relative(imp); ok {
+				own = append(own, rel)
+			}
+		}
+		if rel, ok := relative(path); ok {
+			pkgs[rel] = own
+		}
+	}
+	return pkgs
+}
+
+// listImports maps each package of the module to everything its non-test
+// code imports, the module's own packages and others alike.
+func listImports(t *testing.T) map[string][]string {
+	t.Helper()
 	cmd := exec.Command("go", "list", "-json=ImportPath,Imports", module+"/...")
 	cmd.Dir = filepath.Join("..", "..")
 	var stderr bytes.Buffer
@@ -187,15 +206,7 @@ func listPackages(t *testing.T) map[string][]string {
 		} else if err != nil {
 			t.Fatalf("decode go list's output: %v", err)
 		}
-		var own []string
-		for _, imp := range p.Imports {
-			if rel, ok := relative(imp); ok {
-				own = append(own, rel)
-			}
-		}
-		if rel, ok := relative(p.ImportPath); ok {
-			pkgs[rel] = own
-		}
+		pkgs[p.ImportPath] = p.Imports
 	}
 	return pkgs
 }

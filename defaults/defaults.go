@@ -120,3 +120,15 @@ const (
 	// overflow into a negative OFFSET (Postgres: an error, a 500).
 	MaxPageNumber = 100000
 )
+
+// Aggregation bounds (ontology.Store.Aggregate; docs/ontology.md,
+// "Aggregations"): a group_by of at most MaxGroupByLevels levels, an
+// answer of at most MaxAggregationGroups groups (more is 400
+// InvalidArgument, reason "too_many_groups": narrow the filters, add
+// max_groups or widen the buckets), and at most MaxAggregationMetrics
+// metrics.
+const (
+	MaxGroupByLevels      = 3
+	MaxAggregationGroups  = 10000
+	MaxAggregationMetrics = 20
+)

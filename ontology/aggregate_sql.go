@@ -79,7 +79,13 @@ func (s *Store) aggSQL(u *models.User, ts *typeState, fs []valueFilter, ls []lev
 	if metric != nil {
 		join("m", models.PropKey(*metric), false)
 	}
-	q := "SELECT " + strings.Join(append(sel, "COUNT(*)"), ", ") + " FROM objects o " + strings.Join(from, " ") + " WHERE o.object_type_id = ?"
+	// The type's objects through idx_object_type: SQLite's planner,
+	// seeing one type in its statistics, otherwise scans objects whole.
+	objs := "objects o"
+	if !models.IsPostgres(s.db) {
+		objs = "objects o INDEXED BY idx_object_type"
+	}
+	q := "SELECT " + strings.Join(append(sel, "COUNT(*)"), ", ") + " FROM " + objs + " " + strings.Join(from, " ") + " WHERE o.object_type_id = ?"
 	args = append(args, ts.ot.ID)
 	for _, w := range where {
 		q += " AND " + w

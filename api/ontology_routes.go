@@ -48,6 +48,7 @@ func OntologyRoutes(store *ontology.Store) func(g *gin.RouterGroup) {
 		o.PATCH("/types/:type_id/objects/:object_id", h.write, h.patchObject)
 		o.DELETE("/types/:type_id/objects/:object_id", h.write, h.deleteObject)
 		o.GET("/types/:type_id/objects/:object_id/links", h.objectLinks)
+		h.aggregateRoutes(o)
 
 		o.GET("/link-types", h.listLinkTypes)
 		o.POST("/link-types", h.write, h.createLinkType)

@@ -134,3 +134,15 @@ const (
 	// PasswordLogin keeps the console's password form beside the button.
 	PasswordLogin = true
 )
+
+// Aggregation bounds (ontology.Store.Aggregate; docs/ontology.md,
+// "Aggregations"): a group_by of at most MaxGroupByLevels levels, an
+// answer of at most MaxAggregationGroups groups (more is 400
+// InvalidArgument, reason "too_many_groups": narrow the filters, add
+// max_groups or widen the buckets), and at most MaxAggregationMetrics
+// metrics.
+const (
+	MaxGroupByLevels      = 3
+	MaxAggregationGroups  = 10000
+	MaxAggregationMetrics = 20
+)

@@ -293,6 +293,15 @@ func (b *bench) load(ctx context.Context, n int) error {
 	return nil
 }
 
+// aggregate runs an aggregation as the admin; its groups are the count.
+func (b *bench) aggregate(ctx context.Context, req ontology.AggregateRequest) (int, error) {
+	res, err := b.store.Aggregate(ctx, b.admin, "Item", req)
+	if err != nil {
+		return 0, err
+	}
+	return len(res.Groups), nil
+}
+
 type shape struct {
 	name string
 	fn   func(ctx context.Context) (int, error)
@@ -415,6 +424,23 @@ func (b *bench) shapes(ctx context.Context) ([]shape, error) {
 		{"functions' ctx.ontology.query host call (1%, 100)", func(ctx context.Context) (int, error) {
 			objs, err := reads.Query(ctx, nil, b.admin, "Item", map[string]any{"tag": fmt.Sprintf("t%02d", r.Intn(100))}, 100)
 			return len(objs), err
+		}},
+		// Issue 48's aggregation shapes (ontology.Store.Aggregate).
+		{"aggregate: count of a type", func(ctx context.Context) (int, error) {
+			return b.aggregate(ctx, ontology.AggregateRequest{})
+		}},
+		{"aggregate: count by level (3 values)", func(ctx context.Context) (int, error) {
+			return b.aggregate(ctx, ontology.AggregateRequest{GroupBy: []ontology.GroupBy{{Property: "level"}}})
+		}},
+		{"aggregate: sum of n over a 1% filter", func(ctx context.Context) (int, error) {
+			return b.aggregate(ctx, ontology.AggregateRequest{Filters: []ontology.AggFilter{{Key: "tag", Value: json.RawMessage(fmt.Sprintf(`"t%02d"`, r.Intn(100)))}},
+				Metrics: []ontology.Metric{{Type: ontology.MetricSum, Property: "n"}}})
+		}},
+		{"aggregate: daily histogram of at (one object a second)", func(ctx context.Context) (int, error) {
+			return b.aggregate(ctx, ontology.AggregateRequest{GroupBy: []ontology.GroupBy{{Property: "at", Type: ontology.GroupDate, Interval: "day"}}})
+		}},
+		{"aggregate: exact distinct of key (every object's own)", func(ctx context.Context) (int, error) {
+			return b.aggregate(ctx, ontology.AggregateRequest{Metrics: []ontology.Metric{{Type: ontology.MetricExactDistinct, Property: "key"}}})
 		}},
 		{"update of a random object (store.UpdateObject)", func(ctx context.Context) (int, error) {
 			_, err := b.store.UpdateObject(ctx, nil, b.ids[r.Intn(len(b.ids))], map[string]any{"n": json.Number(strconv.Itoa(r.Intn(n))), "tag": "t00"})

@@ -1,0 +1,510 @@
+package ontology
+
+import (
+	"bytes"
+	"context"
+	"encoding/binary"
+	"encoding/json"
+	"fmt"
+	"math/big"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/ontoflow/ontoflow/domain"
+	"github.com/ontoflow/ontoflow/models"
+)
+
+// aggFilters parses the listing's filters for an aggregation.
+func (s *Store) aggFilters(ctx context.Context, typeRef string, raw []RawFilter) (*typeState, []valueFilter, error) {
+	ts, err := loadTypeState(ctx, s.db, typeRef)
+	if err != nil {
+		return nil, nil, err
+	}
+	conds, err := parseFilters(ts, raw, s.levels)
+	if err != nil {
+		return nil, nil, err
+	}
+	fs := make([]valueFilter, len(conds))
+	for i, c := range conds {
+		fs[i] = s.sqlFilter(ts, c)
+	}
+	return ts, fs, nil
+}
+
+// aggSQL is the statement of one pass of an aggregation: the index rows
+// of each group level's property (LEFT JOIN for array elements: an
+// object without any is in the no-value group) and, with metric, of the
+// metric's property, joined to the objects of ts that u may read and the
+// filters select (the listing's probes), counted per distinct key tuple.
+// Rows of class U (a date-like string's second row, for byte-wise
+// comparisons) are left out: each value is one row. false: a filter
+// matches nothing.
+func (s *Store) aggSQL(u *models.User, ts *typeState, fs []valueFilter, ls []levelSpec, metric *models.Property) (string, []any, bool) {
+	var sel, from, group []string
+	var args []any
+	idk := s.idKey("o.id")
+	notU := func(a string) (string, []any) {
+		return "(" + a + ".key < ? OR " + a + ".key >= ?)", []any{[]byte{domain.KeyInstantText}, []byte{domain.KeyInstantText + 1}}
+	}
+	// Objects drive (idx_object_type and the read rule), each joined
+	// property's rows are one probe of the object's rows; CROSS JOIN
+	// keeps SQLite's planner from driving from object_values, where the
+	// join's unhex(o.id) would be computed per pair of rows.
+	var where []string
+	var whereArgs []any
+	join := func(a string, prop int64, left bool) {
+		u, uargs := notU(a)
+		cond := fmt.Sprintf("%s.object_id = %s AND %s.prop = ? AND %s", a, idk, a, u)
+		if left {
+			from = append(from, "LEFT JOIN object_values "+a+" ON "+cond)
+			args = append(args, prop)
+			args = append(args, uargs...)
+		} else {
+			from = append(from, "CROSS JOIN object_values "+a)
+			where = append(where, cond)
+			whereArgs = append(whereArgs, prop)
+			whereArgs = append(whereArgs, uargs...)
+		}
+		sel = append(sel, a+".key", a+".full")
+		group = append(group, a+".key", a+".full")
+	}
+	for i, l := range ls {
+		prop := models.PropKey(*l.prop)
+		if l.elements {
+			prop = models.ElementKey(prop)
+		}
+		join(fmt.Sprintf("g%d", i), prop, l.elements)
+	}
+	if metric != nil {
+		join("m", models.PropKey(*metric), false)
+	}
+	// The type's objects through idx_object_type (SQLite's planner,
+	// seeing one type in its statistics, otherwise scans objects whole),
+	// or, when a filter can drive as in the listing (an equality or a
+	// range of keys), that filter's index rows, each object read by its
+	// id: a filter of 1% reads 1% of the objects.
+	objs := "objects o"
+	if !models.IsPostgres(s.db) {
+		objs = "objects o INDEXED BY idx_object_type"
+	}
+	di := aggDriver(fs)
+	var pre []any
+	if di >= 0 {
+		p, as := fs[di].rowPred("d")
+		objs = "object_values d CROSS JOIN objects o"
+		where = append([]string{p, "o.id = " + s.idText("d.object_id")}, where...)
+		pre = as
+	}
+	q := "SELECT " + strings.Join(append(sel, "COUNT(*)"), ", ") + " FROM " + objs + " " + strings.Join(from, " ") + " WHERE o.object_type_id = ?"
+	args = append(args, ts.ot.ID)
+	args = append(args, pre...)
+	for _, w := range where {
+		q += " AND " + w
+	}
+	args = append(args, whereArgs...)
+	if sc := s.levels.ReadScope(u); !sc.All {
+		cond, as := sc.SQL("o")
+		q += " AND " + cond
+		args = append(args, as...)
+	}
+	for i, f := range fs {
+		if i == di {
+			continue
+		}
+		if f.none {
+			if f.negate {
+				continue
+			}
+			return "", nil, false
+		}
+		p, as := f.rowPred("e")
+		if f.eq && models.IsPostgres(s.db) {
+			// As the listing's probes: one entry of idx_object_value.
+			p += " AND e.created = CAST(EXTRACT(EPOCH FROM o.created_at) * 1000000 AS bigint)"
+		}
+		not := ""
+		if f.negate {
+			not = "NOT "
+		}
+		q += " AND " + not + "EXISTS (SELECT 1 FROM object_values e WHERE e.object_id = " + idk + " AND " + p + ")"
+		args = append(args, as...)
+	}
+	if len(group) > 0 {
+		q += " GROUP BY " + strings.Join(group, ", ")
+	}
+	return q, args, true
+}
+
+// aggDriver is the filter whose index rows drive an aggregation: the
+// best equality or key range (not a substring: its predicate is no key
+// range), or -1.
+func aggDriver(fs []valueFilter) int {
+	di := -1
+	for i, f := range fs {
+		if f.none && !f.negate {
+			return -1
+		}
+		if f.drive != driveNever && f.text == "" && (di < 0 || f.drive < fs[di].drive) {
+			di = i
+		}
+	}
+	return di
+}
+
+// aggregation accumulates groups from the statements' rows.
+type aggregation struct {
+	levels  []levelSpec
+	metrics []metricSpec
+	groups  []*aggGroup
+	byID    map[string]*aggGroup
+}
+
+// aggGroup is one bucket tuple: its ids (sortable, one per level), keys,
+// object count and metric states.
+type aggGroup struct {
+	ids     []string
+	keys    []GroupKey
+	count   int64
+	metrics []*metricState
+}
+
+// metricState is a metric's running state: n values, their exact sum,
+// least and greatest keys, distinct keys.
+type metricState struct {
+	n        int64
+	sum      big.Rat
+	min, max []byte
+	distinct map[string]struct{}
+}
+
+func newAggregation(ls []levelSpec, ms []metricSpec) *aggregation {
+	return &aggregation{levels: ls, metrics: ms, byID: map[string]*aggGroup{}}
+}
+
+// Bucket ids: no value sorts after every value, other after that.
+const (
+	idMissing = string(models.KeyNull)
+	idOther   = "\xff"
+)
+
+// bucket is the bucket of level l for a value key (nil: no row); false
+// when the value falls in no bucket (outside every range).
+func (l *levelSpec) bucket(k, full []byte) (string, GroupKey, bool) {
+	if len(k) == 0 || k[0] == models.KeyNull || k[0] == models.KeyUnequal {
+		return idMissing, GroupKey{}, true
+	}
+	switch l.Type {
+	case GroupDate:
+		t, ok := keyInstant(k)
+		if !ok {
+			return idMissing, GroupKey{}, true
+		}
+		from, to := dateBucket(t.In(l.loc), l.Interval)
+		id := string(domain.InstantKey(from.Unix(), 0))
+		return id, GroupKey{Value: from.Format(time.RFC3339), From: from.Format(time.RFC3339), To: to.Format(time.RFC3339)}, true
+	case GroupFixedWidth:
+		r, ok := keyRat(k)
+		if !ok {
+			return idMissing, GroupKey{}, true
+		}
+		q := new(big.Rat).Quo(r, l.width)
+		n := new(big.Int).Div(q.Num(), q.Denom()) // floor (Euclidean: Denom > 0)
+		from := new(big.Rat).Mul(new(big.Rat).SetInt(n), l.width)
+		to := new(big.Rat).Add(from, l.width)
+		fs := json.Number(from.FloatString(l.scale))
+		fk, _ := domain.NumberKey(fs)
+		return string(fk), GroupKey{Value: fs, From: fs, To: json.Number(to.FloatString(l.scale))}, true
+	case GroupRanges:
+		r, ok := keyRat(k)
+		if !ok {
+			return idMissing, GroupKey{}, true
+		}
+		for i, b := range l.ranges {
+			if (b[0] == nil || r.Cmp(b[0]) >= 0) && (b[1] == nil || r.Cmp(b[1]) < 0) {
+				id := binary.BigEndian.AppendUint32([]byte{0}, uint32(i))
+				gk := GroupKey{Value: i}
+				if rg := l.Ranges[i]; rg.From != nil {
+					gk.From = *rg.From
+				}
+				if rg := l.Ranges[i]; rg.To != nil {
+					gk.To = *rg.To
+				}
+				return string(id), gk, true
+			}
+		}
+		return "", GroupKey{}, false
+	}
+	v, ok := keyValue(k, full, l.base)
+	if !ok {
+		return idMissing, GroupKey{}, true
+	}
+	return string(k) + string(full), GroupKey{Value: v}, true
+}
+
+// dateBucket is the bucket of t (in its location) of an interval: its
+// start and the next one's.
+func dateBucket(t time.Time, interval string) (time.Time, time.Time) {
+	y, m, d := t.Date()
+	loc := t.Location()
+	switch interval {
+	case "hour":
+		from := t.Truncate(time.Hour)
+		if _, off := t.Zone(); off%3600 != 0 { // a zone off the hour: its own hours
+			from = time.Date(y, m, d, t.Hour(), 0, 0, 0, loc)
+		}
+		return from, from.Add(time.Hour)
+	case "day":
+		return time.Date(y, m, d, 0, 0, 0, 0, loc), time.Date(y, m, d+1, 0, 0, 0, 0, loc)
+	case "week":
+		back := (int(t.Weekday()) + 6) % 7 // days since Monday
+		return time.Date(y, m, d-back, 0, 0, 0, 0, loc), time.Date(y, m, d-back+7, 0, 0, 0, 0, loc)
+	case "month":
+		return time.Date(y, m, 1, 0, 0, 0, 0, loc), time.Date(y, m+1, 1, 0, 0, 0, 0, loc)
+	}
+	return time.Date(y, 1, 1, 0, 0, 0, 0, loc), time.Date(y+1, 1, 1, 0, 0, 0, 0, loc)
+}
+
+// group is the group of a row's level keys (created on first use); nil
+// when a value falls in no bucket.
+func (a *aggregation) group(keys [][2][]byte) *aggGroup {
+	ids := make([]string, len(a.levels))
+	gks := make([]GroupKey, len(a.levels))
+	var sb strings.Builder
+	for i := range a.levels {
+		id, gk, ok := a.levels[i].bucket(keys[i][0], keys[i][1])
+		if !ok {
+			return nil
+		}
+		ids[i], gks[i] = id, gk
+		fmt.Fprintf(&sb, "%d:%s", len(id), id)
+	}
+	return a.groupOf(sb.String(), ids, gks)
+}
+
+func (a *aggregation) groupOf(key string, ids []string, gks []GroupKey) *aggGroup {
+	if g := a.byID[key]; g != nil {
+		return g
+	}
+	g := &aggGroup{ids: ids, keys: gks, metrics: make([]*metricState, len(a.metrics))}
+	for i := range g.metrics {
+		g.metrics[i] = &metricState{distinct: map[string]struct{}{}}
+	}
+	a.byID[key] = g
+	a.groups = append(a.groups, g)
+	return g
+}
+
+// add counts n values of key k into a metric's state.
+func (st *metricState) add(k, full []byte, n int64) {
+	if len(k) == 0 || k[0] == models.KeyNull || k[0] == models.KeyUnequal {
+		return
+	}
+	st.n += n
+	st.distinct[string(k)+string(full)] = struct{}{}
+	if r, ok := keyRat(k); ok {
+		st.sum.Add(&st.sum, r.Mul(r, new(big.Rat).SetInt64(n)))
+	} else if t, ok := keyInstant(k); ok {
+		r := new(big.Rat).SetFrac(new(big.Int).Add(new(big.Int).Mul(big.NewInt(t.Unix()), big.NewInt(1e9)), big.NewInt(int64(t.Nanosecond()))), big.NewInt(1))
+		st.sum.Add(&st.sum, r.Mul(r, new(big.Rat).SetInt64(n)))
+	}
+	if st.min == nil || bytes.Compare(k, st.min) < 0 {
+		st.min = k
+	}
+	if st.max == nil || bytes.Compare(k, st.max) > 0 {
+		st.max = k
+	}
+}
+
+// merge adds o into st.
+func (st *metricState) merge(o *metricState) {
+	st.n += o.n
+	st.sum.Add(&st.sum, &o.sum)
+	for k := range o.distinct {
+		st.distinct[k] = struct{}{}
+	}
+	if o.min != nil && (st.min == nil || bytes.Compare(o.min, st.min) < 0) {
+		st.min = o.min
+	}
+	if o.max != nil && (st.max == nil || bytes.Compare(o.max, st.max) > 0) {
+		st.max = o.max
+	}
+}
+
+// aggRows runs the passes: the counts, then one statement per metric
+// property (each metric of that property reads its rows).
+func (s *Store) aggRows(ctx context.Context, u *models.User, ts *typeState, fs []valueFilter, a *aggregation) error {
+	if len(a.levels) == 0 {
+		a.groupOf("", []string{}, []GroupKey{}) // one group, even of no objects
+	}
+	if err := s.aggPass(ctx, u, ts, fs, a, nil); err != nil {
+		return err
+	}
+	done := map[int32]bool{}
+	for _, m := range a.metrics {
+		if m.prop == nil || done[m.prop.IndexKey] {
+			continue
+		}
+		done[m.prop.IndexKey] = true
+		if err := s.aggPass(ctx, u, ts, fs, a, m.prop); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// aggPass runs one statement and folds its rows into a.
+func (s *Store) aggPass(ctx context.Context, u *models.User, ts *typeState, fs []valueFilter, a *aggregation, metric *models.Property) error {
+	q, args, ok := s.aggSQL(u, ts, fs, a.levels, metric)
+	if !ok {
+		return nil
+	}
+	rows, err := s.db.WithContext(ctx).Raw(q, args...).Rows()
+	if err != nil {
+		return fmt.Errorf("aggregate objects of %s: %w", ts.ot.Name, err)
+	}
+	defer rows.Close()
+	nk := len(a.levels)
+	if metric != nil {
+		nk++
+	}
+	for rows.Next() {
+		keys := make([][2][]byte, nk)
+		var n int64
+		dest := make([]any, 0, 2*nk+1)
+		for i := range keys {
+			dest = append(dest, &keys[i][0], &keys[i][1])
+		}
+		if err := rows.Scan(append(dest, &n)...); err != nil {
+			return fmt.Errorf("aggregate objects of %s: %w", ts.ot.Name, err)
+		}
+		if n == 0 {
+			continue // no object: COUNT(*) of an empty set without groups
+		}
+		g := a.group(keys)
+		if g == nil {
+			continue
+		}
+		if metric == nil {
+			g.count += n
+			continue
+		}
+		mk := keys[nk-1]
+		for i, m := range a.metrics {
+			if m.prop != nil && m.prop.IndexKey == metric.IndexKey {
+				g.metrics[i].add(mk[0], mk[1], n)
+			}
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return fmt.Errorf("aggregate objects of %s: %w", ts.ot.Name, err)
+	}
+	return nil
+}
+
+// applyMaxGroups keeps, at each exact level with max_groups, the values
+// with the most objects within each parent group and merges the rest
+// into an other bucket (counts are summed: at a level of array elements
+// an object in two merged values counts twice).
+func (a *aggregation) applyMaxGroups() error {
+	for li, l := range a.levels {
+		if l.MaxGroups == 0 {
+			continue
+		}
+		type val struct {
+			id string
+			n  int64
+		}
+		totals := map[string]map[string]int64{} // parent prefix → bucket id → count
+		for _, g := range a.groups {
+			p := strings.Join(g.ids[:li], "\x00\x01")
+			if totals[p] == nil {
+				totals[p] = map[string]int64{}
+			}
+			totals[p][g.ids[li]] += g.count
+		}
+		keep := map[string]map[string]bool{}
+		for p, vs := range totals {
+			list := make([]val, 0, len(vs))
+			for id, n := range vs {
+				list = append(list, val{id, n})
+			}
+			sort.Slice(list, func(i, j int) bool {
+				if list[i].n != list[j].n {
+					return list[i].n > list[j].n
+				}
+				return list[i].id < list[j].id
+			})
+			keep[p] = map[string]bool{}
+			for _, v := range list[:min(l.MaxGroups, len(list))] {
+				keep[p][v.id] = true
+			}
+		}
+		old := a.groups
+		a.groups, a.byID = nil, map[string]*aggGroup{}
+		for _, g := range old {
+			if !keep[strings.Join(g.ids[:li], "\x00\x01")][g.ids[li]] {
+				g.ids[li], g.keys[li] = idOther, GroupKey{Other: true}
+			}
+			var sb strings.Builder
+			for _, id := range g.ids {
+				fmt.Fprintf(&sb, "%d:%s", len(id), id)
+			}
+			m := a.groupOf(sb.String(), g.ids, g.keys) // fresh: byID was reset
+			m.count += g.count
+			for i := range m.metrics {
+				m.metrics[i].merge(g.metrics[i])
+			}
+		}
+	}
+	return nil
+}
+
+// value is a metric's figure for a group.
+func (a *aggregation) value(g *aggGroup, mi int) any {
+	m, st := a.metrics[mi], g.metrics[mi]
+	switch m.kind {
+	case MetricCount:
+		return g.count
+	case MetricExactDistinct, MetricApproximateDistinct:
+		return int64(len(st.distinct))
+	case MetricSum:
+		f, _ := st.sum.Float64()
+		return f
+	case MetricAvg:
+		if st.n == 0 {
+			return nil
+		}
+		avg := new(big.Rat).Quo(&st.sum, new(big.Rat).SetInt64(st.n))
+		if isInstantType(m.base) {
+			ns := new(big.Int).Quo(avg.Num(), avg.Denom())
+			sec, nsec := new(big.Int).DivMod(ns, big.NewInt(1e9), new(big.Int))
+			return time.Unix(sec.Int64(), nsec.Int64()).UTC().Format(time.RFC3339Nano)
+		}
+		f, _ := avg.Float64()
+		return f
+	}
+	k := st.min
+	if m.kind == MetricMax {
+		k = st.max
+	}
+	if k == nil {
+		return nil
+	}
+	v, _ := keyValue(k, nil, m.base)
+	return v
+}
+
+// result is the answer in ord.
+func (a *aggregation) result(ord AggOrder, acc string) *AggregateResult {
+	a.sortGroups(ord)
+	out := &AggregateResult{Accuracy: AccuracyAccurate, Groups: make([]AggGroup, 0, len(a.groups))}
+	for _, g := range a.groups {
+		ms := make(map[string]any, len(a.metrics))
+		for i, m := range a.metrics {
+			ms[m.name] = a.value(g, i)
+		}
+		out.Groups = append(out.Groups, AggGroup{Key: g.keys, Metrics: ms})
+	}
+	return out
+}

@@ -54,6 +54,7 @@ import (
 	"github.com/ontoflow/ontoflow/telemetry/storegauges"
 	"github.com/ontoflow/ontoflow/users"
 	"github.com/ontoflow/ontoflow/webdav"
+	"github.com/ontoflow/ontoflow/webdav/contents"
 	"github.com/ontoflow/ontoflow/whatif"
 	"github.com/ontoflow/ontoflow/worker"
 	"github.com/ontoflow/ontoflow/workflows"
@@ -159,7 +160,7 @@ type App struct {
 	dav *webdav.Handler
 	// davContents is the contents store of --webdav-store (nil in POSIX
 	// mode), shared by the handler and the media references.
-	davContents webdav.Contents
+	davContents contents.Store
 }
 
 // Start brings up the parts of mode and returns once they are serving.

@@ -10,16 +10,17 @@ import (
 	"github.com/ontoflow/ontoflow/media"
 	"github.com/ontoflow/ontoflow/ontology"
 	"github.com/ontoflow/ontoflow/webdav"
+	"github.com/ontoflow/ontoflow/webdav/contents"
 )
 
 // mediaFiles is the store media references read, the one the WebDAV
-// handler serves: the data directory's trees in POSIX mode (contents nil),
+// handler serves: the data directory's trees in POSIX mode (store nil),
 // dav_nodes and the contents store in tree mode (--webdav-store s3://...).
 // The store is nil with the error (a nil pointer in the interface would
 // not read as absent).
-func (a *App) mediaFiles(contents webdav.Contents) (media.Store, error) {
-	if contents != nil {
-		m, err := webdav.NewTreeMedia(a.DB, contents)
+func (a *App) mediaFiles(store contents.Store) (media.Store, error) {
+	if store != nil {
+		m, err := webdav.NewTreeMedia(a.DB, store)
 		if err != nil {
 			return nil, err
 		}

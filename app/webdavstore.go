@@ -6,18 +6,19 @@ import (
 	"strings"
 
 	"github.com/ontoflow/ontoflow/webdav"
+	"github.com/ontoflow/ontoflow/webdav/contents"
 )
 
 // webdavContents opens the contents store --webdav-store names: nil for
 // posix (trees under --data-dir), else the S3 bucket, whose credentials
 // come from an Ontoflow secret when the URL names one (secret=NAME, value
 // "ACCESS_KEY:SECRET_KEY") and otherwise from the standard AWS chain.
-func (a *App) webdavContents(ctx context.Context) (webdav.Contents, error) {
+func (a *App) webdavContents(ctx context.Context) (contents.Store, error) {
 	st, err := webdav.ParseStoreURL(a.Cfg.WebDAVStore)
 	if err != nil || st.Kind == "posix" {
 		return nil, err
 	}
-	var creds *webdav.Credentials
+	var creds *contents.Credentials
 	if st.Secret != "" {
 		if a.Secrets == nil {
 			return nil, fmt.Errorf("webdav store: secret %q named but no secret store", st.Secret)
@@ -30,9 +31,9 @@ func (a *App) webdavContents(ctx context.Context) (webdav.Contents, error) {
 		if !ok || ak == "" || sk == "" {
 			return nil, fmt.Errorf("webdav store: secret %q must hold ACCESS_KEY:SECRET_KEY", st.Secret)
 		}
-		creds = &webdav.Credentials{AccessKey: ak, SecretKey: sk}
+		creds = &contents.Credentials{AccessKey: ak, SecretKey: sk}
 	}
-	c, err := webdav.OpenS3(ctx, st, creds)
+	c, err := contents.OpenS3(ctx, st, creds)
 	if err != nil {
 		return nil, err
 	}

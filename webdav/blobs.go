@@ -12,6 +12,8 @@ import (
 	"gorm.io/gorm"
 
 	"github.com/ontoflow/ontoflow/models"
+
+	"github.com/ontoflow/ontoflow/webdav/contents"
 )
 
 // Blobs: every object the tree may reference has a dav_blobs row, made
@@ -45,10 +47,10 @@ func newBlobKey(userID string) string {
 	return userID + "/" + hex.EncodeToString(b[:])
 }
 
-// blobs is the lifecycle of objects in a Contents.
+// blobs is the lifecycle of objects in a contents.Store.
 type blobs struct {
 	db       *gorm.DB
-	contents Contents
+	contents contents.Store
 	log      *slog.Logger
 }
 
@@ -62,8 +64,8 @@ func (b *blobs) begin(ctx context.Context, userID, key string) error {
 }
 
 // hooks keep the upload's row alive and its multipart id known.
-func (b *blobs) hooks(key string) PutHooks {
-	return PutHooks{
+func (b *blobs) hooks(key string) contents.PutHooks {
+	return contents.PutHooks{
 		Started: func(ctx context.Context, id string) error {
 			return b.db.WithContext(context.WithoutCancel(ctx)).Exec("UPDATE dav_blobs SET upload_id = ?, touched_ns = ? WHERE blob_key = ?", id, time.Now().UnixNano(), key).Error
 		},

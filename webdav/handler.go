@@ -33,6 +33,8 @@ import (
 	"github.com/ontoflow/ontoflow/defaults"
 	"github.com/ontoflow/ontoflow/internal/printable"
 	"github.com/ontoflow/ontoflow/models"
+
+	"github.com/ontoflow/ontoflow/webdav/contents"
 )
 
 // Options configure a Handler.
@@ -70,7 +72,7 @@ type Options struct {
 	// Contents, when set, selects the tree + contents mode (store.go):
 	// the tree in the database, file contents in this store (S3). Nil
 	// keeps each user's tree as a directory under Root.
-	Contents Contents
+	Contents contents.Store
 }
 
 // Handler is the WebDAV http.Handler. It is safe for concurrent use, and

@@ -9,6 +9,8 @@ import (
 	"hash"
 	"io"
 	"sync"
+
+	"github.com/ontoflow/ontoflow/webdav/contents"
 )
 
 // hashReader computes MD5, SHA-1 and SHA-256 of what is read through it,
@@ -114,7 +116,7 @@ func (h *hashReader) refill() {
 	s := h.slots[h.next]
 	h.next = (h.next + 1) % len(h.slots)
 	s.wait()
-	n, err := fill(h.r, s.buf)
+	n, err := contents.Fill(h.r, s.buf)
 	h.noteErr(err)
 	h.err = err
 	if n == 0 {

@@ -16,6 +16,8 @@ import (
 
 	"github.com/ontoflow/ontoflow/internal/harness/testdb"
 	"github.com/ontoflow/ontoflow/media"
+
+	"github.com/ontoflow/ontoflow/webdav/contents"
 )
 
 // TestForgedMtimeCannotKeepAnETag is issue 41's finding 1: a client that
@@ -35,7 +37,7 @@ func TestForgedMtimeCannotKeepAnETag(t *testing.T) {
 	t.Run("tree", func(t *testing.T) {
 		t.Run("dir", func(t *testing.T) {
 			testdb.Each(t, func(t *testing.T, db *gorm.DB) {
-				c, err := NewDirContents(t.TempDir())
+				c, err := contents.NewDir(t.TempDir())
 				if err != nil {
 					t.Fatal(err)
 				}

@@ -15,6 +15,8 @@ import (
 
 	"github.com/ontoflow/ontoflow/media"
 	"github.com/ontoflow/ontoflow/models"
+
+	"github.com/ontoflow/ontoflow/webdav/contents"
 )
 
 // TreeMedia is the media.Store of tree mode (--webdav-store s3://...):
@@ -25,12 +27,12 @@ import (
 type TreeMedia struct {
 	db       *gorm.DB
 	tree     *tree
-	contents Contents
+	contents contents.Store
 }
 
 // NewTreeMedia returns the tree-mode store over db's dav_nodes and
 // contents (the same Contents as Options.Contents).
-func NewTreeMedia(db *gorm.DB, contents Contents) (*TreeMedia, error) {
+func NewTreeMedia(db *gorm.DB, contents contents.Store) (*TreeMedia, error) {
 	if db == nil || contents == nil {
 		return nil, errors.New("webdav media: tree mode needs the database and the contents store")
 	}
@@ -63,14 +65,14 @@ func (m *TreeMedia) Open(ctx context.Context, userID, p string) (io.ReadCloser, 
 			return nil, media.File{}, err
 		}
 		if mf.SHA256 == "" {
-			if mf.SHA256, err = m.hash(ctx, n); errors.Is(err, ErrNoObject) && try == 0 {
+			if mf.SHA256, err = m.hash(ctx, n); errors.Is(err, contents.ErrNoObject) && try == 0 {
 				continue
 			} else if err != nil {
 				return nil, media.File{}, err
 			}
 		}
 		rc, err := m.get(ctx, n)
-		if errors.Is(err, ErrNoObject) && try == 0 {
+		if errors.Is(err, contents.ErrNoObject) && try == 0 {
 			continue
 		}
 		if err != nil {

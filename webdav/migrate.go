@@ -18,6 +18,8 @@ import (
 	"gorm.io/gorm/clause"
 
 	"github.com/ontoflow/ontoflow/models"
+
+	"github.com/ontoflow/ontoflow/webdav/contents"
 )
 
 // Moving trees between the two storage modes (ontoflow webdav
@@ -33,7 +35,7 @@ type MigrateOptions struct {
 	// Root is the POSIX data directory (a directory per user id).
 	Root string
 	// Contents is the object store of the tree mode.
-	Contents Contents
+	Contents contents.Store
 	// ToContents copies POSIX trees into the tree mode; false copies the
 	// tree mode's trees back to Root.
 	ToContents bool

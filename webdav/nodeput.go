@@ -11,6 +11,8 @@ import (
 	"gorm.io/gorm"
 
 	"github.com/ontoflow/ontoflow/models"
+
+	"github.com/ontoflow/ontoflow/webdav/contents"
 )
 
 // PUT in tree mode: the body streams into a new object under a fresh key
@@ -131,7 +133,7 @@ func (u *nodeUpload) receive() error {
 		// this size are sent whole in one request, so the object
 		// appears only once complete and its age runs from there.
 		u.key, u.unrecorded = newBlobKey(rq.user.ID), true
-		u.n, err = b.contents.Put(rq.r.Context(), u.key, hr, rq.r.ContentLength, PutHooks{})
+		u.n, err = b.contents.Put(rq.r.Context(), u.key, hr, rq.r.ContentLength, contents.PutHooks{})
 		u.written = time.Now()
 	default:
 		u.key = newBlobKey(rq.user.ID)
@@ -148,7 +150,7 @@ func (u *nodeUpload) receive() error {
 		return refusal(http.StatusRequestEntityTooLarge, "upload too large")
 	case errors.Is(err, errQuota):
 		return refusal(http.StatusInsufficientStorage, "quota exceeded")
-	case errors.Is(err, ErrStoreUnavailable):
+	case errors.Is(err, contents.ErrStoreUnavailable):
 		return err
 	case hr.readErr != nil:
 		rq.h.log.Info("webdav upload aborted", "user", rq.user.Username, "path", rq.path, "err", err)
@@ -170,7 +172,7 @@ func (u *nodeUpload) receive() error {
 // them whole and send one PutObject) get their dav_blobs row in the node
 // commit; longer or unannounced ones, streamed or sent in parts for as
 // long as the client takes, are recorded before their first byte.
-const recordAfterBelow = s3PartSize
+const recordAfterBelow = contents.PartSize
 
 // unrecordedMaxAge bounds how long an object written without a row may
 // wait for its commit: well inside DefaultSweepGrace, past which the sweep

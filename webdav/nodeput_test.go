@@ -12,19 +12,21 @@ import (
 	"time"
 
 	"gorm.io/gorm"
+
+	"github.com/ontoflow/ontoflow/webdav/contents"
 )
 
 // putSpy records, for every Put, how many dav_blobs rows named its key
 // when the object began to be written.
 type putSpy struct {
-	Contents
+	contents.Store
 	db   *gorm.DB
 	mu   sync.Mutex
 	rows map[string]int64
 	keys []string
 }
 
-func (s *putSpy) Put(ctx context.Context, key string, r io.Reader, sizeHint int64, hooks PutHooks) (int64, error) {
+func (s *putSpy) Put(ctx context.Context, key string, r io.Reader, sizeHint int64, hooks contents.PutHooks) (int64, error) {
 	var n int64
 	if err := s.db.Raw("SELECT COUNT(*) FROM dav_blobs WHERE blob_key = ?", key).Scan(&n).Error; err != nil {
 		return 0, err
@@ -32,7 +34,7 @@ func (s *putSpy) Put(ctx context.Context, key string, r io.Reader, sizeHint int6
 	s.mu.Lock()
 	s.rows[key], s.keys = n, append(s.keys, key)
 	s.mu.Unlock()
-	return s.Contents.Put(ctx, key, r, sizeHint, hooks)
+	return s.Store.Put(ctx, key, r, sizeHint, hooks)
 }
 
 func (s *putSpy) last(t *testing.T) (string, int64) {
@@ -53,7 +55,7 @@ func (s *putSpy) last(t *testing.T) (string, int64) {
 func TestSmallPutRecordsBlobAtCommit(t *testing.T) {
 	eachTreeStore(t, func(t *testing.T, db *gorm.DB, opts Options) {
 		inner := opts.Contents
-		spy := &putSpy{Contents: inner, db: db, rows: map[string]int64{}}
+		spy := &putSpy{Store: inner, db: db, rows: map[string]int64{}}
 		opts.Contents = spy
 		u := addUser(t, db, "sp", 0)
 		e := newEnv(t, db, t.TempDir(), opts)
@@ -74,7 +76,7 @@ func TestSmallPutRecordsBlobAtCommit(t *testing.T) {
 
 		// A crash after the object of a small PUT, before its commit.
 		orphan := newBlobKey(u.ID)
-		if _, err := inner.Put(context.Background(), orphan, strings.NewReader("new contents"), 12, PutHooks{}); err != nil {
+		if _, err := inner.Put(context.Background(), orphan, strings.NewReader("new contents"), 12, contents.PutHooks{}); err != nil {
 			t.Fatal(err)
 		}
 		for pass := 0; pass < 3; pass++ {
@@ -82,7 +84,7 @@ func TestSmallPutRecordsBlobAtCommit(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		if rc, err := inner.Get(context.Background(), orphan, 0, -1); !errors.Is(err, ErrNoObject) {
+		if rc, err := inner.Get(context.Background(), orphan, 0, -1); !errors.Is(err, contents.ErrNoObject) {
 			if err == nil {
 				rc.Close()
 			}

@@ -15,6 +15,8 @@ import (
 	"gorm.io/gorm"
 
 	"github.com/ontoflow/ontoflow/models"
+
+	"github.com/ontoflow/ontoflow/webdav/contents"
 )
 
 // The methods of the tree + contents mode (store.go) that differ from
@@ -97,7 +99,7 @@ func (rq *request) nodeGet() (int, error) {
 			first = spans[0].off
 		}
 		if err := br.open(first); err != nil {
-			if errors.Is(err, ErrNoObject) {
+			if errors.Is(err, contents.ErrNoObject) {
 				// Replaced and reclaimed since the lookup: read again.
 				return rq.retryGet()
 			}
@@ -110,7 +112,7 @@ func (rq *request) nodeGet() (int, error) {
 	return 0, nil
 }
 
-// bigCopyWriter sends a blobReader's bytes as its body can (bodySender:
+// bigCopyWriter sends a blobReader's bytes as its body can (contents.Sender:
 // S3 over plain HTTP splices socket to socket) and copies anything else
 // through a pooled 1 MiB buffer instead of io.Copy's 32 KiB: a store's
 // stream cannot be sent with sendfile, and larger reads and writes cut
@@ -221,7 +223,7 @@ func requestedSpans(rng string, size int64) ([]span, bool) {
 // there, or of the object.
 type blobReader struct {
 	ctx   context.Context
-	c     Contents
+	c     contents.Store
 	key   string
 	size  int64
 	spans []span // the request's ranges
@@ -229,11 +231,6 @@ type blobReader struct {
 	body  io.ReadCloser
 	at    int64 // the offset body reads next
 	end   int64 // where body ends
-}
-
-// bodySender is a body that can send its bytes to w itself (rawBody).
-type bodySender interface {
-	sendTo(w io.Writer, n int64) (int64, error)
 }
 
 func (b *blobReader) open(off int64) error {
@@ -292,12 +289,12 @@ func (b *blobReader) sendTo(w io.Writer, lr *io.LimitedReader) (int64, error) {
 		if err := b.open(b.off); err != nil {
 			return sent, err
 		}
-		bs, ok := b.body.(bodySender)
+		bs, ok := b.body.(contents.Sender)
 		if !ok {
 			break
 		}
 		want := min(lr.N, b.end-b.off)
-		k, err := bs.sendTo(w, want)
+		k, err := bs.SendTo(w, want)
 		sent, lr.N, b.off = sent+k, lr.N-k, b.off+k
 		b.at = b.off
 		if err == nil && k < want {

@@ -7,6 +7,8 @@ import (
 	"os"
 	"strings"
 	"syscall"
+
+	"github.com/ontoflow/ontoflow/webdav/contents"
 )
 
 // Every method handler returns (status, err) and respond is the one place
@@ -103,7 +105,7 @@ func (rq *request) respond(status int, err error) {
 		return
 	}
 	var de *davError
-	if !errors.As(err, &de) && errors.Is(err, ErrStoreUnavailable) {
+	if !errors.As(err, &de) && errors.Is(err, contents.ErrStoreUnavailable) {
 		rq.h.log.Error("webdav", "method", rq.r.Method, "path", rq.path, "err", err)
 		w.Header().Set("Retry-After", "5")
 		de = &davError{status: http.StatusServiceUnavailable, msg: "storage unavailable, retry later"}

@@ -8,6 +8,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+
+	"github.com/ontoflow/ontoflow/webdav/contents"
 )
 
 // Concurrent uploads reuse their connections to S3: the client's pool
@@ -34,7 +36,7 @@ func TestS3ConnectionsReused(t *testing.T) {
 			defer wg.Done()
 			for i := range each {
 				body := strings.Repeat("x", 4096)
-				if _, err := c.Put(ctx, fmt.Sprintf("conn-%d-%d", w, i), strings.NewReader(body), int64(len(body)), PutHooks{}); err != nil {
+				if _, err := c.Put(ctx, fmt.Sprintf("conn-%d-%d", w, i), strings.NewReader(body), int64(len(body)), contents.PutHooks{}); err != nil {
 					errs <- err
 					return
 				}

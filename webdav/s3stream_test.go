@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"gorm.io/gorm"
+
+	"github.com/ontoflow/ontoflow/webdav/contents"
 )
 
 // A body of known length above one part streams into one PutObject: read
@@ -62,7 +64,7 @@ func TestTreeModeStreamedUpload(t *testing.T) {
 		// its own time): then no row records the object and the sweep's
 		// unrecorded pass removes it, on a later pass if the object
 		// appears after one.
-		var objs []StoredObject
+		var objs []contents.StoredObject
 		for i := 0; i < 40; i++ {
 			if _, err := SweepOnce(context.Background(), db, opts.Contents, SweepOptions{Grace: time.Nanosecond}); err != nil {
 				t.Fatal(err)
@@ -91,7 +93,7 @@ func TestS3StreamKeepsBodyError(t *testing.T) {
 	c := startTestS3(t).contents(t)
 	gone := fmt.Errorf("client gone")
 	r := io.MultiReader(bytes.NewReader(make([]byte, 9<<20)), &failReader{gone})
-	_, err := c.Put(context.Background(), "k", r, 16<<20, PutHooks{})
+	_, err := c.Put(context.Background(), "k", r, 16<<20, contents.PutHooks{})
 	if err != gone {
 		t.Fatalf("Put of a failing body: %v, want the body's error", err)
 	}

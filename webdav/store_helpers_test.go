@@ -12,6 +12,8 @@ import (
 
 	"github.com/ontoflow/ontoflow/internal/harness/s3test"
 	"github.com/ontoflow/ontoflow/internal/harness/testdb"
+
+	"github.com/ontoflow/ontoflow/webdav/contents"
 )
 
 // testS3 is the S3 server a test runs against: internal/harness/s3test's
@@ -28,10 +30,10 @@ func (s *testS3) Restart(t *testing.T) { s.Server.Restart() }
 var s3Prefixes atomic.Int64
 
 // contents opens the bucket under a fresh prefix.
-func (s *testS3) contents(t *testing.T) *S3Contents {
+func (s *testS3) contents(t *testing.T) *contents.S3 {
 	t.Helper()
 	st := StoreURL{Kind: "s3", Bucket: s.Bucket, Prefix: fmt.Sprintf("t%d", s3Prefixes.Add(1)), Endpoint: s.Endpoint, Region: "us-east-1", PathStyle: true}
-	c, err := OpenS3(context.Background(), st, &Credentials{AccessKey: s.AccessKey, SecretKey: s.SecretKey})
+	c, err := contents.OpenS3(context.Background(), st, &contents.Credentials{AccessKey: s.AccessKey, SecretKey: s.SecretKey})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -54,12 +56,12 @@ func eachMode(t *testing.T, fn func(t *testing.T, db *gorm.DB, opts Options)) {
 }
 
 // eachTreeStore runs fn on each database in tree mode over the local
-// directory contents (DirContents: no S3 server needed) and, when
+// directory contents (contents.Dir: no S3 server needed) and, when
 // versitygw is available, over S3.
 func eachTreeStore(t *testing.T, fn func(t *testing.T, db *gorm.DB, opts Options)) {
 	t.Run("dir", func(t *testing.T) {
 		testdb.Each(t, func(t *testing.T, db *gorm.DB) {
-			c, err := NewDirContents(t.TempDir())
+			c, err := contents.NewDir(t.TempDir())
 			if err != nil {
 				t.Fatal(err)
 			}

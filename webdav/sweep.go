@@ -11,6 +11,7 @@ import (
 
 	"github.com/ontoflow/ontoflow/defaults"
 	"github.com/ontoflow/ontoflow/models"
+	"github.com/ontoflow/ontoflow/webdav/contents"
 )
 
 // The sweep removes what no node references after crashes and deletes:
@@ -54,8 +55,8 @@ type SweepStats struct {
 	Unrecorded int
 }
 
-// SweepOnce runs one bounded pass of the sweep over contents.
-func SweepOnce(ctx context.Context, db *gorm.DB, contents Contents, opts SweepOptions) (SweepStats, error) {
+// SweepOnce runs one bounded pass of the sweep over store.
+func SweepOnce(ctx context.Context, db *gorm.DB, store contents.Store, opts SweepOptions) (SweepStats, error) {
 	if opts.Grace <= 0 {
 		opts.Grace = DefaultSweepGrace
 	}
@@ -65,7 +66,7 @@ func SweepOnce(ctx context.Context, db *gorm.DB, contents Contents, opts SweepOp
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
 	}
-	s := &sweeper{b: &blobs{db: db, contents: contents, log: opts.Logger}, opts: opts, cutoff: time.Now().Add(-opts.Grace).UnixNano()}
+	s := &sweeper{b: &blobs{db: db, contents: store, log: opts.Logger}, opts: opts, cutoff: time.Now().Add(-opts.Grace).UnixNano()}
 	var st SweepStats
 	var err error
 	if st.Uploads, err = s.abandonedUploads(ctx); err != nil {
@@ -156,7 +157,7 @@ func (s *sweeper) halfReclaimed(ctx context.Context) error {
 
 // scanCursors keeps each store's listing position between passes of this
 // process.
-var scanCursors sync.Map // Contents -> string
+var scanCursors sync.Map // contents.Store -> string
 
 // unrecorded deletes listed objects and multipart uploads older than the
 // grace period that no row records: a small body's object written by a

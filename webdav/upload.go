@@ -17,6 +17,8 @@ import (
 	"time"
 
 	"github.com/ontoflow/ontoflow/models"
+
+	"github.com/ontoflow/ontoflow/webdav/contents"
 )
 
 // PUT: the body goes to a hidden temporary file beside the target and is
@@ -93,7 +95,7 @@ func copyHashed(f *os.File, r io.Reader, size, limit int64, limitErr error) (n i
 	}
 	for i := 0; ; i++ {
 		buf := bufs[i%2]
-		k, rerr := fill(r, buf)
+		k, rerr := contents.Fill(r, buf)
 		if pending {
 			if werr := wait(); werr != nil {
 				return n, "", "", werr
@@ -125,23 +127,6 @@ func copyHashed(f *os.File, r io.Reader, size, limit int64, limitErr error) (n i
 		}
 	}
 	return n, hex.EncodeToString(md.Sum(nil)), hex.EncodeToString(sh.Sum(nil)), nil
-}
-
-// fill reads into buf until it is full or r ends (io.EOF). Unlike
-// io.ReadFull it passes r's own errors on unchanged: net/http ends a
-// chunked body that was cut short with io.ErrUnexpectedEOF, and with no
-// Content-Length to compare against, reading that as the body's end would
-// publish the truncated upload.
-func fill(r io.Reader, buf []byte) (int, error) {
-	n := 0
-	for n < len(buf) {
-		k, err := r.Read(buf[n:])
-		n += k
-		if err != nil {
-			return n, err
-		}
-	}
-	return n, nil
 }
 
 func (rq *request) servePut() (int, error) {

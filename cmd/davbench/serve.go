@@ -27,6 +27,7 @@ import (
 	"github.com/ontoflow/ontoflow/models"
 	"github.com/ontoflow/ontoflow/users"
 	"github.com/ontoflow/ontoflow/webdav"
+	"github.com/ontoflow/ontoflow/webdav/contents"
 )
 
 // serve runs the WebDAV handler until ctx ends (SIGTERM from the parent).
@@ -190,12 +191,12 @@ func ensureUser(ctx context.Context, db *gorm.DB, username, password string) (st
 }
 
 // openStore opens the contents store --store names: nil for posix.
-func openStore(ctx context.Context, store string) (webdav.Contents, error) {
+func openStore(ctx context.Context, store string) (contents.Store, error) {
 	st, err := webdav.ParseStoreURL(store)
 	if err != nil || st.Kind == "posix" {
 		return nil, err
 	}
-	c, err := webdav.OpenS3(ctx, st, nil)
+	c, err := contents.OpenS3(ctx, st, nil)
 	if err != nil {
 		return nil, fmt.Errorf("open store %s: %w", store, err)
 	}

@@ -19,6 +19,7 @@ import (
 	"github.com/ontoflow/ontoflow/internal/harness/s3test"
 	"github.com/ontoflow/ontoflow/models"
 	"github.com/ontoflow/ontoflow/webdav"
+	"github.com/ontoflow/ontoflow/webdav/contents"
 )
 
 // TestReplicasShareS3Store is issue 28's replica test: two `serve`
@@ -387,7 +388,7 @@ func sweepOnce(ctx context.Context, t *testing.T, dsn, store string, s3 *s3test.
 	if err != nil {
 		t.Fatal(err)
 	}
-	contents, err := webdav.OpenS3(ctx, st, &webdav.Credentials{AccessKey: s3.AccessKey, SecretKey: s3.SecretKey})
+	contents, err := contents.OpenS3(ctx, st, &contents.Credentials{AccessKey: s3.AccessKey, SecretKey: s3.SecretKey})
 	if err != nil {
 		t.Fatalf("open the S3 store: %v", err)
 	}

@@ -13,6 +13,7 @@ import (
 	"github.com/ontoflow/ontoflow/config"
 	"github.com/ontoflow/ontoflow/models"
 	"github.com/ontoflow/ontoflow/webdav"
+	"github.com/ontoflow/ontoflow/webdav/contents"
 )
 
 const webdavUsage = `Usage: ontoflow webdav migrate-store (--to s3://... | --from s3://... --to posix) [flags]
@@ -76,7 +77,7 @@ func webdavCmd(args []string, out io.Writer) error {
 	if s3url.Secret != "" {
 		return fmt.Errorf("migrate-store reads S3 credentials from the AWS chain (AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, shared files), not secret=")
 	}
-	contents, err := webdav.OpenS3(ctx, s3url, nil)
+	contents, err := contents.OpenS3(ctx, s3url, nil)
 	if err != nil {
 		return err
 	}

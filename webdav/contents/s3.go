@@ -1,4 +1,4 @@
-package webdav
+package contents
 
 import (
 	"bytes"
@@ -19,6 +19,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/aws-sdk-go-v2/service/s3/types"
 	"github.com/aws/smithy-go"
+
+	"github.com/ontoflow/ontoflow/webdav/storeurl"
 )
 
 // S3 contents: each upload is one object under a fresh key, written with a
@@ -32,8 +34,8 @@ import (
 // (pre-1.0, feature/s3/transfermanager) does none of the first two.
 
 const (
-	// s3PartSize is the part size of uploads up to s3GrowAfter parts.
-	s3PartSize = 8 << 20
+	// PartSize is the part size of uploads up to s3GrowAfter parts.
+	PartSize = 8 << 20
 	// s3InFlight parts upload at once while the next is read: memory per
 	// upload is (s3InFlight+1) parts, 40 MiB.
 	s3InFlight  = 4
@@ -46,8 +48,8 @@ const (
 	s3BigPart = 32 << 20
 )
 
-// S3Contents keeps contents in an S3 bucket under a prefix.
-type S3Contents struct {
+// S3 keeps contents in an S3 bucket under a prefix.
+type S3 struct {
 	client *s3.Client
 	// getter runs GetObject over connections of its own (s3get.go).
 	getter *s3.Client
@@ -61,7 +63,7 @@ type Credentials struct{ AccessKey, SecretKey string }
 // OpenS3 connects to the bucket st names. Credentials come from creds
 // when given, else from the standard AWS chain (AWS_ACCESS_KEY_ID /
 // AWS_SECRET_ACCESS_KEY, shared files, instance roles).
-func OpenS3(ctx context.Context, st StoreURL, creds *Credentials) (*S3Contents, error) {
+func OpenS3(ctx context.Context, st storeurl.URL, creds *Credentials) (*S3, error) {
 	if st.Kind != "s3" {
 		return nil, fmt.Errorf("webdav store: %q is not s3", st.Kind)
 	}
@@ -91,7 +93,7 @@ func OpenS3(ctx context.Context, st StoreURL, creds *Credentials) (*S3Contents, 
 		o.RequestChecksumCalculation = aws.RequestChecksumCalculationWhenRequired
 		o.ResponseChecksumValidation = aws.ResponseChecksumValidationWhenRequired
 	}
-	c := &S3Contents{client: s3.NewFromConfig(cfg, opts), bucket: st.Bucket}
+	c := &S3{client: s3.NewFromConfig(cfg, opts), bucket: st.Bucket}
 	c.getter = s3.NewFromConfig(cfg, opts, func(o *s3.Options) { o.HTTPClient = newRawGetClient(hc) })
 	if st.Prefix != "" {
 		c.prefix = st.Prefix + "/"
@@ -99,16 +101,16 @@ func OpenS3(ctx context.Context, st StoreURL, creds *Credentials) (*S3Contents, 
 	return c, nil
 }
 
-// Kind implements Contents.
-func (c *S3Contents) Kind() string { return "s3" }
+// Kind implements Store.
+func (c *S3) Kind() string { return "s3" }
 
-func (c *S3Contents) full(key string) string { return c.prefix + key }
+func (c *S3) full(key string) string { return c.prefix + key }
 
 // Ping checks that the bucket answers (readiness). Any failure is
 // ErrStoreUnavailable: HEAD of a missing bucket answers a bare 404, which
 // s3Err would take for a missing object. One attempt, no retries: the
 // SDK's backoff over a refused connection took the whole 5 s of /readyz.
-func (c *S3Contents) Ping(ctx context.Context) error {
+func (c *S3) Ping(ctx context.Context) error {
 	once := func(o *s3.Options) { o.Retryer = aws.NopRetryer{} }
 	if _, err := c.client.HeadBucket(ctx, &s3.HeadBucketInput{Bucket: &c.bucket}, once); err != nil {
 		return fmt.Errorf("reach bucket %s: %w: %w", c.bucket, ErrStoreUnavailable, err)
@@ -116,7 +118,7 @@ func (c *S3Contents) Ping(ctx context.Context) error {
 	return nil
 }
 
-var partPool = sync.Pool{New: func() any { b := make([]byte, s3PartSize); return &b }}
+var partPool = sync.Pool{New: func() any { b := make([]byte, PartSize); return &b }}
 
 // unsigned signs uploads without hashing their bodies: over plain HTTP the
 // SDK otherwise runs SHA-256 over every byte it sends (and the server
@@ -124,20 +126,20 @@ var partPool = sync.Pool{New: func() any { b := make([]byte, s3PartSize); return
 // bytes, and the tree keeps the contents' SHA-256 either way.
 var unsigned = s3.WithAPIOptions(v4.SwapComputePayloadSHA256ForUnsignedPayloadMiddleware)
 
-// Put implements Contents. A body announced below one part is read into a
+// Put implements Store. A body announced below one part is read into a
 // buffer of its own size (not a pooled 8 MiB part) and sent in one
 // PutObject; a longer announced body (up to s3MaxStream) streams straight
 // into one PutObject; a body of unknown length becomes a multipart
 // upload, or a PutObject when it turns out to fit one part.
-func (c *S3Contents) Put(ctx context.Context, key string, r io.Reader, sizeHint int64, hooks PutHooks) (int64, error) {
-	if sizeHint >= s3PartSize && sizeHint <= s3MaxStream {
+func (c *S3) Put(ctx context.Context, key string, r io.Reader, sizeHint int64, hooks PutHooks) (int64, error) {
+	if sizeHint >= PartSize && sizeHint <= s3MaxStream {
 		return c.putStream(ctx, key, r, sizeHint, hooks)
 	}
 	var small []byte
-	if sizeHint >= 0 && sizeHint < s3PartSize {
+	if sizeHint >= 0 && sizeHint < PartSize {
 		// One byte more than announced, to see the end.
 		small = make([]byte, sizeHint+1)
-		n, rerr := fill(r, small)
+		n, rerr := Fill(r, small)
 		switch {
 		case rerr == io.EOF:
 			return int64(n), c.putObject(ctx, key, small[:n])
@@ -148,7 +150,7 @@ func (c *S3Contents) Put(ctx context.Context, key string, r io.Reader, sizeHint 
 	}
 	bp := partPool.Get().(*[]byte)
 	k := copy(*bp, small)
-	n, rerr := fill(r, (*bp)[k:])
+	n, rerr := Fill(r, (*bp)[k:])
 	n += k
 	if rerr != nil && rerr != io.EOF {
 		partPool.Put(bp)
@@ -170,8 +172,8 @@ func (c *S3Contents) Put(ctx context.Context, key string, r io.Reader, sizeHint 
 // after a crash, the sweep, through the row made before) deletes it. The
 // row is touched every part's worth of bytes, as a multipart upload
 // touches it per part.
-func (c *S3Contents) putStream(ctx context.Context, key string, r io.Reader, size int64, hooks PutHooks) (int64, error) {
-	sr := &streamReader{ctx: ctx, r: r, touch: hooks.Touch, next: s3PartSize}
+func (c *S3) putStream(ctx context.Context, key string, r io.Reader, size int64, hooks PutHooks) (int64, error) {
+	sr := &streamReader{ctx: ctx, r: r, touch: hooks.Touch, next: PartSize}
 	_, err := c.client.PutObject(ctx, &s3.PutObjectInput{
 		Bucket: &c.bucket, Key: aws.String(c.full(key)),
 		Body: sr, ContentLength: aws.Int64(size),
@@ -202,7 +204,7 @@ func (s *streamReader) Read(p []byte) (int, error) {
 		s.err = err
 	}
 	if s.n >= s.next && s.touch != nil && err == nil {
-		s.next += s3PartSize
+		s.next += PartSize
 		if terr := s.touch(s.ctx); terr != nil {
 			s.err = fmt.Errorf("touch upload record: %w", terr)
 			return k, s.err
@@ -211,7 +213,7 @@ func (s *streamReader) Read(p []byte) (int, error) {
 	return k, err
 }
 
-func (c *S3Contents) putObject(ctx context.Context, key string, b []byte) error {
+func (c *S3) putObject(ctx context.Context, key string, b []byte) error {
 	_, err := c.client.PutObject(ctx, &s3.PutObjectInput{
 		Bucket: &c.bucket, Key: aws.String(c.full(key)),
 		Body: bytes.NewReader(b), ContentLength: aws.Int64(int64(len(b))),
@@ -221,7 +223,7 @@ func (c *S3Contents) putObject(ctx context.Context, key string, b []byte) error 
 
 // multipart is one multipart upload under way.
 type multipart struct {
-	c     *S3Contents
+	c     *S3
 	key   string
 	id    string
 	hooks PutHooks
@@ -231,7 +233,7 @@ type multipart struct {
 	wg    sync.WaitGroup
 }
 
-func (c *S3Contents) putMultipart(ctx context.Context, key string, r io.Reader, first *[]byte, hooks PutHooks) (total int64, err error) {
+func (c *S3) putMultipart(ctx context.Context, key string, r io.Reader, first *[]byte, hooks PutHooks) (total int64, err error) {
 	out, err := c.client.CreateMultipartUpload(ctx, &s3.CreateMultipartUploadInput{Bucket: &c.bucket, Key: aws.String(c.full(key))})
 	if err != nil {
 		partPool.Put(first)
@@ -291,7 +293,7 @@ func (m *multipart) send(ctx context.Context, r io.Reader, first *[]byte) (int64
 			break
 		}
 		buf = m.nextBuf(num + 1)
-		k, rerr = fill(r, *buf)
+		k, rerr = Fill(r, *buf)
 		if rerr != nil && rerr != io.EOF {
 			m.fail(rerr)
 			m.release(buf)
@@ -318,7 +320,7 @@ func (m *multipart) nextBuf(num int32) *[]byte {
 }
 
 func (m *multipart) release(b *[]byte) {
-	if len(*b) == s3PartSize {
+	if len(*b) == PartSize {
 		partPool.Put(b)
 	}
 }
@@ -366,8 +368,8 @@ func (m *multipart) failed() error {
 	return m.err
 }
 
-// Get implements Contents.
-func (c *S3Contents) Get(ctx context.Context, key string, off, n int64) (io.ReadCloser, error) {
+// Get implements Store.
+func (c *S3) Get(ctx context.Context, key string, off, n int64) (io.ReadCloser, error) {
 	in := &s3.GetObjectInput{Bucket: &c.bucket, Key: aws.String(c.full(key))}
 	switch {
 	case n >= 0:
@@ -385,8 +387,8 @@ func (c *S3Contents) Get(ctx context.Context, key string, off, n int64) (io.Read
 	return out.Body, nil
 }
 
-// Delete implements Contents.
-func (c *S3Contents) Delete(ctx context.Context, key string) error {
+// Delete implements Store.
+func (c *S3) Delete(ctx context.Context, key string) error {
 	_, err := c.client.DeleteObject(ctx, &s3.DeleteObjectInput{Bucket: &c.bucket, Key: aws.String(c.full(key))})
 	if err = s3Err("delete object", err); errors.Is(err, ErrNoObject) {
 		return nil
@@ -394,8 +396,8 @@ func (c *S3Contents) Delete(ctx context.Context, key string) error {
 	return err
 }
 
-// AbortUpload implements Contents.
-func (c *S3Contents) AbortUpload(ctx context.Context, key, uploadID string) error {
+// AbortUpload implements Store.
+func (c *S3) AbortUpload(ctx context.Context, key, uploadID string) error {
 	_, err := c.client.AbortMultipartUpload(ctx, &s3.AbortMultipartUploadInput{
 		Bucket: &c.bucket, Key: aws.String(c.full(key)), UploadId: &uploadID,
 	})
@@ -405,9 +407,9 @@ func (c *S3Contents) AbortUpload(ctx context.Context, key, uploadID string) erro
 	return err
 }
 
-// Scan implements Contents: objects first ("o:" cursors), then multipart
+// Scan implements Store: objects first ("o:" cursors), then multipart
 // uploads ("u:" cursors).
-func (c *S3Contents) Scan(ctx context.Context, cursor string, limit int) ([]StoredObject, string, error) {
+func (c *S3) Scan(ctx context.Context, cursor string, limit int) ([]StoredObject, string, error) {
 	now := time.Now()
 	if !strings.HasPrefix(cursor, "u:") {
 		in := &s3.ListObjectsV2Input{Bucket: &c.bucket, Prefix: aws.String(c.prefix), MaxKeys: aws.Int32(int32(limit))}

@@ -1,4 +1,4 @@
-package webdav
+package contents
 
 import (
 	"context"
@@ -12,28 +12,28 @@ import (
 	"time"
 )
 
-// DirContents keeps contents as files of one local directory: the tree
+// Dir keeps contents as files of one local directory: the tree
 // mode without an S3 server, for unit tests and single-machine trials (it
 // is no way to share contents between machines).
-type DirContents struct{ dir string }
+type Dir struct{ dir string }
 
-// NewDirContents keeps contents under dir.
-func NewDirContents(dir string) (*DirContents, error) {
+// NewDir keeps contents under dir.
+func NewDir(dir string) (*Dir, error) {
 	if err := os.MkdirAll(dir, 0o750); err != nil {
 		return nil, fmt.Errorf("create contents directory: %w", err)
 	}
-	return &DirContents{dir: dir}, nil
+	return &Dir{dir: dir}, nil
 }
 
-// Kind implements Contents.
-func (d *DirContents) Kind() string { return "dir" }
+// Kind implements Store.
+func (d *Dir) Kind() string { return "dir" }
 
-func (d *DirContents) path(key string) string {
+func (d *Dir) path(key string) string {
 	return filepath.Join(d.dir, filepath.FromSlash(key))
 }
 
-// Put implements Contents.
-func (d *DirContents) Put(ctx context.Context, key string, r io.Reader, _ int64, hooks PutHooks) (int64, error) {
+// Put implements Store.
+func (d *Dir) Put(ctx context.Context, key string, r io.Reader, _ int64, hooks PutHooks) (int64, error) {
 	p := d.path(key)
 	if err := os.MkdirAll(filepath.Dir(p), 0o750); err != nil {
 		return 0, err
@@ -62,8 +62,8 @@ func (d *DirContents) Put(ctx context.Context, key string, r io.Reader, _ int64,
 	return n, nil
 }
 
-// Get implements Contents.
-func (d *DirContents) Get(_ context.Context, key string, off, n int64) (io.ReadCloser, error) {
+// Get implements Store.
+func (d *Dir) Get(_ context.Context, key string, off, n int64) (io.ReadCloser, error) {
 	f, err := os.Open(d.path(key))
 	if errors.Is(err, os.ErrNotExist) {
 		return nil, ErrNoObject
@@ -80,8 +80,8 @@ func (d *DirContents) Get(_ context.Context, key string, off, n int64) (io.ReadC
 	}{io.NewSectionReader(f, off, n), f}, nil
 }
 
-// Delete implements Contents.
-func (d *DirContents) Delete(_ context.Context, key string) error {
+// Delete implements Store.
+func (d *Dir) Delete(_ context.Context, key string) error {
 	err := os.Remove(d.path(key))
 	if errors.Is(err, os.ErrNotExist) {
 		return nil
@@ -89,11 +89,11 @@ func (d *DirContents) Delete(_ context.Context, key string) error {
 	return err
 }
 
-// AbortUpload implements Contents: there are no multipart uploads.
-func (d *DirContents) AbortUpload(context.Context, string, string) error { return nil }
+// AbortUpload implements Store: there are no multipart uploads.
+func (d *Dir) AbortUpload(context.Context, string, string) error { return nil }
 
-// Scan implements Contents (reads every name: fine for tests).
-func (d *DirContents) Scan(_ context.Context, cursor string, limit int) ([]StoredObject, string, error) {
+// Scan implements Store (reads every name: fine for tests).
+func (d *Dir) Scan(_ context.Context, cursor string, limit int) ([]StoredObject, string, error) {
 	var keys []StoredObject
 	now := time.Now()
 	err := filepath.WalkDir(d.dir, func(p string, e os.DirEntry, err error) error {

@@ -1,4 +1,4 @@
-package webdav
+package contents
 
 import (
 	"bufio"
@@ -22,7 +22,7 @@ import (
 // versitygw, MinIO, SeaweedFS, Ceph RGW), the object's body is read
 // here straight off a *net.TCPConn, which lets the handler hand the
 // bytes to the client's socket with splice(2) and never see them
-// (rawBody.sendTo). HTTPS endpoints, proxies and any request but a GET
+// (rawBody.SendTo). HTTPS endpoints, proxies and any request but a GET
 // go through the SDK's usual client.
 
 const (
@@ -221,11 +221,11 @@ func (b *rawBody) fail(err error) error {
 	return err
 }
 
-// sendTo writes up to n bytes of the body to w: the few that arrived with
+// SendTo writes up to n bytes of the body to w: the few that arrived with
 // the head through w.Write, the rest by w's ReadFrom of the connection
 // itself, which for a response on a TCP connection is splice(2) from
 // socket to socket; a w without ReadFrom gets a 1 MiB-buffer copy.
-func (b *rawBody) sendTo(w io.Writer, n int64) (int64, error) {
+func (b *rawBody) SendTo(w io.Writer, n int64) (int64, error) {
 	if b.err != nil {
 		return 0, b.err
 	}

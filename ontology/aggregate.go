@@ -386,7 +386,7 @@ func (s *Store) Aggregate(ctx context.Context, u *models.User, typeRef string, r
 	if acc != AccuracyAccurate && acc != AccuracyAllowApproximate {
 		return nil, badMember("accuracy", "accuracy", "accuracy is accurate or allow_approximate (got %q)", req.Accuracy)
 	}
-	ts, fs, err := s.aggFilters(ctx, typeRef, raw)
+	ts, fs, err := s.sqlFilters(ctx, typeRef, raw)
 	if err != nil {
 		return nil, err
 	}

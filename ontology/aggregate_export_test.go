@@ -14,7 +14,7 @@ func (s *Store) AggregateSQL(ctx context.Context, u *models.User, typeRef string
 	if err != nil {
 		return "", nil, err
 	}
-	ts, fs, err := s.aggFilters(ctx, typeRef, raw)
+	ts, fs, err := s.sqlFilters(ctx, typeRef, raw)
 	if err != nil {
 		return "", nil, err
 	}

@@ -15,8 +15,9 @@ import (
 	"github.com/ontoflow/ontoflow/models"
 )
 
-// aggFilters parses the listing's filters for an aggregation.
-func (s *Store) aggFilters(ctx context.Context, typeRef string, raw []RawFilter) (*typeState, []valueFilter, error) {
+// sqlFilters parses raw filters on typeRef into the query path's (the
+// listing's filters, for an aggregation and for the tests' plans).
+func (s *Store) sqlFilters(ctx context.Context, typeRef string, raw []RawFilter) (*typeState, []valueFilter, error) {
 	ts, err := loadTypeState(ctx, s.db, typeRef)
 	if err != nil {
 		return nil, nil, err

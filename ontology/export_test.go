@@ -105,20 +105,3 @@ func (s *Store) WindowSQL(ctx context.Context, u *models.User, typeRef string, r
 	q, args, _ := s.statement(u, ts, fs, order{}, nil, 0, 100, &textWindow{window: textWindowFirst, like: like})
 	return q, args, nil
 }
-
-// sqlFilters parses raw filters on typeRef into the query path's.
-func (s *Store) sqlFilters(ctx context.Context, typeRef string, raw []RawFilter) (*typeState, []valueFilter, error) {
-	ts, err := loadTypeState(ctx, s.db, typeRef)
-	if err != nil {
-		return nil, nil, err
-	}
-	conds, err := parseFilters(ts, raw, s.levels)
-	if err != nil {
-		return nil, nil, err
-	}
-	fs := make([]valueFilter, len(conds))
-	for i, c := range conds {
-		fs[i] = s.sqlFilter(ts, c)
-	}
-	return ts, fs, nil
-}

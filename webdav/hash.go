@@ -63,6 +63,12 @@ func (h *Handler) hashFile(ctx context.Context, userID, p string) error {
 	if err != nil || !before.Mode().IsRegular() {
 		return err
 	}
+	// The record as it is before the read: its generation is kept, and
+	// only it may be replaced (recordSum compares and swaps).
+	prior, had, err := h.meta.recordOf(ctx, userID, p, f)
+	if err != nil {
+		return fmt.Errorf("read record: %w", err)
+	}
 	md, sh := md5.New(), sha1.New()
 	bp := bufPool.Get().(*[]byte)
 	defer bufPool.Put(bp)
@@ -72,9 +78,13 @@ func (h *Handler) hashFile(ctx context.Context, userID, p string) error {
 	sum := models.DavChecksum{
 		UserID: userID, Path: p, Size: before.Size(), MtimeNs: before.ModTime().UnixNano(),
 		SHA1: hex.EncodeToString(sh.Sum(nil)), MD5: hex.EncodeToString(md.Sum(nil)),
-		Gen: h.keptGen(ctx, userID, p, f, before),
+		Gen: keptGen(prior, had, before),
 	}
-	if err := h.meta.recordSum(ctx, root, f, before, sum); err != nil {
+	var was *models.DavChecksum
+	if had {
+		was = &prior
+	}
+	if err := h.meta.recordSum(ctx, root, f, before, sum, was); err != nil {
 		if errors.Is(err, errSumNotSet) {
 			// Do not read it all again on every PROPFIND while it
 			// stays the same.
@@ -109,9 +119,8 @@ func (h *Handler) unhashable(userID, p string, fi fs.FileInfo) bool {
 // keptGen is the generation the hashed version already has (a large
 // upload's, drawn at its write), so adding its hashes keeps its ETag; a
 // file without one (put there behind the server's back) gets a new one.
-func (h *Handler) keptGen(ctx context.Context, userID, p string, f *os.File, before fs.FileInfo) int64 {
-	rec, ok, err := h.meta.recordOf(ctx, userID, p, f)
-	if err == nil && ok && sumValid(rec, before) && rec.Gen != 0 {
+func keptGen(rec models.DavChecksum, ok bool, before fs.FileInfo) int64 {
+	if ok && sumValid(rec, before) && rec.Gen != 0 {
 		return rec.Gen
 	}
 	return newGen()

@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"strings"
 	"testing"
 	"time"
 
@@ -16,6 +17,7 @@ import (
 
 	"github.com/ontoflow/ontoflow/internal/harness/testdb"
 	"github.com/ontoflow/ontoflow/media"
+	"github.com/ontoflow/ontoflow/models"
 
 	"github.com/ontoflow/ontoflow/webdav/contents"
 )
@@ -190,4 +192,71 @@ func mediaOf(t *testing.T, e *env) media.Store {
 func sha(b []byte) string {
 	s := sha256.Sum256(b)
 	return hex.EncodeToString(s[:])
+}
+
+// TestHashingKeepsANewerRecord: CI once saw a large upload's ETag move
+// under a client. The background hasher of an earlier version stat'ed the
+// path, an upload of bytes with the same size and forged mtime committed
+// its record, and the hasher then wrote the earlier version's record (and
+// generation) over it. The stat cannot tell the two apart, so the
+// database store must replace only the record it read before hashing. The
+// upload's commit is staged here by writing its record between the read
+// and the write, which is where the race put it.
+func TestHashingKeepsANewerRecord(t *testing.T) {
+	testdb.Each(t, func(t *testing.T, db *gorm.DB) {
+		e := newEnv(t, db, t.TempDir(), Options{ChecksumsInDB: true})
+		u := addUser(t, e.db, "hasher", 0)
+		body := strings.Repeat("v", smallUpload+4096)
+		if code, _, out := e.do("hasher", "PUT", "/race.bin", body, "X-OC-Mtime", "1700000000"); code >= 300 {
+			t.Fatalf("PUT: %d %s", code, out)
+		}
+		ctx := context.Background()
+		root, err := e.h.openRoot(u.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer root.Close()
+		f, err := root.Open("race.bin")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer f.Close()
+		before, err := f.Stat()
+		if err != nil {
+			t.Fatal(err)
+		}
+		prior, had, err := e.h.meta.recordOf(ctx, u.ID, "/race.bin", f)
+		if err != nil || !had || prior.Gen == 0 {
+			t.Fatalf("the upload's record: %+v %v %v", prior, had, err)
+		}
+		newer := prior
+		newer.Gen = prior.Gen ^ 0x5a5a
+		if err := db.Save(&newer).Error; err != nil {
+			t.Fatal(err)
+		}
+		hashed := prior
+		hashed.SHA1, hashed.MD5 = strings.Repeat("1", 40), strings.Repeat("2", 32)
+		if err := e.h.meta.recordSum(ctx, root, f, before, hashed, &prior); err != nil {
+			t.Fatal(err)
+		}
+		var got models.DavChecksum
+		if err := db.Where("user_id = ? AND path = ?", u.ID, "/race.bin").First(&got).Error; err != nil {
+			t.Fatal(err)
+		}
+		if got.Gen != newer.Gen || got.SHA1 != newer.SHA1 {
+			t.Fatalf("the newer record was overwritten: gen %x sha1 %q, want gen %x sha1 %q", got.Gen, got.SHA1, newer.Gen, newer.SHA1)
+		}
+		// With nothing written in between, the hashes are added and the
+		// generation (and so the tag) stays.
+		hashed.Gen = newer.Gen
+		if err := e.h.meta.recordSum(ctx, root, f, before, hashed, &newer); err != nil {
+			t.Fatal(err)
+		}
+		if err := db.Where("user_id = ? AND path = ?", u.ID, "/race.bin").First(&got).Error; err != nil {
+			t.Fatal(err)
+		}
+		if got.SHA1 != hashed.SHA1 || got.Gen != newer.Gen {
+			t.Fatalf("hashes of the unchanged record not recorded: %+v", got)
+		}
+	})
 }

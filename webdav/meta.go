@@ -74,8 +74,9 @@ type checksums interface {
 	// and records its metadata.
 	commitUpload(ctx context.Context, c uploadCommit) error
 	// recordSum records the checksum of a file hashed in the background:
-	// f is the open file that was read, before its state then.
-	recordSum(ctx context.Context, root *os.Root, f *os.File, before fs.FileInfo, sum models.DavChecksum) error
+	// f is the open file that was read, before its state then, prior the
+	// record read before the hashing began (nil: there was none).
+	recordSum(ctx context.Context, root *os.Root, f *os.File, before fs.FileInfo, sum models.DavChecksum, prior *models.DavChecksum) error
 	// copySum gives out (a copy of in, with fi's size and mtime) in's
 	// checksum.
 	copySum(in, out *os.File, fi fs.FileInfo) error
@@ -304,13 +305,28 @@ func (s *dbStore) lockStripe(userID, p string) *sync.Mutex {
 	return &s.stripe[x%uint32(len(s.stripe))]
 }
 
-func (s *dbStore) recordSum(ctx context.Context, root *os.Root, _ *os.File, before fs.FileInfo, sum models.DavChecksum) error {
+// recordSum compares and swaps: an upload that renames over the path
+// after the stat below still writes its record after it, and a client can
+// forge size and mtime, so the stat alone cannot tell its record from the
+// hashed version's. Only the record read before hashing (or, if there was
+// none, an empty place) is replaced; any record written since carries a
+// new generation and stays.
+func (s *dbStore) recordSum(ctx context.Context, root *os.Root, _ *os.File, before fs.FileInfo, sum models.DavChecksum, prior *models.DavChecksum) error {
 	now, err := root.Stat(rel(sum.Path))
 	if err != nil || statKey(now) != statKey(before) {
 		// Replaced or changed meanwhile: its own upload records it.
 		return nil
 	}
-	if err := s.db.WithContext(ctx).Clauses(clause.OnConflict{UpdateAll: true}).Create(&sum).Error; err != nil {
+	db := s.db.WithContext(ctx)
+	if prior == nil {
+		err = db.Clauses(clause.OnConflict{DoNothing: true}).Create(&sum).Error
+	} else {
+		err = db.Model(&models.DavChecksum{}).
+			Where("user_id = ? AND path = ? AND gen = ? AND size = ? AND mtime_ns = ? AND sha1 = ? AND md5 = ?",
+				sum.UserID, sum.Path, prior.Gen, prior.Size, prior.MtimeNs, prior.SHA1, prior.MD5).
+			Updates(map[string]any{"size": sum.Size, "mtime_ns": sum.MtimeNs, "sha1": sum.SHA1, "md5": sum.MD5, "gen": sum.Gen}).Error
+	}
+	if err != nil {
 		return fmt.Errorf("record checksum: %w", err)
 	}
 	return nil

@@ -240,7 +240,7 @@ var errSumNotSet = errors.New("checksum attribute not set")
 
 // recordSum sets the attribute on the very inode that was read: if the
 // path was replaced meanwhile, it goes with the old file, harmlessly.
-func (s *xattrStore) recordSum(_ context.Context, _ *os.Root, f *os.File, before fs.FileInfo, sum models.DavChecksum) error {
+func (s *xattrStore) recordSum(_ context.Context, _ *os.Root, f *os.File, before fs.FileInfo, sum models.DavChecksum, _ *models.DavChecksum) error {
 	now, err := f.Stat()
 	if err != nil || statKey(now) != statKey(before) {
 		return nil

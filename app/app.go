@@ -390,7 +390,7 @@ func (a *App) identityProvider() (*oidc.Provider, error) {
 	public := strings.TrimSuffix(a.Cfg.PublicURL, "/")
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	return oidc.New(ctx, a.DB, a.Cfg.Markings, oidc.Config{
+	return oidc.New(ctx, &users.Store{DB: a.DB, Levels: a.Cfg.Markings}, a.Cfg.Markings, oidc.Config{
 		Issuer: o.Issuer, ClientID: o.ClientID, ClientSecret: o.ClientSecret, Scopes: o.Scopes,
 		RedirectURL: public + console.Prefix + "/auth/callback", PostLogoutURL: public + console.Prefix + "/login",
 		Label: o.Label,

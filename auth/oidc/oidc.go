@@ -18,7 +18,6 @@ import (
 
 	gooidc "github.com/coreos/go-oidc/v3/oidc"
 	"golang.org/x/oauth2"
-	"gorm.io/gorm"
 
 	"github.com/ontoflow/ontoflow/apperr"
 	"github.com/ontoflow/ontoflow/auth"
@@ -48,8 +47,15 @@ type Provider struct {
 	verifier   *gooidc.IDTokenVerifier
 	endSession string
 	client     *http.Client
-	db         *gorm.DB
+	users      Users
 	levels     auth.Levels
+}
+
+// Users keeps the users the provider signs in (users.Store): it finds the
+// one of an issuer and subject, lets apply set its fields and writes what
+// changed.
+type Users interface {
+	SaveIdentity(ctx context.Context, issuer, subject string, apply func(u *models.User, isNew bool) error) (*models.User, error)
 }
 
 // discoveryTimeout bounds each call to the provider.
@@ -57,7 +63,7 @@ const discoveryTimeout = 10 * time.Second
 
 // New discovers the provider at cfg.Issuer (its
 // .well-known/openid-configuration, whose issuer must equal it).
-func New(ctx context.Context, db *gorm.DB, levels auth.Levels, cfg Config) (*Provider, error) {
+func New(ctx context.Context, us Users, levels auth.Levels, cfg Config) (*Provider, error) {
 	client := &http.Client{Timeout: discoveryTimeout}
 	ctx = gooidc.ClientContext(ctx, client)
 	op, err := gooidc.NewProvider(ctx, cfg.Issuer)
@@ -87,7 +93,7 @@ func New(ctx context.Context, db *gorm.DB, levels auth.Levels, cfg Config) (*Pro
 		verifier:   op.Verifier(&gooidc.Config{ClientID: cfg.ClientID, SupportedSigningAlgs: []string{gooidc.RS256}}),
 		endSession: meta.EndSession,
 		client:     client,
-		db:         db,
+		users:      us,
 		levels:     levels,
 	}, nil
 }
@@ -205,22 +211,16 @@ func IsRefused(err error) bool {
 // signed by the provider's key (fetched from its JWKS, refetched when it
 // rotates; RS256 only, "none" never), for Ontoflow's audience, not
 // expired, not before its nbf. Its subject is the user of the console's
-// sign-in; a subject never seen is provisioned from the token's claims,
-// so a service account needs no console sign-in. It implements
-// auth.JWTVerifier.
+// sign-in, and every token is mapped as a sign-in is (Provision): the
+// required group and the roles and clearance its claims give apply at
+// each request, so a user the provider stops admitting loses the API at
+// their next token. A subject never seen is provisioned, so a service
+// account needs no console sign-in. It implements auth.JWTVerifier.
 func (p *Provider) VerifyBearer(ctx context.Context, raw string) (*models.User, error) {
 	ctx = gooidc.ClientContext(ctx, p.client)
 	t, err := p.verifier.Verify(ctx, raw)
 	if err != nil {
 		return nil, refused("verify the bearer JWT: %v", err)
-	}
-	var u models.User
-	err = p.db.WithContext(ctx).Where("oidc_issuer = ? AND oidc_subject = ?", t.Issuer, t.Subject).Take(&u).Error
-	if err == nil {
-		return &u, nil
-	}
-	if !errors.Is(err, gorm.ErrRecordNotFound) {
-		return nil, fmt.Errorf("look up the user of %s: %w", t.Subject, err)
 	}
 	claims := map[string]any{}
 	if err := t.Claims(&claims); err != nil {

@@ -21,6 +21,7 @@ import (
 	"github.com/ontoflow/ontoflow/auth/oidc"
 	"github.com/ontoflow/ontoflow/internal/harness/testdb"
 	"github.com/ontoflow/ontoflow/models"
+	"github.com/ontoflow/ontoflow/users"
 )
 
 // idp is a real OpenID provider (mockoidc) on loopback whose token
@@ -82,7 +83,7 @@ func (p *idp) craft(f func(nonce string) string) {
 
 func newProvider(t *testing.T, m *idp, db *gorm.DB, mapping oidc.Mapping) *oidc.Provider {
 	t.Helper()
-	p, err := oidc.New(context.Background(), db, auth.DefaultLevels, oidc.Config{
+	p, err := oidc.New(context.Background(), &users.Store{DB: db, Levels: auth.DefaultLevels}, auth.DefaultLevels, oidc.Config{
 		Issuer: m.Issuer(), ClientID: m.ClientID, ClientSecret: m.ClientSecret,
 		Scopes:      []string{"openid", "profile", "email", "groups"},
 		RedirectURL: "http://127.0.0.1:1/ui/auth/callback", Mapping: mapping})
@@ -211,22 +212,26 @@ func TestFinishRefusesForgeries(t *testing.T) {
 	p := newProvider(t, m, db, oidc.Mapping{})
 	ctx := context.Background()
 
-	pd, u := p.Start("/ui/")
-	code, state := authorize(t, u)
-	if _, err := p.Finish(ctx, pd, state+"x", code); !oidc.IsRefused(err) || !apperr.Is(err, apperr.Unauthorized) {
-		t.Errorf("state mismatch: %v", err)
-	}
-	pd, u = p.Start("/ui/")
-	code, state = authorize(t, u)
-	other := pd
-	other.Nonce = "another-sign-in's-nonce"
-	if _, err := p.Finish(ctx, other, state, code); !oidc.IsRefused(err) || !strings.Contains(err.Error(), "nonce") {
-		t.Errorf("nonce mismatch: %v", err)
-	}
-	// The code was redeemed: replaying the callback is refused.
-	if _, err := p.Finish(ctx, pd, state, code); !oidc.IsRefused(err) {
-		t.Errorf("replayed code: %v", err)
-	}
+	t.Run("state mismatch", func(t *testing.T) {
+		pd, u := p.Start("/ui/")
+		code, state := authorize(t, u)
+		if _, err := p.Finish(ctx, pd, state+"x", code); !oidc.IsRefused(err) || !apperr.Is(err, apperr.Unauthorized) {
+			t.Errorf("state mismatch: %v", err)
+		}
+	})
+	t.Run("nonce mismatch and replay", func(t *testing.T) {
+		pd, u := p.Start("/ui/")
+		code, state := authorize(t, u)
+		other := pd
+		other.Nonce = "another-sign-in's-nonce"
+		if _, err := p.Finish(ctx, other, state, code); !oidc.IsRefused(err) || !strings.Contains(err.Error(), "nonce") {
+			t.Errorf("nonce mismatch: %v", err)
+		}
+		// The code was redeemed: replaying the callback is refused.
+		if _, err := p.Finish(ctx, pd, state, code); !oidc.IsRefused(err) {
+			t.Errorf("replayed code: %v", err)
+		}
+	})
 
 	now := time.Now()
 	claims := func(nonce string, mod func(jwt.MapClaims)) jwt.MapClaims {
@@ -261,23 +266,27 @@ func TestFinishRefusesForgeries(t *testing.T) {
 		{"unknown key", signed(stranger, nil), false},
 	}
 	for _, c := range cases {
-		m.craft(c.token)
+		t.Run(c.name, func(t *testing.T) {
+			m.craft(c.token)
+			pd, u := p.Start("/ui/")
+			code, state := authorize(t, u)
+			id, err := p.Finish(ctx, pd, state, code)
+			if c.ok != (err == nil) {
+				t.Errorf("%s: %+v %v", c.name, id, err)
+			}
+		})
+	}
+	t.Run("rotated key", func(t *testing.T) {
+		// The provider rotates its key: the new one is fetched from its JWKS.
+		rotated, _ := mockoidc.RandomKeypair(2048)
+		m.Keypair = rotated
+		m.craft(signed(rotated, nil))
 		pd, u := p.Start("/ui/")
 		code, state := authorize(t, u)
-		id, err := p.Finish(ctx, pd, state, code)
-		if c.ok != (err == nil) {
-			t.Errorf("%s: %+v %v", c.name, id, err)
+		if _, err := p.Finish(ctx, pd, state, code); err != nil {
+			t.Errorf("token signed with the rotated key: %v", err)
 		}
-	}
-	// The provider rotates its key: the new one is fetched from its JWKS.
-	rotated, _ := mockoidc.RandomKeypair(2048)
-	m.Keypair = rotated
-	m.craft(signed(rotated, nil))
-	pd, u = p.Start("/ui/")
-	code, state = authorize(t, u)
-	if _, err := p.Finish(ctx, pd, state, code); err != nil {
-		t.Errorf("token signed with the rotated key: %v", err)
-	}
+	})
 }
 
 // LocalPath keeps the callback from redirecting anywhere but the console.
@@ -365,6 +374,92 @@ func TestBearerJWT(t *testing.T) {
 		auth.UsersChanged()
 		if pr, err := authn(token(m.Keypair, nil)); !apperr.Is(err, apperr.Unauthorized) {
 			t.Errorf("disabled user's JWT: %+v %v", pr, err)
+		}
+	})
+}
+
+// Every bearer JWT is mapped as a sign-in is (issue 47 item 2): its
+// groups set the roles, a token outside the required group refuses the
+// user and disables the account, so their app passwords stop too, and a
+// later admitted token enables it again. A token whose claims change
+// nothing writes nothing. A key the provider rotated to is fetched.
+func TestBearerJWTMapsEveryToken(t *testing.T) {
+	testdb.Each(t, func(t *testing.T, db *gorm.DB) {
+		m := startIdP(t)
+		p := newProvider(t, m, db, oidc.Mapping{RequiredGroup: "staff", Roles: map[string][]string{"ops": {"operator"}}})
+		s := auth.NewService(db, auth.Options{})
+		s.SetJWTVerifier(p.VerifyBearer)
+		ctx := context.Background()
+		kp := m.Keypair
+		token := func(groups ...string) string {
+			now := time.Now()
+			c := jwt.MapClaims{"iss": m.Issuer(), "aud": m.ClientID, "sub": "sub-7", "preferred_username": "gina",
+				"groups": groups, "iat": now.Unix(), "exp": now.Add(time.Hour).Unix()}
+			tok, err := kp.SignJWT(c)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return tok
+		}
+		authn := func(tok string) (*auth.Principal, error) {
+			r, _ := http.NewRequest("GET", "http://127.0.0.1/api/v1/me", nil)
+			r.RemoteAddr = "127.0.0.1:1"
+			r.Header.Set("Authorization", "Bearer "+tok)
+			return s.Authenticate(r)
+		}
+		pr, err := authn(token("staff", "ops"))
+		if err != nil || !pr.User.HasRole("operator") {
+			t.Fatalf("admitted token with the ops group: %+v %v", pr, err)
+		}
+		gina := pr.User
+		pw, _, err := s.CreateAppPassword(ctx, &auth.Principal{User: gina, Method: "oidc"}, auth.AppPasswordSpec{Name: "drive"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		drive := func() error {
+			r, _ := http.NewRequest("PROPFIND", "http://127.0.0.1/webdav/", nil)
+			r.RemoteAddr = "127.0.0.1:1"
+			r.SetBasicAuth("gina", pw)
+			_, err := s.AuthenticateWebDAV(r)
+			return err
+		}
+		if err := drive(); err != nil {
+			t.Fatalf("app password of an admitted user: %v", err)
+		}
+		updated := func() time.Time {
+			var u models.User
+			if err := db.Where("id = ?", gina.ID).Take(&u).Error; err != nil {
+				t.Fatal(err)
+			}
+			return u.UpdatedAt
+		}
+		at := updated()
+		time.Sleep(5 * time.Millisecond)
+		if _, err := authn(token("staff", "ops")); err != nil || !updated().Equal(at) {
+			t.Errorf("an unchanged token wrote the user (updated %v, was %v): %v", updated(), at, err)
+		}
+		if pr, err := authn(token("staff")); err != nil || pr.User.HasRole("operator") {
+			t.Errorf("token without the ops group keeps the role: %+v %v", pr, err)
+		}
+		if pr, err := authn(token("ops")); !apperr.Is(err, apperr.Unauthorized) {
+			t.Fatalf("token outside the required group: %+v %v", pr, err)
+		}
+		if err := drive(); !apperr.Is(err, apperr.Unauthorized) {
+			t.Errorf("app password of a user the provider no longer admits: %v", err)
+		}
+		if _, err := authn(token("staff")); err != nil {
+			t.Fatalf("admitted again: %v", err)
+		}
+		if err := drive(); err != nil {
+			t.Errorf("app password after the provider admits the user again: %v", err)
+		}
+		rotated, err := mockoidc.RandomKeypair(2048)
+		if err != nil {
+			t.Fatal(err)
+		}
+		m.Keypair, kp = rotated, rotated
+		if _, err := authn(token("staff")); err != nil {
+			t.Errorf("token signed with the rotated key: %v", err)
 		}
 	})
 }

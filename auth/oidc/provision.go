@@ -2,17 +2,13 @@ package oidc
 
 import (
 	"context"
-	"errors"
-	"fmt"
 	"regexp"
 	"slices"
 	"sort"
 
 	"github.com/google/uuid"
-	"gorm.io/gorm"
 
 	"github.com/ontoflow/ontoflow/apperr"
-	"github.com/ontoflow/ontoflow/auth"
 	"github.com/ontoflow/ontoflow/models"
 )
 
@@ -79,42 +75,18 @@ var ErrNotAdmitted = apperr.New(apperr.PermissionDenied, "your account is not ad
 
 // Provision finds the user of id by issuer and subject, creating it at
 // the first sign-in, and sets its username, roles, clearance and e-mail
-// from the claims. A user outside RequiredGroup is disabled and refused.
+// from the claims (the users store writes only what changed). A user
+// outside RequiredGroup is disabled and refused.
 func (p *Provider) Provision(ctx context.Context, id *Identity) (*models.User, error) {
 	m := p.cfg.Mapping
 	groups := id.Groups(m)
 	admitted := m.RequiredGroup == "" || slices.Contains(groups, m.RequiredGroup)
-	var u models.User
-	err := p.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
-		err := tx.Where("oidc_issuer = ? AND oidc_subject = ?", id.Issuer, id.Subject).Take(&u).Error
-		isNew := errors.Is(err, gorm.ErrRecordNotFound)
-		if err != nil && !isNew {
-			return fmt.Errorf("look up the user of %s: %w", id.Subject, err)
-		}
+	u, err := p.users.SaveIdentity(ctx, id.Issuer, id.Subject, func(u *models.User, isNew bool) error {
 		if isNew && !admitted {
 			return ErrNotAdmitted
 		}
-		if isNew {
-			iss, sub := id.Issuer, id.Subject
-			u = models.User{ID: uuid.NewString(), OIDCIssuer: &iss, OIDCSubject: &sub, Clearance: p.levels.Lowest()}
-		}
-		if err := p.apply(&u, id, groups, admitted); err != nil {
-			return err
-		}
-		if isNew {
-			err = tx.Create(&u).Error
-		} else {
-			err = tx.Save(&u).Error
-		}
-		if errors.Is(err, gorm.ErrDuplicatedKey) {
-			return apperr.New(apperr.Conflict, "the username %q is taken by another account; an administrator must rename one", u.Username)
-		}
-		if err != nil {
-			return fmt.Errorf("save the user of %s: %w", id.Subject, err)
-		}
-		return nil
+		return p.apply(u, id, groups, admitted, isNew)
 	})
-	auth.UsersChanged()
 	if err != nil {
 		return nil, err
 	}
@@ -124,17 +96,22 @@ func (p *Provider) Provision(ctx context.Context, id *Identity) (*models.User, e
 		}
 		return nil, apperr.New(apperr.PermissionDenied, "this account is disabled")
 	}
-	return &u, nil
+	return u, nil
 }
 
 // apply sets u's fields from the claims.
-func (p *Provider) apply(u *models.User, id *Identity, groups []string, admitted bool) error {
+func (p *Provider) apply(u *models.User, id *Identity, groups []string, admitted, isNew bool) error {
 	m := p.cfg.Mapping
 	claim := m.UsernameClaim
 	if claim == "" {
 		claim = "preferred_username"
 	}
 	name := id.str(claim)
+	if name == "" && !isNew {
+		// An access token may carry no username (Entra's do not): the
+		// known user keeps theirs; the ID token of a sign-in renames.
+		name = u.Username
+	}
 	if !usernameRE.MatchString(name) || uuid.Validate(name) == nil {
 		return apperr.New(apperr.PermissionDenied, "the identity provider's %q claim (%q) is no valid username", claim, name)
 	}

@@ -16,7 +16,6 @@ import (
 var gormUsers = []string{
 	"app",
 	"auth",
-	"auth/oidc", // provisions the users it signs in (JIT); its rows are users rows keyed by issuer and subject
 	"cmd/davbench",
 	"cmd/insightsbench",
 	"cmd/ontobench",

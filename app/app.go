@@ -450,6 +450,7 @@ func (a *App) handler(store *ontology.Store, eng *engine.Engine) (http.Handler, 
 	}
 	if idp != nil {
 		a.Auth.SetJWTVerifier(idp.VerifyBearer)
+		idp.TrackSessions(a.Auth, a.Secrets)
 	}
 	ui, err := console.New(console.Deps{Auth: a.Auth, Store: store, Executions: execs,
 		Inbox: notifications.NewInbox(a.DB), Insights: insights.New(a.DB),

@@ -79,7 +79,12 @@ func (c *Console) oidcCallback(g *gin.Context) {
 		c.loginError(g, http.StatusInternalServerError, "Sign-in failed; see the server log.")
 		return
 	}
-	secret, _, err := c.d.Auth.IssueTokenFor(ctx, &auth.Principal{User: u, Method: "oidc"}, "console (oidc)", c.d.TokenTTL, false)
+	secret, tok, err := c.d.Auth.IssueTokenFor(ctx, &auth.Principal{User: u, Method: "oidc"}, "console (oidc)", c.d.TokenTTL, false)
+	if err == nil {
+		// Kept before the cookie is set: a session the provider's could
+		// not end must not begin.
+		err = c.d.OIDC.KeepSession(ctx, tok.ID, u.ID, id)
+	}
 	if err != nil {
 		c.d.Logger.ErrorContext(ctx, "console token", "err", err)
 		c.loginError(g, http.StatusInternalServerError, "Sign-in failed; see the server log.")

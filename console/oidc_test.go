@@ -7,11 +7,15 @@ import (
 	"net/http/cookiejar"
 	"net/url"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 
+	"github.com/golang-jwt/jwt/v5"
 	"github.com/oauth2-proxy/mockoidc"
 
 	"github.com/ontoflow/ontoflow/internal/harness/devtest"
+	"github.com/ontoflow/ontoflow/models"
 )
 
 // oidcStack is a dev process whose console signs in with a real OpenID
@@ -165,5 +169,96 @@ func TestConsoleOIDCGroupPolicy(t *testing.T) {
 	}
 	if body := run("sub-hal", "hal", []string{"staff"}); strings.Contains(body, "succeeded") || !strings.Contains(body, "ops") {
 		t.Errorf("not a member of ops:\n%s", body)
+	}
+}
+
+// movingUser is a provider account whose groups change while its session
+// at the provider lives on (what an administrator's edit at the IdP does).
+type movingUser struct {
+	mu sync.Mutex
+	u  mockoidc.MockUser
+}
+
+func (m *movingUser) snapshot() *mockoidc.MockUser {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	c := m.u
+	c.Groups = append([]string(nil), m.u.Groups...)
+	return &c
+}
+
+func (m *movingUser) setGroups(g ...string) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.u.Groups = g
+}
+
+func (m *movingUser) ID() string                              { return m.snapshot().ID() }
+func (m *movingUser) Userinfo(scope []string) ([]byte, error) { return m.snapshot().Userinfo(scope) }
+func (m *movingUser) Claims(scope []string, c *mockoidc.IDTokenClaims) (jwt.Claims, error) {
+	return m.snapshot().Claims(scope, c)
+}
+
+// A console session begun at the provider lasts as long as the provider
+// vouches for it (issue 47 items 1 and 2): when its ID token expires (made
+// due here by moving its check time), the next request refreshes it and
+// maps the new claims; a refresh whose claims no longer admit the user,
+// or that the provider refuses, ends the session there.
+func TestConsoleOIDCSessionFollowsTheProvider(t *testing.T) {
+	s := startOIDCStack(t)
+	ui := s.base + "/ui"
+	due := func() {
+		t.Helper()
+		if err := s.app.DB.Model(&models.IdPSession{}).Where("1 = 1").Update("check_at", time.Now().Add(-time.Minute)).Error; err != nil {
+			t.Fatal(err)
+		}
+	}
+	signedIn := func(b *http.Client) bool {
+		resp, _ := get(t, b, ui+"/account")
+		return resp.StatusCode == http.StatusOK && resp.Request.URL.Path == "/ui/account"
+	}
+	gail := &movingUser{u: mockoidc.MockUser{Subject: "sub-gail", PreferredUsername: "gail", Groups: []string{"staff"}}}
+	b := browserClient(t)
+	s.idp.QueueUser(gail)
+	get(t, b, ui+"/auth/login")
+	if !signedIn(b) {
+		t.Fatal("gail is not signed in")
+	}
+	var sess models.IdPSession
+	if err := s.app.DB.Take(&sess).Error; err != nil || sess.Refresh == "" || strings.Contains(sess.Refresh, ".") {
+		t.Fatalf("the provider's session is not kept, or its refresh token is kept in the clear: %+v %v", sess, err)
+	}
+
+	due()
+	if !signedIn(b) {
+		t.Fatal("a refreshed session ended")
+	}
+	if err := s.app.DB.Take(&sess).Error; err != nil || !sess.CheckAt.After(time.Now()) {
+		t.Fatalf("the refreshed session's next check: %+v %v", sess, err)
+	}
+
+	gail.setGroups("admins") // out of the required group at the provider
+	due()
+	if signedIn(b) {
+		t.Fatal("the session of a user the provider no longer admits goes on")
+	}
+
+	// The provider refuses the refresh (its session is gone: here its
+	// signing key changed, so it no longer honours its refresh tokens).
+	gail.setGroups("staff")
+	c := browserClient(t)
+	s.idp.QueueUser(gail)
+	get(t, c, ui+"/auth/login")
+	if !signedIn(c) {
+		t.Fatal("gail is not signed in again")
+	}
+	kp, err := mockoidc.RandomKeypair(2048)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.idp.Keypair = kp
+	due()
+	if signedIn(c) {
+		t.Fatal("a session whose refresh the provider refused goes on")
 	}
 }

@@ -48,6 +48,9 @@ func (c *Console) session(g *gin.Context) {
 	ck, err := g.Request.Cookie(cookieName)
 	if err == nil && ck.Value != "" {
 		p, err := c.d.Auth.Bearer(g.Request.Context(), ck.Value, remoteIP(g.Request))
+		if err == nil && c.idpEnded(g, p) {
+			err = auth.ErrUnauthorized
+		}
 		if err == nil {
 			g.Set(principalKey, p)
 			g.Set(csrfKey, csrfToken(ck.Value))
@@ -67,6 +70,24 @@ func (c *Console) session(g *gin.Context) {
 	}
 	g.Redirect(http.StatusSeeOther, Prefix+"/login")
 	g.Abort()
+}
+
+// idpEnded checks a session that began at the identity provider with it
+// when its ID token has expired (oidc.Provider.CheckSession): ended, the
+// session's token is revoked and the cookie cleared. A check that fails
+// for want of the provider keeps the session.
+func (c *Console) idpEnded(g *gin.Context, p *auth.Principal) bool {
+	if c.d.OIDC == nil || p.User.OIDCSubject == nil || p.TokenID == "" {
+		return false
+	}
+	ended, err := c.d.OIDC.CheckSession(g.Request.Context(), p.TokenID, p.User.ID)
+	if err != nil {
+		c.d.Logger.WarnContext(g.Request.Context(), "console session: check with the identity provider", "err", err)
+	}
+	if ended {
+		c.setCookie(g, "", -1)
+	}
+	return ended
 }
 
 // csrf refuses a state-changing request that does not come from a console

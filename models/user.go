@@ -2,7 +2,7 @@ package models
 
 import "time"
 
-var userModels = []any{&User{}, &APIToken{}, &AppPassword{}, &NotificationSettings{}}
+var userModels = []any{&User{}, &APIToken{}, &AppPassword{}, &NotificationSettings{}, &IdPSession{}}
 
 // User is a service user: the same account logs in to the API and WebDAV.
 // MaxOrganizationLen is the longest organization, in characters: the size
@@ -127,4 +127,19 @@ type AppPassword struct {
 	RevokedAt  *time.Time `json:"revoked_at,omitempty"`
 	CreatedAt  time.Time  `json:"created_at"`
 	LastUsedAt *time.Time `json:"last_used_at,omitempty"`
+}
+
+// IdPSession ties a console session (its API token) that began with a
+// sign-in at the identity provider to that provider's session: the
+// provider's refresh token, sealed with the secret key under the token's
+// id, and when to ask the provider next (the ID token's expiry). A
+// session whose provider no longer refreshes it, or whose user it no
+// longer admits, ends there (auth/oidc CheckSession).
+type IdPSession struct {
+	TokenID string `gorm:"primaryKey;size:36"`
+	UserID  string `gorm:"size:36;not null;index"`
+	// Refresh is the sealed refresh token; "" when the provider gave none
+	// or no secret key is configured: the session then ends at CheckAt.
+	Refresh string    `gorm:"size:8192;not null;default:''"`
+	CheckAt time.Time `gorm:"not null"`
 }

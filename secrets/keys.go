@@ -330,3 +330,31 @@ func Rotate(ctx context.Context, db *gorm.DB, cfg KeyConfig) (int, error) {
 	}
 	return n, nil
 }
+
+// Seal encrypts value for purpose (which binds it: a sealed value copied
+// to another purpose does not open) under the primary key, for values
+// other packages keep at rest, such as an identity provider's refresh
+// tokens. The result names its key, so rotation reads it on.
+func (s *Store) Seal(purpose, value string) (string, error) {
+	if s.keys == nil {
+		return "", ErrNoKey
+	}
+	ct, keyID, err := s.keys.seal("sealed/"+purpose, value)
+	if err != nil {
+		return "", fmt.Errorf("seal %s: %w", purpose, err)
+	}
+	return keyID + ":" + base64.RawURLEncoding.EncodeToString(ct), nil
+}
+
+// Unseal decrypts what Seal returned for the same purpose.
+func (s *Store) Unseal(purpose, sealed string) (string, error) {
+	if s.keys == nil {
+		return "", ErrNoKey
+	}
+	keyID, b64, ok := strings.Cut(sealed, ":")
+	ct, err := base64.RawURLEncoding.DecodeString(b64)
+	if !ok || err != nil {
+		return "", fmt.Errorf("unseal %s: not a sealed value", purpose)
+	}
+	return s.keys.open("sealed/"+purpose, keyID, ct)
+}

@@ -49,6 +49,8 @@ type Provider struct {
 	client     *http.Client
 	users      Users
 	levels     auth.Levels
+	sessions   Sessions // nil: sessions are not checked (TrackSessions)
+	sealer     Sealer
 }
 
 // Users keeps the users the provider signs in (users.Store): it finds the
@@ -169,7 +171,8 @@ func (p *Provider) Finish(ctx context.Context, pd Pending, state, code string) (
 	if err := idt.Claims(&claims); err != nil {
 		return nil, refused("read the ID token's claims: %v", err)
 	}
-	return &Identity{Issuer: idt.Issuer, Subject: idt.Subject, Claims: claims}, nil
+	return &Identity{Issuer: idt.Issuer, Subject: idt.Subject, Claims: claims,
+		RefreshToken: tok.RefreshToken, Expiry: idt.Expiry}, nil
 }
 
 // LogoutURL is the provider's end-session URL for RP-initiated logout

@@ -5,6 +5,7 @@ import (
 	"regexp"
 	"slices"
 	"sort"
+	"time"
 
 	"github.com/google/uuid"
 
@@ -34,6 +35,11 @@ type Mapping struct {
 type Identity struct {
 	Issuer, Subject string
 	Claims          map[string]any
+	// RefreshToken is the provider's, when it gave one, and Expiry the
+	// ID token's: the console session is checked with the provider then
+	// (session.go).
+	RefreshToken string
+	Expiry       time.Time
 }
 
 // Groups are the identity's groups (the groups claim, strings only).

@@ -146,3 +146,10 @@ const (
 	MaxAggregationGroups  = 10000
 	MaxAggregationMetrics = 20
 )
+
+// ExactDistinctUpTo is how many distinct values an approximate_distinct
+// metric counts exactly in each group when the request allows
+// approximation (accuracy allow_approximate); beyond it the group keeps
+// a HyperLogLog sketch of 2^14 registers (16 KiB, a standard error of
+// about 0.8%) instead of every value, and the answer says approximate.
+const ExactDistinctUpTo = 10000

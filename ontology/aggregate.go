@@ -402,7 +402,7 @@ func (s *Store) Aggregate(ctx context.Context, u *models.User, typeRef string, r
 	if err != nil {
 		return nil, err
 	}
-	a := newAggregation(ls, ms)
+	a := newAggregation(ls, ms, acc == AccuracyAllowApproximate)
 	if err := s.aggRows(ctx, u, ts, fs, a); err != nil {
 		return nil, err
 	}
@@ -460,7 +460,8 @@ func (a *aggregation) sortable(g *aggGroup, mi int) (*big.Rat, []byte) {
 	case MetricCount:
 		return new(big.Rat).SetInt64(g.count), nil
 	case MetricExactDistinct, MetricApproximateDistinct:
-		return new(big.Rat).SetInt64(int64(len(st.distinct))), nil
+		n, _ := st.distinctCount()
+		return new(big.Rat).SetInt64(n), nil
 	case MetricSum:
 		return new(big.Rat).Set(&st.sum), nil
 	case MetricAvg:

@@ -32,3 +32,11 @@ func (s *Store) AggregateSQL(ctx context.Context, u *models.User, typeRef string
 	}
 	return q, args, nil
 }
+
+// SetExactDistinctUpTo lowers the exact limit of approximate_distinct for
+// a test and returns the restore.
+func SetExactDistinctUpTo(n int) func() {
+	old := exactDistinctUpTo
+	exactDistinctUpTo = n
+	return func() { exactDistinctUpTo = old }
+}

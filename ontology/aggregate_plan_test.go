@@ -93,3 +93,45 @@ func TestAggregatePlansUseIndexes(t *testing.T) {
 		}
 	})
 }
+
+// approximate_distinct through Aggregate: with approximation allowed and
+// more distinct values than the exact limit (lowered here), the answer is
+// an estimate and says so; asked for accuracy, the same request counts
+// exactly.
+func TestAggregateApproximateDistinct(t *testing.T) {
+	testdb.Each(t, func(t *testing.T, db *gorm.DB) {
+		ctx := context.Background()
+		s := ontology.NewStore(db, nil, builtinKinds)
+		var sp ontology.ObjectTypeSpec
+		decodeInto(t, `{"name":"Visit","properties":[{"name":"key","type":"string"},{"name":"tag","type":"string"}]}`, &sp)
+		ok(s.CreateObjectType(ctx, admin.ID, sp))(t)
+		loadAnalyzed(t, db, func(tx *gorm.DB) error {
+			for i := 0; i < 400; i++ {
+				props := jsMap(t, fmt.Sprintf(`{"key":"k%d","tag":"t%d"}`, i, i%2))
+				if _, err := s.CreateObject(ctx, tx, "Visit", props, "", admin.ID, "o1"); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+		defer ontology.SetExactDistinctUpTo(50)()
+		ask := func(accuracy string) *ontology.AggregateResult {
+			var req ontology.AggregateRequest
+			decodeInto(t, `{"accuracy":"`+accuracy+`","group_by":[{"property":"tag"}],"metrics":[{"type":"approximate_distinct","property":"key"}]}`, &req)
+			return ok(s.Aggregate(ctx, admin, "Visit", req))(t)
+		}
+		res := ask("allow_approximate")
+		if res.Accuracy != ontology.AccuracyApproximate || len(res.Groups) != 2 {
+			t.Fatalf("allowed: %+v", res)
+		}
+		for _, g := range res.Groups {
+			if n := g.Metrics["approximate_distinct_key"].(int64); n < 190 || n > 210 {
+				t.Errorf("estimate %d of 200 distinct keys in %v", n, g.Key)
+			}
+		}
+		res = ask("accurate")
+		if res.Accuracy != ontology.AccuracyAccurate || res.Groups[0].Metrics["approximate_distinct_key"] != int64(200) {
+			t.Errorf("accurate: %+v", res)
+		}
+	})
+}

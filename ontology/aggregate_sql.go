@@ -11,6 +11,9 @@ import (
 	"strings"
 	"time"
 
+	"github.com/axiomhq/hyperloglog"
+
+	"github.com/ontoflow/ontoflow/defaults"
 	"github.com/ontoflow/ontoflow/domain"
 	"github.com/ontoflow/ontoflow/models"
 )
@@ -159,6 +162,7 @@ type aggregation struct {
 	metrics []metricSpec
 	groups  []*aggGroup
 	byID    map[string]*aggGroup
+	approx  bool // the request allows approximation
 }
 
 // aggGroup is one bucket tuple: its ids (sortable, one per level), keys,
@@ -171,16 +175,37 @@ type aggGroup struct {
 }
 
 // metricState is a metric's running state: n values, their exact sum,
-// least and greatest keys, distinct keys.
+// least and greatest keys, and for a distinct metric its distinct keys or,
+// past defaults.ExactDistinctUpTo where approximation is allowed, a
+// sketch of them.
 type metricState struct {
 	n        int64
 	sum      big.Rat
 	min, max []byte
-	distinct map[string]struct{}
+	distinct map[string]struct{} // distinct metrics only
+	sketch   *hyperloglog.Sketch // approximate_distinct past the exact limit
+	approx   bool                // the sketch may replace distinct
 }
 
-func newAggregation(ls []levelSpec, ms []metricSpec) *aggregation {
-	return &aggregation{levels: ls, metrics: ms, byID: map[string]*aggGroup{}}
+// exactDistinctUpTo is defaults.ExactDistinctUpTo (lowered by tests to
+// reach the sketch with few objects).
+var exactDistinctUpTo = defaults.ExactDistinctUpTo
+
+// newMetricState is the empty state of metric m; approx: the request
+// allows approximation.
+func newMetricState(m metricSpec, approx bool) *metricState {
+	st := &metricState{}
+	switch m.kind {
+	case MetricExactDistinct:
+		st.distinct = map[string]struct{}{}
+	case MetricApproximateDistinct:
+		st.distinct, st.approx = map[string]struct{}{}, approx
+	}
+	return st
+}
+
+func newAggregation(ls []levelSpec, ms []metricSpec, approx bool) *aggregation {
+	return &aggregation{levels: ls, metrics: ms, byID: map[string]*aggGroup{}, approx: approx}
 }
 
 // Bucket ids: no value sorts after every value, other after that.
@@ -288,8 +313,8 @@ func (a *aggregation) groupOf(key string, ids []string, gks []GroupKey) *aggGrou
 		return g
 	}
 	g := &aggGroup{ids: ids, keys: gks, metrics: make([]*metricState, len(a.metrics))}
-	for i := range g.metrics {
-		g.metrics[i] = &metricState{distinct: map[string]struct{}{}}
+	for i, m := range a.metrics {
+		g.metrics[i] = newMetricState(m, a.approx)
 	}
 	a.byID[key] = g
 	a.groups = append(a.groups, g)
@@ -302,7 +327,7 @@ func (st *metricState) add(k, full []byte, n int64) {
 		return
 	}
 	st.n += n
-	st.distinct[string(k)+string(full)] = struct{}{}
+	st.addDistinct(string(k) + string(full))
 	if r, ok := keyRat(k); ok {
 		st.sum.Add(&st.sum, r.Mul(r, new(big.Rat).SetInt64(n)))
 	} else if t, ok := keyInstant(k); ok {
@@ -317,12 +342,51 @@ func (st *metricState) add(k, full []byte, n int64) {
 	}
 }
 
+// addDistinct counts one value key of a distinct metric: into the exact
+// set, or the sketch once the set would pass the exact limit.
+func (st *metricState) addDistinct(key string) {
+	switch {
+	case st.sketch != nil:
+		st.sketch.Insert([]byte(key))
+	case st.distinct != nil:
+		st.distinct[key] = struct{}{}
+		if st.approx && len(st.distinct) > exactDistinctUpTo {
+			st.toSketch()
+		}
+	}
+}
+
+// toSketch replaces the exact set by a sketch of it.
+func (st *metricState) toSketch() {
+	st.sketch = hyperloglog.New14()
+	for k := range st.distinct {
+		st.sketch.Insert([]byte(k))
+	}
+	st.distinct = nil
+}
+
+// distinctCount is the metric's distinct values, and whether it is an
+// estimate.
+func (st *metricState) distinctCount() (int64, bool) {
+	if st.sketch != nil {
+		return int64(st.sketch.Estimate()), true
+	}
+	return int64(len(st.distinct)), false
+}
+
 // merge adds o into st.
 func (st *metricState) merge(o *metricState) {
 	st.n += o.n
 	st.sum.Add(&st.sum, &o.sum)
-	for k := range o.distinct {
-		st.distinct[k] = struct{}{}
+	if o.sketch != nil && st.sketch == nil {
+		st.toSketch()
+	}
+	if st.sketch != nil && o.sketch != nil {
+		_ = st.sketch.Merge(o.sketch) // one precision: merging cannot fail
+	} else {
+		for k := range o.distinct {
+			st.addDistinct(k)
+		}
 	}
 	if o.min != nil && (st.min == nil || bytes.Compare(o.min, st.min) < 0) {
 		st.min = o.min
@@ -468,7 +532,8 @@ func (a *aggregation) value(g *aggGroup, mi int) any {
 	case MetricCount:
 		return g.count
 	case MetricExactDistinct, MetricApproximateDistinct:
-		return int64(len(st.distinct))
+		n, _ := st.distinctCount()
+		return n
 	case MetricSum:
 		f, _ := st.sum.Float64()
 		return f
@@ -504,6 +569,9 @@ func (a *aggregation) result(ord AggOrder, acc string) *AggregateResult {
 		ms := make(map[string]any, len(a.metrics))
 		for i, m := range a.metrics {
 			ms[m.name] = a.value(g, i)
+			if _, est := g.metrics[i].distinctCount(); est {
+				out.Accuracy = AccuracyApproximate
+			}
 		}
 		out.Groups = append(out.Groups, AggGroup{Key: g.keys, Metrics: ms})
 	}

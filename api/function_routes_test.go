@@ -219,3 +219,33 @@ func TestFunctionRunsRedacted(t *testing.T) {
 		}
 	})
 }
+
+// ctx.ontology.aggregate answers the REST aggregation through the run's
+// host (a test run here), and a request the route would refuse throws
+// the route's message into the function.
+func TestFunctionAggregate(t *testing.T) {
+	testdb.Each(t, func(t *testing.T, db *gorm.DB) {
+		f := newFunctionFoundation(t, db)
+		ctx := context.Background()
+		if _, err := f.store.CreateObjectType(ctx, "", ontology.ObjectTypeSpec{Name: "Ticket", Properties: []ontology.PropertySpec{
+			{Name: "title", Type: domain.T(domain.TypeString)}}}); err != nil {
+			t.Fatal(err)
+		}
+		for _, title := range []string{"a", "b", "b"} {
+			if r := f.json(t, "admin", "POST", "/api/v1/ontology/types/Ticket/objects", `{"properties":{"title":"`+title+`"}}`); r.status != http.StatusCreated {
+				t.Fatalf("create: %d %s", r.status, r.body)
+			}
+		}
+		f.publish(t, "facets", `export default (ctx) => {
+  const a = ctx.ontology.aggregate("Ticket", { group_by: [{ property: "title" }], order: { by: "count", direction: "desc" } });
+  let bad = "";
+  try { ctx.ontology.aggregate("Ticket", { metrics: [{ type: "sum", property: "title" }] }); } catch (e) { bad = String(e); }
+  return { result: { top: a.groups[0].key[0].value, n: a.groups[0].metrics.count, groups: a.groups.length, accuracy: a.accuracy, bad: bad } };
+}`)
+		r := f.json(t, "admin", "POST", "/api/v1/functions/facets/versions/1.0.0/test", `{}`)
+		if r.status != http.StatusOK || !strings.Contains(string(r.body), `"top":"b","n":2,"groups":2,"accuracy":"accurate"`) ||
+			!strings.Contains(string(r.body), "does not apply to title") {
+			t.Fatalf("test run: %d %s", r.status, r.body)
+		}
+	})
+}

@@ -198,15 +198,18 @@ export async function handler(ctx: Ctx): Promise<unknown> {
 		id := e.action("fn-reader", inline("javascript", `export default function (ctx) {
   const h = ctx.ontology.get(ctx.parameters.q);
   const q = ctx.ontology.query("Ticket", { title: "secret" }, 10);
-  return { result: { get: h, query: q.length } };
+  const a = ctx.ontology.aggregate("Ticket", { filters: [{ key: "title", value: "secret" }] });
+  return { result: { get: h, query: q.length, aggregate: a.groups[0].metrics.count } };
 }`))
 		st, body := doAs("low", "low-password-123", c.base, "POST", "/api/v1/ontology/actions/"+id+"/execute",
 			map[string]any{"target_object_id": obj.ID, "parameters": map[string]any{"q": hidden.ID}})
-		if st != http.StatusOK || !strings.Contains(string(body), `"result":{"get":null,"query":0}`) {
+		if st != http.StatusOK || !strings.Contains(string(body), `"get":null`) ||
+			!strings.Contains(string(body), `"query":0`) || !strings.Contains(string(body), `"aggregate":0`) {
 			t.Fatalf("low: %d %s", st, body)
 		}
 		st, ex := e.execute(id, hidden.ID)
-		if st != http.StatusOK || !strings.Contains(string(mustJSON(ex["operation_result"])), `"query":1`) {
+		if st != http.StatusOK || !strings.Contains(string(mustJSON(ex["operation_result"])), `"aggregate":1`) ||
+			!strings.Contains(string(mustJSON(ex["operation_result"])), `"query":1`) {
 			t.Fatalf("admin: %d %v", st, ex)
 		}
 		// Without functions:read / functions:write the packages are closed.

@@ -1,12 +1,14 @@
 package functions
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
 
 	"gorm.io/gorm"
 
+	"github.com/ontoflow/ontoflow/apperr"
 	"github.com/ontoflow/ontoflow/domain"
 	"github.com/ontoflow/ontoflow/models"
 	"github.com/ontoflow/ontoflow/ontology"
@@ -71,6 +73,26 @@ func (r *Reads) Query(ctx context.Context, tx *gorm.DB, actor *models.User, obje
 			CreatedBy: o.CreatedBy, Organization: o.Organization, CreatedAt: o.CreatedAt, UpdatedAt: o.UpdatedAt})
 	}
 	return out, nil
+}
+
+// Aggregate implements invokefunction.Reads: request is the body of the
+// REST aggregation, decoded as strictly as the route decodes it (an
+// unknown member is an error naming it).
+func (r *Reads) Aggregate(ctx context.Context, tx *gorm.DB, actor *models.User, objectType string, request json.RawMessage) (any, error) {
+	var req ontology.AggregateRequest
+	if len(request) > 0 {
+		dec := json.NewDecoder(bytes.NewReader(request))
+		dec.DisallowUnknownFields()
+		dec.UseNumber()
+		if err := dec.Decode(&req); err != nil {
+			return nil, apperr.New(apperr.InvalidArgument, "the aggregation request is not valid: %v", err)
+		}
+	}
+	res, err := r.over(tx).Aggregate(ctx, actor, objectType, req)
+	if err != nil {
+		return nil, err
+	}
+	return res, nil
 }
 
 // Links implements invokefunction.Reads.

@@ -62,6 +62,8 @@ var prelude = `(function () {
         return call('query', { type: type, filters: f, limit: o.limit || 0 });
       },
       links: (id, linkType) => call('links', { id: id, link_type: linkType || '' }),
+      // aggregate(type, request): the body of POST .../types/{type}/aggregate.
+      aggregate: (type, request) => call('aggregate', { type: type, request: request || {} }),
     });
     ctx.media = Object.freeze({
       stat: (ref) => call('media_stat', { ref: ref === undefined ? null : ref }),
@@ -375,6 +377,19 @@ func dispatch(ctx context.Context, host Host, network bool, op, arg string) (any
 			return nil, fmt.Errorf("ontology.links: %w", err)
 		}
 		return host.Links(ctx, a.ID, a.LinkType)
+	case "aggregate":
+		ah, ok := host.(AggregateHost)
+		if !ok {
+			return nil, errors.New("ontology.aggregate is not available in this process")
+		}
+		var a struct {
+			Type    string          `json:"type"`
+			Request json.RawMessage `json:"request"`
+		}
+		if err := json.Unmarshal([]byte(arg), &a); err != nil {
+			return nil, fmt.Errorf("ontology.aggregate: %w", err)
+		}
+		return ah.Aggregate(ctx, a.Type, a.Request)
 	case "media_stat", "media_read":
 		return dispatchMedia(ctx, host, network, op, arg)
 	case "fetch":

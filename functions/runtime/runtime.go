@@ -84,6 +84,14 @@ type Host interface {
 	Fetch(ctx context.Context, req FetchRequest) (*FetchResponse, error)
 }
 
+// AggregateHost is a Host that answers ctx.ontology.aggregate: request is
+// the body of the REST aggregation (docs/ontology.md, "Aggregations"),
+// answered under the actor's read rule; a Host without it answers the
+// call with an error.
+type AggregateHost interface {
+	Aggregate(ctx context.Context, objectType string, request json.RawMessage) (any, error)
+}
+
 // MediaHost is a Host that reads the actor's WebDAV files (ctx.media); a
 // Host without it answers ctx.media calls with an error. ref is a media
 // reference as the function passed it (a string, or a parameter's pinned

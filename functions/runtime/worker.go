@@ -464,6 +464,12 @@ func (h *workerHost) Query(_ context.Context, objectType string, filters map[str
 	return v, err
 }
 
+// Aggregate implements AggregateHost.
+func (h *workerHost) Aggregate(_ context.Context, objectType string, request json.RawMessage) (v any, err error) {
+	err = h.ask("aggregate", map[string]any{"type": objectType, "request": request}, &v)
+	return v, err
+}
+
 // Links implements Host.
 func (h *workerHost) Links(_ context.Context, objectID, linkType string) (v any, err error) {
 	err = h.ask("links", map[string]any{"id": objectID, "link_type": linkType}, &v)

@@ -2,6 +2,7 @@ package invokefunction
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
@@ -119,6 +120,23 @@ func (h *functionHost) Get(ctx context.Context, id string) (any, error) {
 		return nil, nil
 	}
 	return objectView(o), nil
+}
+
+var _ runtime.AggregateHost = (*functionHost)(nil)
+
+// Aggregate implements runtime.AggregateHost: the REST aggregation under
+// the actor's read rule. Its figures come from many objects and name
+// none, so, like query, it marks the run as one that scanned.
+func (h *functionHost) Aggregate(ctx context.Context, objectType string, request json.RawMessage) (any, error) {
+	if h.reads == nil {
+		return nil, errors.New("ontology.aggregate is not available in this process")
+	}
+	h.scanned = true
+	res, err := h.reads.Aggregate(ctx, h.op.Tx, h.op.Actor, objectType, request)
+	if err != nil {
+		return nil, fmt.Errorf("ontology.aggregate(%q): %w", objectType, err)
+	}
+	return res, nil
 }
 
 // Query implements runtime.Host.

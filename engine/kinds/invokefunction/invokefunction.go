@@ -62,6 +62,7 @@ type Runner interface {
 type Reads interface {
 	Query(ctx context.Context, tx *gorm.DB, actor *models.User, objectType string, filters map[string]any, limit int) ([]engine.Object, error)
 	Links(ctx context.Context, tx *gorm.DB, actor *models.User, objectTypeID, objectID, linkType string) ([]domain.Link, error)
+	Aggregate(ctx context.Context, tx *gorm.DB, actor *models.User, objectType string, request json.RawMessage) (any, error)
 }
 
 // functionConfig is invoke_function's operation config. package_name is

@@ -149,6 +149,7 @@ func (c *Console) routes() *gin.Engine {
 	g.POST("/notifications/:id/read", c.markRead)
 	g.GET("/explore", c.explorePage)
 	g.GET("/explore/:type", c.objectsTable)
+	g.GET("/explore/:type/facets", c.facetsPage)
 	g.GET("/objects/search", c.referenceOptions)
 	g.GET("/files", c.filesFragment)
 	g.POST("/files/upload", c.uploadFile)

@@ -89,6 +89,9 @@ type exploreView struct {
 	Next    string
 	More    bool
 	Error   string
+	// Matches says how many objects the filters select ("" without
+	// filters, where the type's count is on the Objects page).
+	Matches string
 	state   url.Values
 	typeRef string
 	// names are the columns shown, each once, in order; shown indexes
@@ -129,6 +132,12 @@ func (c *Console) objectsTable(g *gin.Context) {
 	}
 	for _, o := range objs {
 		v.Rows = append(v.Rows, v.row(o))
+	}
+	if v.Error == "" && v.Query == "" && len(v.filters()) > 0 {
+		if v.Matches, err = c.matchCount(g, u, v); err != nil {
+			c.fail(g, err)
+			return
+		}
 	}
 	c.page(g, status, "explore-type", v.Title, v)
 }
@@ -201,7 +210,10 @@ func (v *exploreView) row(o models.Object) exploreRow {
 // It carries the table's state only (columns, their filters, sort,
 // search, page), once each: a parameter the table does not read, or a
 // repeated one, would otherwise be copied into every link of the page.
-func (v *exploreView) link(set ...string) string {
+func (v *exploreView) link(set ...string) string { return v.linkAt("", set...) }
+
+// linkAt is link to the table's page at suffix (/facets: its charts).
+func (v *exploreView) linkAt(suffix string, set ...string) string {
 	q := url.Values{}
 	for _, k := range []string{"sort", "q", "page", "after"} {
 		if s := v.state.Get(k); s != "" {
@@ -226,7 +238,7 @@ func (v *exploreView) link(set ...string) string {
 			q.Set(set[i], set[i+1])
 		}
 	}
-	s := Prefix + "/explore/" + url.PathEscape(v.typeRef)
+	s := Prefix + "/explore/" + url.PathEscape(v.typeRef) + suffix
 	if enc := q.Encode(); enc != "" {
 		s += "?" + enc
 	}
@@ -426,4 +438,18 @@ func (c *Console) runnableOn(g *gin.Context, typeID string) ([]ontology.ActionTy
 		}
 	}
 	return out, nil
+}
+
+// matchCount counts the objects the table's filters select (an
+// aggregation's count: through the index, under the read rule).
+func (c *Console) matchCount(g *gin.Context, u *models.User, v *exploreView) (string, error) {
+	res, err := c.d.Store.Aggregate(g.Request.Context(), u, v.Type.ID, ontology.AggregateRequest{Filters: aggFilters(v.filters())})
+	if err != nil {
+		return "", err
+	}
+	n, _ := res.Groups[0].Metrics["count"].(int64)
+	if n == 1 {
+		return "1 object matches.", nil
+	}
+	return strconv.FormatInt(n, 10) + " objects match.", nil
 }

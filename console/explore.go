@@ -84,11 +84,11 @@ type exploreView struct {
 	// Page counts the pages walked (shown, and whether "First page" is
 	// offered); After is the keyset token of this page's start, Next the
 	// next page's: deep pages cost what the first does.
-	Page    int
-	After   string
-	Next    string
-	More    bool
-	Error   string
+	Page  int
+	After string
+	Next  string
+	More  bool
+	Error string
 	// Matches says how many objects the filters select ("" without
 	// filters, where the type's count is on the Objects page).
 	Matches string

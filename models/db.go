@@ -16,7 +16,6 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/stdlib"
 	"gorm.io/driver/postgres"
 	"gorm.io/driver/sqlite"
 	"gorm.io/gorm"
@@ -55,14 +54,16 @@ func Open(ctx context.Context, dsn string) (*gorm.DB, error) {
 	)
 	switch {
 	case strings.HasPrefix(dsn, "postgres://"), strings.HasPrefix(dsn, "postgresql://"), strings.Contains(dsn, "host="):
-		db, err = gorm.Open(postgres.New(postgres.Config{DSN: dsn, OptionOpenDB: []stdlib.OptionOpenDB{stdlib.OptionBeforeConnect(sessionSettings)}}), cfg)
+		pool, perr := openPostgres(dsn)
+		if perr != nil {
+			return nil, perr
+		}
+		db, err = gorm.Open(postgres.New(postgres.Config{Conn: pool}), cfg)
 		if err != nil {
+			pool.Close()
 			return nil, fmt.Errorf("open postgres: %w", err)
 		}
-		sqlDB, err := db.DB()
-		if err != nil {
-			return nil, err
-		}
+		sqlDB := pool.DB
 		sqlDB.SetMaxOpenConns(32)
 		sqlDB.SetMaxIdleConns(16)
 		sqlDB.SetConnMaxIdleTime(5 * time.Minute)

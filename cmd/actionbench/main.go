@@ -48,6 +48,9 @@ var recordDir string
 // profileDir, when set, receives a CPU profile of each Ontoflow phase.
 var profileDir string
 
+// databaseURL, when set, is dev's --database-url.
+var databaseURL string
+
 // withWebhook adds the invoke_webhook scenario.
 var withWebhook bool
 
@@ -134,6 +137,7 @@ func main() {
 	flag.BoolVar(&withWebhook, "webhook", true, "measure an invoke_webhook action against a loopback receiver too")
 	flag.BoolVar(&functionsOnly, "functions", false, "only compare a function-backed update (invoke_function) with update_object: p50, throughput and a batch of the first -batch size")
 	flag.StringVar(&profileDir, "profile", "", "write CPU profiles of Ontoflow's throughput and batch phases into this directory")
+	flag.StringVar(&databaseURL, "database-url", "", "the app database (postgres://...) instead of dev's SQLite file (a database of its own: the run fills it)")
 	tracingRounds := flag.Int("tracing-overhead", 0, "only compare sequential executes with tracing off and on (OTLP to a receiver on loopback) in this many alternating rounds of -seq runs")
 	flag.Parse()
 	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelError}))
@@ -158,10 +162,14 @@ func run(log *slog.Logger, seq, conc, concTotal, children int, batchList string)
 	defer os.RemoveAll(dir)
 	fs := flag.NewFlagSet("dev", flag.ContinueOnError)
 	cfg, check := config.Bind(fs, config.ModeDev)
-	if err := fs.Parse([]string{"--data-dir", dir, "--http-addr", "127.0.0.1:0", "--temporal-port", "0", "--ui-port", "-1",
+	args := []string{"--data-dir", dir, "--http-addr", "127.0.0.1:0", "--temporal-port", "0", "--ui-port", "-1",
 		"--admin-password", "bench-password-1", "--log-level", "error",
 		// The webhook scenario's receiver listens on loopback.
-		"--outbound-allow", "127.0.0.1/32"}); err != nil {
+		"--outbound-allow", "127.0.0.1/32"}
+	if databaseURL != "" {
+		args = append(args, "--database-url", databaseURL)
+	}
+	if err := fs.Parse(args); err != nil {
 		return err
 	}
 	if err := check(); err != nil {
@@ -227,18 +235,27 @@ func run(log *slog.Logger, seq, conc, concTotal, children int, batchList string)
 			}
 		}
 	}
+	counter, err := countStatements(a.DB)
+	if err != nil {
+		return err
+	}
 	bareP50, bareP95, err := sequential(seq, bareRun)
 	if err != nil {
 		return err
 	}
+	from := counter.mark()
 	exP50, exP95, err := sequential(seq, func(i int) error { return execRun(i + concTotal) })
 	if err != nil {
 		return err
 	}
+	exCost := counter.per(from, seq)
+	from = counter.mark()
 	directP50, directP95, err := sequential(seq, func(i int) error { return directRun(i + concTotal) })
 	if err != nil {
 		return err
 	}
+	directCost := counter.per(from, seq)
+	defer fmt.Printf("\nApp database per sequential execute (%s): Ontoflow %s; direct path %s.\n", a.DB.Dialector.Name(), exCost, directCost)
 	// Throughput rounds alternate between the two so that drift over the
 	// run (the server's databases grow) affects both alike; the medians
 	// are compared.

@@ -3,8 +3,7 @@ package engine
 import (
 	"context"
 
-	"gorm.io/gorm"
-
+	"github.com/ontoflow/ontoflow/models"
 	"github.com/ontoflow/ontoflow/notifications/delivery"
 )
 
@@ -30,7 +29,7 @@ type Channel interface {
 // an error rolls both back and the step tries again.
 type TxChannel interface {
 	Channel
-	DeliverTx(ctx context.Context, tx *gorm.DB, msgs []delivery.Message) error
+	DeliverTx(ctx context.Context, tx models.Tx, msgs []delivery.Message) error
 }
 
 // RemoteChannel delivers outside any transaction.

@@ -3,8 +3,6 @@ package engine
 import (
 	"context"
 
-	"gorm.io/gorm"
-
 	"github.com/ontoflow/ontoflow/models"
 )
 
@@ -12,7 +10,7 @@ import (
 // and returns the edit that records it: the whole object and every link
 // removed with it, so revert.Invert can recreate them exactly. The
 // delete_object kind and a function's delete edit both write it.
-func DeleteObject(ctx context.Context, onto Ontology, tx *gorm.DB, id string) (models.Edit, error) {
+func DeleteObject(ctx context.Context, onto Ontology, tx models.Tx, id string) (models.Edit, error) {
 	obj, links, err := onto.In(tx).DeleteObject(ctx, id)
 	if err != nil {
 		return models.Edit{}, err

@@ -34,9 +34,10 @@ type Ontology interface {
 	// CanRead is the store's read rule: whether u may read an object of
 	// marking and organization.
 	CanRead(u *models.User, marking, organization string) bool
-	// In binds tx: the OntologyTx reads and writes inside it (nil: outside
-	// any transaction, each call on its own, as a preview reads).
-	In(tx *gorm.DB) OntologyTx
+	// In binds tx: the OntologyTx reads and writes inside it (the zero
+	// Tx: outside any transaction, each call on its own, as a preview
+	// reads).
+	In(tx models.Tx) OntologyTx
 }
 
 // OntologyTx is the ontology bound to one transaction (Ontology.In).
@@ -74,6 +75,10 @@ type OntologyTx = interface {
 	// writers), so a check of its update time holds until the write that
 	// relies on it.
 	LockObject(ctx context.Context, id string) error
+	// Link reads a link (nil, nil when absent); LinkBetween the link of a
+	// type (id or name) from source to target.
+	Link(ctx context.Context, id string) (*domain.Link, error)
+	LinkBetween(ctx context.Context, linkType, sourceID, targetID string) (*domain.Link, error)
 }
 
 // ActionType and Object are the ontology's records as the engine sees
@@ -176,7 +181,7 @@ func (e *Engine) checkEnv(ctx context.Context, actor *models.User) domain.CheckE
 	return domain.CheckEnv{
 		Markings: e.levels,
 		ResolveReference: func(objectTypeID, id string) (bool, error) {
-			o, err := e.onto.In(nil).Object(ctx, id)
+			o, err := e.onto.In(models.Tx{}).Object(ctx, id)
 			if err != nil || o == nil {
 				return false, err
 			}

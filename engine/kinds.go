@@ -6,8 +6,6 @@ import (
 	"slices"
 	"time"
 
-	"gorm.io/gorm"
-
 	"github.com/ontoflow/ontoflow/apperr"
 	"github.com/ontoflow/ontoflow/domain"
 	"github.com/ontoflow/ontoflow/models"
@@ -104,7 +102,7 @@ type Op struct {
 	// Ontology reads and writes the ontology; with Tx (nil in a preview)
 	// inside the execution's transaction.
 	Ontology Ontology
-	Tx       *gorm.DB
+	Tx       models.Tx
 	// media reads the actor's files (a function's ctx.media; media.go).
 	media mediaFiles
 }

@@ -120,7 +120,7 @@ func (e *Engine) Deliver(ctx context.Context, executionID, channel string, last 
 			return nil
 		}
 		if tx != nil {
-			if err := tx.DeliverTx(ctx, db, msgs); err != nil {
+			if err := tx.DeliverTx(ctx, models.InTx(db), msgs); err != nil {
 				return err
 			}
 		}
@@ -226,7 +226,7 @@ func (e *Engine) beforeAfter(ctx context.Context, targetID string, out *Outcome)
 		ed = out.Edits[0]
 	}
 	if ed.ObjectID != "" {
-		after, _ = e.onto.In(nil).Object(ctx, ed.ObjectID)
+		after, _ = e.onto.In(models.Tx{}).Object(ctx, ed.ObjectID)
 	}
 	if targetID == "" {
 		return nil, after
@@ -235,7 +235,7 @@ func (e *Engine) beforeAfter(ctx context.Context, targetID string, out *Outcome)
 	if ed.ObjectID == targetID {
 		cur = after
 	} else {
-		cur, _ = e.onto.In(nil).Object(ctx, targetID)
+		cur, _ = e.onto.In(models.Tx{}).Object(ctx, targetID)
 	}
 	if ed.ObjectID != targetID {
 		return cur, after

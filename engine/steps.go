@@ -422,14 +422,14 @@ func (e *Engine) applyIn(ctx context.Context, tx *gorm.DB, p *Prepared, in *inpu
 	// the same old properties, and the later commit would drop the earlier
 	// one's change (SQLite runs one write transaction at a time).
 	if in.Target != nil {
-		if in.Target, err = e.onto.In(LockForUpdate(tx)).Object(ctx, in.Target.ID); err != nil {
+		if in.Target, err = e.onto.In(models.InTx(LockForUpdate(tx))).Object(ctx, in.Target.ID); err != nil {
 			return nil, nil, fmt.Errorf("reload target: %w", err)
 		}
 		if in.Target == nil {
 			return nil, nil, apperr.New(apperr.ObjectNotFound, "object %q not found", ex.TargetObjectID)
 		}
 	}
-	op.Target, op.ExecutionID, op.Tx, op.Effect = in.Target, ex.ID, tx, p.EffectResult
+	op.Target, op.ExecutionID, op.Tx, op.Effect = in.Target, ex.ID, models.InTx(tx), p.EffectResult
 	if out, err = kind.Apply(ctx, op); err != nil {
 		return nil, nil, err
 	}

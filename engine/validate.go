@@ -103,7 +103,7 @@ func (e *Engine) load(ctx context.Context, r Request) (*input, error) {
 		return nil, apperr.New(apperr.InvalidArgument, "action %s (%s) needs a target_object_id", at.Name, at.OperationKind).
 			WithDetails(apperr.Detail{Field: "target_object_id", Reason: "required", Message: "a target object is required"})
 	}
-	t, err := e.onto.In(nil).Object(ctx, r.TargetID)
+	t, err := e.onto.In(models.Tx{}).Object(ctx, r.TargetID)
 	if err != nil {
 		return nil, fmt.Errorf("load target object %s: %w", r.TargetID, err)
 	}

@@ -6,8 +6,6 @@ import (
 	"encoding/json"
 	"fmt"
 
-	"gorm.io/gorm"
-
 	"github.com/ontoflow/ontoflow/apperr"
 	"github.com/ontoflow/ontoflow/domain"
 	"github.com/ontoflow/ontoflow/models"
@@ -31,11 +29,11 @@ func (r *Reads) Store() *ontology.Store { return r.store }
 
 // over reads through tx when set (a what-if's branch), else the store's
 // own connections.
-func (r *Reads) over(tx *gorm.DB) *ontology.Store {
-	if tx == nil {
+func (r *Reads) over(tx models.Tx) *ontology.Store {
+	if tx.None() {
 		return r.store
 	}
-	return r.store.Over(tx)
+	return r.store.Over(tx.Gorm())
 }
 
 // OrderByKey carries ctx.ontology.query's order_by option among the
@@ -46,7 +44,7 @@ const OrderByKey = "$order_by"
 // Query implements invokefunction.Reads. A filter's key is a property
 // ("status") or a property and operator ("score.gt"), as on the REST
 // listing; values are taken as the query string would carry them.
-func (r *Reads) Query(ctx context.Context, tx *gorm.DB, actor *models.User, objectType string, filters map[string]any, limit int) ([]domain.Object, error) {
+func (r *Reads) Query(ctx context.Context, tx models.Tx, actor *models.User, objectType string, filters map[string]any, limit int) ([]domain.Object, error) {
 	q := ontology.ObjectQuery{Limit: limit}
 	for k, v := range filters {
 		if k == OrderByKey {
@@ -78,7 +76,7 @@ func (r *Reads) Query(ctx context.Context, tx *gorm.DB, actor *models.User, obje
 // Aggregate implements invokefunction.Reads: request is the body of the
 // REST aggregation, decoded as strictly as the route decodes it (an
 // unknown member is an error naming it).
-func (r *Reads) Aggregate(ctx context.Context, tx *gorm.DB, actor *models.User, objectType string, request json.RawMessage) (any, error) {
+func (r *Reads) Aggregate(ctx context.Context, tx models.Tx, actor *models.User, objectType string, request json.RawMessage) (any, error) {
 	var req ontology.AggregateRequest
 	if len(request) > 0 {
 		dec := json.NewDecoder(bytes.NewReader(request))
@@ -96,7 +94,7 @@ func (r *Reads) Aggregate(ctx context.Context, tx *gorm.DB, actor *models.User, 
 }
 
 // Links implements invokefunction.Reads.
-func (r *Reads) Links(ctx context.Context, tx *gorm.DB, actor *models.User, objectTypeID, objectID, linkType string) ([]domain.Link, error) {
+func (r *Reads) Links(ctx context.Context, tx models.Tx, actor *models.User, objectTypeID, objectID, linkType string) ([]domain.Link, error) {
 	ls, err := r.over(tx).ObjectLinks(ctx, actor, objectTypeID, objectID, ontology.LinkQuery{LinkType: linkType, Limit: 1000})
 	if err != nil {
 		return nil, err

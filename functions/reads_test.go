@@ -33,7 +33,7 @@ func TestQueryOrderBy(t *testing.T) {
 		}
 		r := NewReads(store)
 		got := func(filters map[string]any) []any {
-			objs, err := r.Query(ctx, nil, admin, "T", filters, 10)
+			objs, err := r.Query(ctx, models.Tx{}, admin, "T", filters, 10)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -52,7 +52,7 @@ func TestQueryOrderBy(t *testing.T) {
 				t.Errorf("order_by %q: %s, want %s", ob, s, want)
 			}
 		}
-		if _, err := r.Query(ctx, nil, admin, "T", map[string]any{OrderByKey: "nope"}, 10); err == nil || !strings.Contains(err.Error(), "order_by") {
+		if _, err := r.Query(ctx, models.Tx{}, admin, "T", map[string]any{OrderByKey: "nope"}, 10); err == nil || !strings.Contains(err.Error(), "order_by") {
 			t.Fatalf("unknown order_by: %v", err)
 		}
 	})

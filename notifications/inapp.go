@@ -5,7 +5,6 @@ import (
 	"fmt"
 
 	"github.com/google/uuid"
-	"gorm.io/gorm"
 
 	"github.com/ontoflow/ontoflow/models"
 	"github.com/ontoflow/ontoflow/notifications/delivery"
@@ -20,7 +19,8 @@ type InApp struct{}
 func (InApp) Name() string { return "in_app" }
 
 // DeliverTx implements engine.TxChannel.
-func (InApp) DeliverTx(ctx context.Context, tx *gorm.DB, msgs []delivery.Message) error {
+func (InApp) DeliverTx(ctx context.Context, unit models.Tx, msgs []delivery.Message) error {
+	tx := unit.Gorm()
 	if len(msgs) == 0 {
 		return nil
 	}

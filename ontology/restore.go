@@ -27,6 +27,24 @@ func objectLinks(ctx context.Context, tx *gorm.DB, id string) ([]domain.Link, er
 	return out, nil
 }
 
+// linkWhere reads the one link the condition names, in tx (nil: the
+// store's handle); nil, nil when there is none.
+func (s *Store) linkWhere(ctx context.Context, tx *gorm.DB, cond string, args ...any) (*domain.Link, error) {
+	if tx == nil {
+		tx = s.db
+	}
+	var ls []models.Link
+	if err := tx.WithContext(ctx).Where(cond, args...).Limit(1).Find(&ls).Error; err != nil {
+		return nil, fmt.Errorf("read link: %w", err)
+	}
+	if len(ls) == 0 {
+		return nil, nil
+	}
+	l := ls[0]
+	return &domain.Link{ID: l.ID, LinkTypeID: l.LinkTypeID, SourceID: l.SourceID, TargetID: l.TargetID,
+		Properties: l.Properties.V, CreatedBy: l.CreatedBy, CreatedAt: l.CreatedAt}, nil
+}
+
 // RestoreObject recreates a deleted object exactly as o describes it: its
 // id, properties, marking, organization, creator and times (what undoing a
 // delete_object edit needs). The properties are checked against the

@@ -30,6 +30,8 @@ type TxOps = interface {
 	CreateLink(ctx context.Context, linkTypeID, sourceID, targetID string) (string, error)
 	DeleteLink(ctx context.Context, id string) error
 	LockObject(ctx context.Context, id string) error
+	Link(ctx context.Context, id string) (*domain.Link, error)
+	LinkBetween(ctx context.Context, linkType, sourceID, targetID string) (*domain.Link, error)
 }
 
 // RestoreOps are the restores bound to one transaction, as RestoresIn
@@ -50,7 +52,7 @@ type Tx struct {
 }
 
 // In binds tx: the returned TxOps reads and writes inside it.
-func (s *Store) In(tx *gorm.DB) TxOps { return &Tx{s: s, tx: tx} }
+func (s *Store) In(tx models.Tx) TxOps { return &Tx{s: s, tx: tx.Gorm()} }
 
 // RestoresIn binds tx for the restores a revert makes.
 func (s *Store) RestoresIn(tx *gorm.DB) RestoreOps { return &Tx{s: s, tx: tx} }
@@ -86,6 +88,18 @@ func (t *Tx) CreateLink(ctx context.Context, linkTypeID, sourceID, targetID stri
 func (t *Tx) DeleteLink(ctx context.Context, id string) error { return t.s.DeleteLink(ctx, t.tx, id) }
 
 func (t *Tx) LockObject(ctx context.Context, id string) error { return t.s.LockObject(ctx, t.tx, id) }
+
+// Link reads link id (nil, nil when absent).
+func (t *Tx) Link(ctx context.Context, id string) (*domain.Link, error) {
+	return t.s.linkWhere(ctx, t.tx, "id = ?", id)
+}
+
+// LinkBetween reads the link of linkType (an id or a name) from source to
+// target (nil, nil when there is none).
+func (t *Tx) LinkBetween(ctx context.Context, linkType, sourceID, targetID string) (*domain.Link, error) {
+	return t.s.linkWhere(ctx, t.tx, "(link_type_id = ? OR link_type_id IN (SELECT id FROM link_types WHERE name = ?)) AND source_id = ? AND target_id = ?",
+		linkType, linkType, sourceID, targetID)
+}
 
 func (t *Tx) RestoreObject(ctx context.Context, o domain.Object) error {
 	return t.s.RestoreObject(ctx, t.tx, o)

@@ -30,7 +30,7 @@ func (r *Reverter) applyInverse(ctx context.Context, tx *gorm.DB, actor *models.
 		if _, err := r.unchanged(ctx, tx, actor, ed); err != nil {
 			return ed, err
 		}
-		_, _, err := r.onto.In(tx).DeleteObject(ctx, ed.ObjectID)
+		_, _, err := r.onto.In(models.InTx(tx)).DeleteObject(ctx, ed.ObjectID)
 		return ed, err
 	case models.EditCreateObject:
 		if !r.onto.CanRead(actor, ed.Marking, ed.Organization) {
@@ -40,7 +40,7 @@ func (r *Reverter) applyInverse(ctx context.Context, tx *gorm.DB, actor *models.
 	case models.EditCreateLink:
 		return ed, r.onto.RestoresIn(tx).RestoreLink(ctx, ed.CreatedLink())
 	case models.EditDeleteLink:
-		err := r.onto.In(tx).DeleteLink(ctx, ed.LinkID)
+		err := r.onto.In(models.InTx(tx)).DeleteLink(ctx, ed.LinkID)
 		if apperr.Is(err, apperr.LinkNotFound) {
 			return ed, apperr.New(apperr.Conflict, "link %s was deleted since; the revert would not undo what is there now", ed.LinkID)
 		}
@@ -55,7 +55,7 @@ func (r *Reverter) inverseUpdate(ctx context.Context, tx *gorm.DB, actor *models
 	if _, err := r.unchanged(ctx, tx, actor, ed); err != nil {
 		return ed, err
 	}
-	after, err := r.onto.In(tx).UpdateObject(ctx, ed.ObjectID, ed.After)
+	after, err := r.onto.In(models.InTx(tx)).UpdateObject(ctx, ed.ObjectID, ed.After)
 	if err != nil {
 		return ed, err
 	}
@@ -96,10 +96,10 @@ func (r *Reverter) unchanged(ctx context.Context, tx *gorm.DB, actor *models.Use
 	}
 	// Locked first: a concurrent write must not land between this check
 	// and the revert's write.
-	if err := r.onto.In(tx).LockObject(ctx, id); err != nil {
+	if err := r.onto.In(models.InTx(tx)).LockObject(ctx, id); err != nil {
 		return nil, err
 	}
-	o, err := r.onto.In(tx).Object(ctx, id)
+	o, err := r.onto.In(models.InTx(tx)).Object(ctx, id)
 	if err != nil {
 		return nil, err
 	}
@@ -154,7 +154,7 @@ func (r *Reverter) linkEndsReadable(ctx context.Context, tx *gorm.DB, actor *mod
 		if id == "" {
 			continue
 		}
-		o, err := r.onto.In(tx).Object(ctx, id)
+		o, err := r.onto.In(models.InTx(tx)).Object(ctx, id)
 		if err != nil {
 			return err
 		}

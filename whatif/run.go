@@ -95,7 +95,7 @@ func (b *Branches) simulate(ctx context.Context, run *engine.BranchRun, steps []
 		if err := tx.SavePoint("whatif").Error; err != nil {
 			return fmt.Errorf("what-if savepoint: %w", err)
 		}
-		op.Target, op.Tx = target, tx
+		op.Target, op.Tx = target, models.InTx(tx)
 		// The effect is previewed here, over the branch: a function reads
 		// the objects as the earlier steps left them (through op.Tx), and
 		// the stale-read check of its Apply compares within the same
@@ -133,7 +133,7 @@ func (b *Branches) reloadTarget(ctx context.Context, tx *gorm.DB, target *engine
 	if target == nil {
 		return nil, nil
 	}
-	t, err := b.onto.In(tx).Object(ctx, target.ID)
+	t, err := b.onto.In(models.InTx(tx)).Object(ctx, target.ID)
 	if err != nil {
 		return nil, fmt.Errorf("reload target in the branch: %w", err)
 	}
@@ -146,7 +146,7 @@ func (b *Branches) reloadTarget(ctx context.Context, tx *gorm.DB, target *engine
 func (b *Branches) readAll(ctx context.Context, tx *gorm.DB, ids []string) (map[string]*engine.Object, error) {
 	out := map[string]*engine.Object{}
 	for _, id := range ids {
-		o, err := b.onto.In(tx).Object(ctx, id)
+		o, err := b.onto.In(models.InTx(tx)).Object(ctx, id)
 		if err != nil {
 			return nil, fmt.Errorf("read %s in the branch: %w", id, err)
 		}
@@ -186,7 +186,7 @@ func (b *Branches) reads(ctx context.Context, run *engine.BranchRun, steps []mod
 			continue
 		}
 		known[id] = true
-		o, err := b.onto.In(nil).Object(ctx, id)
+		o, err := b.onto.In(models.Tx{}).Object(ctx, id)
 		if err != nil {
 			return nil, fmt.Errorf("read %s on the main ontology: %w", id, err)
 		}

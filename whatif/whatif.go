@@ -34,7 +34,7 @@ import (
 // outside any), and re-applying a branch's recorded edits inside a
 // transaction (ontology.Store implements it).
 type Ontology interface {
-	In(tx *gorm.DB) engine.OntologyTx
+	In(tx models.Tx) engine.OntologyTx
 	CanRead(u *models.User, marking, organization string) bool
 	ReplayEdits(ctx context.Context, tx *gorm.DB, edits []models.Edit) error
 }
@@ -133,7 +133,7 @@ func cloneProps(props map[string]any) map[string]any {
 // Resolver resolves references as the branch shows objects.
 func (b *Branches) Resolver(ctx context.Context, actor *models.User, edits []models.Edit) func(objectTypeID, id string) (bool, error) {
 	return func(objectTypeID, id string) (bool, error) {
-		o, err := b.onto.In(nil).Object(ctx, id)
+		o, err := b.onto.In(models.Tx{}).Object(ctx, id)
 		if err != nil {
 			return false, err
 		}

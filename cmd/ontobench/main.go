@@ -415,14 +415,14 @@ func (b *bench) shapes(ctx context.Context) ([]shape, error) {
 			return b.list(ctx, b.admin, 0, 100, f("note.not_exists", ""))
 		}},
 		{"ctx.ontology.query ordered (-n, 100)", func(ctx context.Context) (int, error) {
-			objs, err := reads.Query(ctx, nil, b.admin, "Item", map[string]any{functions.OrderByKey: "-n"}, 100)
+			objs, err := reads.Query(ctx, models.Tx{}, b.admin, "Item", map[string]any{functions.OrderByKey: "-n"}, 100)
 			return len(objs), err
 		}},
 		{"10th page of 100, equality of 1%", func(ctx context.Context) (int, error) {
 			return b.list(ctx, b.admin, 900, 100, f("tag", fmt.Sprintf("t%02d", r.Intn(100))))
 		}},
 		{"functions' ctx.ontology.query host call (1%, 100)", func(ctx context.Context) (int, error) {
-			objs, err := reads.Query(ctx, nil, b.admin, "Item", map[string]any{"tag": fmt.Sprintf("t%02d", r.Intn(100))}, 100)
+			objs, err := reads.Query(ctx, models.Tx{}, b.admin, "Item", map[string]any{"tag": fmt.Sprintf("t%02d", r.Intn(100))}, 100)
 			return len(objs), err
 		}},
 		// Issue 48's aggregation shapes (ontology.Store.Aggregate).

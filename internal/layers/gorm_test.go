@@ -16,11 +16,11 @@ import (
 var gormUsers = []string{
 	"app",
 	"auth",
+	"cmd/actionbench",
 	"cmd/davbench",
 	"cmd/insightsbench",
 	"cmd/ontobench",
 	"engine",
-	"engine/kinds/invokefunction",
 	"execstore",
 	"executions",
 	"functions",

@@ -9,8 +9,6 @@ import (
 	"slices"
 	"strings"
 
-	"gorm.io/gorm"
-
 	"github.com/ontoflow/ontoflow/apperr"
 	"github.com/ontoflow/ontoflow/engine"
 	"github.com/ontoflow/ontoflow/functions/runtime"
@@ -375,8 +373,11 @@ func fnLink(ctx context.Context, op *engine.Op, e FunctionEdit) (models.Edit, er
 	if err != nil {
 		return models.Edit{}, err
 	}
-	var l models.Link
-	if err := op.Tx.WithContext(ctx).Take(&l, "id = ?", id).Error; err != nil {
+	l, err := op.Ontology.In(op.Tx).Link(ctx, id)
+	if err == nil && l == nil {
+		err = errors.New("not found")
+	}
+	if err != nil {
 		return models.Edit{}, fmt.Errorf("read link %s back: %w", id, err)
 	}
 	return models.Edit{Op: models.EditCreateLink, LinkTypeID: l.LinkTypeID, LinkID: id, SourceID: e.Source, TargetID: e.Target}, nil
@@ -390,27 +391,22 @@ func fnUnlink(ctx context.Context, op *engine.Op, e FunctionEdit) (models.Edit, 
 			return models.Edit{}, err
 		}
 	}
-	var l models.Link
-	err := op.Tx.WithContext(ctx).
-		Where("(link_type_id = ? OR link_type_id IN (SELECT id FROM link_types WHERE name = ?)) AND source_id = ? AND target_id = ?",
-			e.LinkType, e.LinkType, e.Source, e.Target).Take(&l).Error
+	l, err := op.Ontology.In(op.Tx).LinkBetween(ctx, e.LinkType, e.Source, e.Target)
 	if err != nil {
-		if isNotFound(err) {
-			return models.Edit{}, apperr.New(apperr.LinkNotFound, "no %s link from %s to %s", e.LinkType, e.Source, e.Target)
-		}
 		return models.Edit{}, fmt.Errorf("find the link to delete: %w", err)
+	}
+	if l == nil {
+		return models.Edit{}, apperr.New(apperr.LinkNotFound, "no %s link from %s to %s", e.LinkType, e.Source, e.Target)
 	}
 	if err := op.Ontology.In(op.Tx).DeleteLink(ctx, l.ID); err != nil {
 		return models.Edit{}, err
 	}
 	at := l.CreatedAt
 	return models.Edit{Op: models.EditDeleteLink, LinkTypeID: l.LinkTypeID, LinkID: l.ID, SourceID: l.SourceID, TargetID: l.TargetID,
-		Before: l.Properties.V, CreatedBy: l.CreatedBy, CreatedAt: &at}, nil
+		Before: l.Properties, CreatedBy: l.CreatedBy, CreatedAt: &at}, nil
 }
 
 func asFailure(err error, f **runtime.Failure) bool { return errors.As(err, f) }
-
-func isNotFound(err error) bool { return errors.Is(err, gorm.ErrRecordNotFound) }
 
 // withConsole adds the run's console output to a refused return value, so
 // the author sees what the function logged beside why it was refused.

@@ -13,8 +13,6 @@ import (
 	"net/http"
 	"time"
 
-	"gorm.io/gorm"
-
 	"github.com/ontoflow/ontoflow/apperr"
 	"github.com/ontoflow/ontoflow/domain"
 	"github.com/ontoflow/ontoflow/engine"
@@ -60,9 +58,9 @@ type Runner interface {
 // with tx (op.Tx) inside that transaction, so a what-if's function reads
 // the branch it replayed, else through the store's own connections.
 type Reads interface {
-	Query(ctx context.Context, tx *gorm.DB, actor *models.User, objectType string, filters map[string]any, limit int) ([]engine.Object, error)
-	Links(ctx context.Context, tx *gorm.DB, actor *models.User, objectTypeID, objectID, linkType string) ([]domain.Link, error)
-	Aggregate(ctx context.Context, tx *gorm.DB, actor *models.User, objectType string, request json.RawMessage) (any, error)
+	Query(ctx context.Context, tx models.Tx, actor *models.User, objectType string, filters map[string]any, limit int) ([]engine.Object, error)
+	Links(ctx context.Context, tx models.Tx, actor *models.User, objectTypeID, objectID, linkType string) ([]domain.Link, error)
+	Aggregate(ctx context.Context, tx models.Tx, actor *models.User, objectType string, request json.RawMessage) (any, error)
 }
 
 // functionConfig is invoke_function's operation config. package_name is
@@ -393,7 +391,7 @@ func staleRead(ctx context.Context, op *engine.Op, reads map[string]string) (str
 // lockRead locks object id in op's transaction; a preview outside one
 // commits nothing and locks nothing.
 func lockRead(ctx context.Context, op *engine.Op, id string) error {
-	if op.Tx == nil {
+	if op.Tx.None() {
 		return nil
 	}
 	if err := op.Ontology.In(op.Tx).LockObject(ctx, id); err != nil {

@@ -41,8 +41,8 @@ func applyIn(t *testing.T, db *gorm.DB, k invokefunction.InvokeFunction, op *eng
 	err := db.Transaction(func(tx *gorm.DB) error {
 		var err error
 		sub := *op
-		sub.Tx, sub.Effect = tx, effect
-		if sub.Target, err = op.Ontology.In(tx).Object(context.Background(), op.Target.ID); err != nil {
+		sub.Tx, sub.Effect = models.InTx(tx), effect
+		if sub.Target, err = op.Ontology.In(sub.Tx).Object(context.Background(), op.Target.ID); err != nil {
 			return err
 		}
 		out, err = k.Apply(context.Background(), &sub)
@@ -309,7 +309,7 @@ func TestFunctionPreviewReadsTheBranch(t *testing.T) {
 			enginetest.Must(e.Store.CreateLink(ctx, tx, lt.ID, target.ID, branch.ID))(t)
 			op := fnOp(t, k, e.Store, enginetest.Must(e.Store.Object(ctx, tx, target.ID))(t),
 				fmt.Sprintf(`{"inline":{"runtime":"javascript","source":%q},"capabilities":{"timeout":"30s"}}`, src))
-			op.Tx = tx
+			op.Tx = models.InTx(tx)
 			raw, err := k.PreviewEffect(ctx, op)
 			if err != nil {
 				return err
@@ -356,7 +356,7 @@ func TestFunctionReadsLockedUntilCommit(t *testing.T) {
 
 	err := db.Transaction(func(tx *gorm.DB) error {
 		sub := *op
-		sub.Tx, sub.Effect = tx, effect
+		sub.Tx, sub.Effect = models.InTx(tx), effect
 		if _, err := k.Apply(ctx, &sub); err != nil {
 			return err
 		}

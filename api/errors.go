@@ -4,10 +4,10 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
+	"reflect"
 	"strings"
 
 	"github.com/gin-gonic/gin"
@@ -108,8 +108,9 @@ func jsonError(err error) error {
 		if field == "" {
 			field = "(body)"
 		}
-		return apperr.New(apperr.InvalidJSON, "field %q: expected %s, got JSON %s", field, typeErr.Type, typeErr.Value).
-			WithDetails(apperr.Detail{Field: field, Reason: "type", Message: fmt.Sprintf("expected %s", typeErr.Type)})
+		want := jsonKind(typeErr.Type)
+		return apperr.New(apperr.InvalidJSON, "field %q: expected %s, got %s", field, want, jsonValueKind(typeErr.Value)).
+			WithDetails(apperr.Detail{Field: field, Reason: "type", Message: "expected " + want})
 	case strings.HasPrefix(err.Error(), "json: unknown field "):
 		f := strings.Trim(strings.TrimPrefix(err.Error(), "json: unknown field "), `"`)
 		return apperr.New(apperr.InvalidJSON, "unknown field %q", f).
@@ -117,4 +118,52 @@ func jsonError(err error) error {
 	default:
 		return apperr.New(apperr.InvalidJSON, "invalid JSON body: %v", err)
 	}
+}
+
+// jsonKind names what JSON a Go type decodes from, in the words of a
+// JSON document rather than Go's (a message said "expected
+// map[string]interface {}").
+func jsonKind(t reflect.Type) string {
+	if t == nil {
+		return "a JSON value"
+	}
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	if t == reflect.TypeOf(json.Number("")) {
+		return "a number"
+	}
+	switch t.Kind() {
+	case reflect.Map, reflect.Struct:
+		return "an object"
+	case reflect.Slice, reflect.Array:
+		return "an array"
+	case reflect.String:
+		return "a string"
+	case reflect.Bool:
+		return "true or false"
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
+		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+		return "a whole number"
+	case reflect.Float32, reflect.Float64:
+		return "a number"
+	}
+	return "a JSON value"
+}
+
+// jsonValueKind is the JSON the decoder met ("string", "number 3.5",
+// "object", ...), with its article.
+func jsonValueKind(v string) string {
+	switch {
+	case v == "":
+		return "another JSON value"
+	case strings.HasPrefix(v, "number"), v == "bool":
+		if v == "bool" {
+			return "true or false"
+		}
+		return "a " + v
+	case v == "object", v == "array":
+		return "an " + v
+	}
+	return "a " + v
 }

@@ -59,6 +59,21 @@ func (c *Console) explorePage(g *gin.Context) {
 	c.page(g, http.StatusOK, "explore", "Objects", rows)
 }
 
+// exploredType checks the explorer's bounds and reads the object type the
+// path names; false: the error page has answered.
+func (c *Console) exploredType(g *gin.Context) (*ontology.ObjectTypeView, bool) {
+	if err := exploreBounds(g.Request.URL); err != nil {
+		c.fail(g, err)
+		return nil, false
+	}
+	ot, err := c.d.Store.ObjectType(g.Request.Context(), g.Param("type"))
+	if err != nil {
+		c.fail(g, err)
+		return nil, false
+	}
+	return ot, true
+}
+
 // colFilter is one column's filter as the table's filter row shows it.
 type colFilter struct {
 	Property models.Property
@@ -106,17 +121,15 @@ type exploreView struct {
 // path with the user's read rule; nothing is filtered here.
 func (c *Console) objectsTable(g *gin.Context) {
 	ctx, u := g.Request.Context(), principal(g).User
-	if err := exploreBounds(g.Request.URL); err != nil {
-		c.fail(g, err)
-		return
-	}
-	ot, err := c.d.Store.ObjectType(ctx, g.Param("type"))
-	if err != nil {
-		c.fail(g, err)
+	ot, ok := c.exploredType(g)
+	if !ok {
 		return
 	}
 	v := newExploreView(ot, g.Request.URL.Query())
-	var objs []models.Object
+	var (
+		objs []models.Object
+		err  error
+	)
 	if v.Query != "" {
 		objs, err = c.findObjectsUpTo(ctx, u, ot, v.Query, explorePageSize)
 	} else {

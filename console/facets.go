@@ -53,14 +53,9 @@ type facetsView struct {
 
 // facetsPage answers /ui/explore/:type/facets?by=<property>.
 func (c *Console) facetsPage(g *gin.Context) {
-	ctx, u := g.Request.Context(), principal(g).User
-	if err := exploreBounds(g.Request.URL); err != nil {
-		c.fail(g, err)
-		return
-	}
-	ot, err := c.d.Store.ObjectType(ctx, g.Param("type"))
-	if err != nil {
-		c.fail(g, err)
+	u := principal(g).User
+	ot, ok := c.exploredType(g)
+	if !ok {
 		return
 	}
 	v := &facetsView{exploreView: newExploreView(ot, g.Request.URL.Query()), Intervals: facetIntervals}

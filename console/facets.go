@@ -178,9 +178,19 @@ func facetLabel(k ontology.GroupKey) string {
 	return valueText(k.Value)
 }
 
-// FacetsLink is the link to a column's facets, with the table's filters.
-func (v *exploreView) FacetsLink(name string) string {
-	return v.linkAt("/facets", "by", name, "page", "", "after", "", "q", "", "sort", "")
+// FacetsLink is the link to a column's facets, with the table's filters
+// ("" for a property whose values the index holds only as hashes: json,
+// geo points, vectors, arrays of them).
+func (v *exploreView) FacetsLink(p models.Property) string {
+	t := p.Type.V
+	if t.Base == domain.TypeArray && t.ElementType != nil {
+		t = *t.ElementType
+	}
+	switch t.Base {
+	case domain.TypeJSON, domain.TypeArray, domain.TypeGeoPoint, domain.TypeVector:
+		return ""
+	}
+	return v.linkAt("/facets", "by", p.Name, "page", "", "after", "", "q", "", "sort", "")
 }
 
 // IntervalLink is this chart at another date interval.

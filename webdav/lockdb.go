@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"hash/fnv"
 	"strings"
 	"time"
 
@@ -144,4 +145,45 @@ func (h *Handler) sweepLocks(ctx context.Context) {
 	}
 	h.db.WithContext(ctx).Exec("DELETE FROM dav_locks WHERE expires <= ?", now)
 	h.locksChanged()
+}
+
+// withUserLock runs fn in a transaction serialised per user across every
+// replica: SQLite transactions take the write lock up front (the DSN sets
+// _txlock=immediate); Postgres takes a transaction advisory lock.
+func (h *Handler) withUserLock(ctx context.Context, userID string, fn func(tx *gorm.DB) error) error {
+	return h.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+		if models.IsPostgres(tx) {
+			f := fnv.New64a()
+			f.Write([]byte("webdav-lock:" + userID))
+			if err := tx.Exec("SELECT pg_advisory_xact_lock(?)", int64(f.Sum64())).Error; err != nil {
+				return err
+			}
+		}
+		return fn(tx)
+	})
+}
+
+// userLocksTx reads every lock row of the user, expired ones included.
+func userLocksTx(tx *gorm.DB, userID string) ([]models.DavLock, error) {
+	var rows []models.DavLock
+	if err := tx.Where("user_id = ?", userID).Find(&rows).Error; err != nil {
+		return nil, fmt.Errorf("read locks: %w", err)
+	}
+	return rows, nil
+}
+
+// deleteLockTx drops the lock with token.
+func deleteLockTx(tx *gorm.DB, token string) error {
+	return tx.Where("token = ?", token).Delete(&models.DavLock{}).Error
+}
+
+// extendLock stores a refreshed lock's new timeout and expiry.
+func (h *Handler) extendLock(ctx context.Context, l *models.DavLock) error {
+	return h.db.WithContext(ctx).Model(&models.DavLock{}).Where("token = ?", l.Token).
+		Updates(map[string]any{"timeout_seconds": l.TimeoutSeconds, "expires": l.Expires}).Error
+}
+
+// deleteUserLock drops the user's lock with token (UNLOCK).
+func (h *Handler) deleteUserLock(ctx context.Context, userID, token string) error {
+	return h.db.WithContext(ctx).Where("token = ? AND user_id = ?", token, userID).Delete(&models.DavLock{}).Error
 }

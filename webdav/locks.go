@@ -1,10 +1,8 @@
 package webdav
 
 import (
-	"context"
 	"errors"
 	"fmt"
-	"hash/fnv"
 	"io"
 	"net/http"
 	"net/url"
@@ -330,22 +328,6 @@ func (rq *request) lockedError(root string) error {
 // reads the user's locks back.
 const maxLockOwner = 16 << 10
 
-// withUserLock runs fn in a transaction serialised per user across every
-// replica: SQLite transactions take the write lock up front (the DSN sets
-// _txlock=immediate); Postgres takes a transaction advisory lock.
-func (h *Handler) withUserLock(ctx context.Context, userID string, fn func(tx *gorm.DB) error) error {
-	return h.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
-		if models.IsPostgres(tx) {
-			f := fnv.New64a()
-			f.Write([]byte("webdav-lock:" + userID))
-			if err := tx.Exec("SELECT pg_advisory_xact_lock(?)", int64(f.Sum64())).Error; err != nil {
-				return err
-			}
-		}
-		return fn(tx)
-	})
-}
-
 // parseTimeout reads the Timeout header, capped by MaxLockTimeout.
 func (h *Handler) parseTimeout(v string) time.Duration {
 	max := h.opts.MaxLockTimeout
@@ -480,8 +462,8 @@ func (rq *request) insertLock(lock *models.DavLock) error {
 	var conflict *models.DavLock
 	tooMany := false
 	err := h.withUserLock(rq.r.Context(), rq.user.ID, func(tx *gorm.DB) error {
-		var rows []models.DavLock
-		if err := tx.Where("user_id = ?", rq.user.ID).Find(&rows).Error; err != nil {
+		rows, err := userLocksTx(tx, rq.user.ID)
+		if err != nil {
 			return err
 		}
 		now := time.Now().Unix()
@@ -550,7 +532,7 @@ func (rq *request) createLocked(lock *models.DavLock) (bool, error) {
 		return created, nil
 	}
 	if derr := h.withUserLock(ctx, rq.user.ID, func(tx *gorm.DB) error {
-		return tx.Where("token = ?", lock.Token).Delete(&models.DavLock{}).Error
+		return deleteLockTx(tx, lock.Token)
 	}); derr != nil {
 		h.log.Error("webdav drop lock after failed create", "user", rq.user.Username, "path", rq.path, "err", derr)
 	}
@@ -578,8 +560,7 @@ func (rq *request) refreshLock(timeout time.Duration) (int, error) {
 	}
 	found.TimeoutSeconds = int64(timeout / time.Second)
 	found.Expires = time.Now().Add(timeout).Unix()
-	if err := rq.h.db.WithContext(rq.r.Context()).Model(&models.DavLock{}).Where("token = ?", found.Token).
-		Updates(map[string]any{"timeout_seconds": found.TimeoutSeconds, "expires": found.Expires}).Error; err != nil {
+	if err := rq.h.extendLock(rq.r.Context(), found); err != nil {
 		return internal(fmt.Errorf("refresh lock: %w", err))
 	}
 	rq.h.locksChanged()
@@ -637,8 +618,7 @@ func (rq *request) serveUnlock() (int, error) {
 	}
 	for i := range locks {
 		if locks[i].Token == tok && covers(&locks[i], rq.path) {
-			if err := rq.h.db.WithContext(rq.r.Context()).Where("token = ? AND user_id = ?", tok, rq.user.ID).
-				Delete(&models.DavLock{}).Error; err != nil {
+			if err := rq.h.deleteUserLock(rq.r.Context(), rq.user.ID, tok); err != nil {
 				return internal(fmt.Errorf("unlock: %w", err))
 			}
 			rq.h.locksChanged()

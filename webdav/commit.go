@@ -80,7 +80,7 @@ func (s *dbStore) commitLoop() {
 
 func applyPut(tx *gorm.DB, m *putMeta) error {
 	if m.created {
-		if err := tx.Exec("DELETE FROM dav_props WHERE user_id = ? AND path = ?", m.userID, m.path).Error; err != nil {
+		if err := dropPropsAt(tx, m.userID, m.path); err != nil {
 			return err
 		}
 	}

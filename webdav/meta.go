@@ -49,6 +49,9 @@ type deadProps interface {
 	// propBytes sums what the user's dead properties count against the
 	// quota.
 	propBytes(ctx context.Context, userID string) (int64, error)
+	// dropPropsTx drops the dead properties of p alone (not below it):
+	// a file created at p must not inherit those of one deleted there.
+	dropPropsTx(tx *gorm.DB, userID, p string) error
 	// propsWritten runs after any write that may have added a property.
 	propsWritten()
 }
@@ -348,6 +351,18 @@ func (s *dbStore) chtimes(tx *gorm.DB, root *os.Root, userID, p string, fi fs.Fi
 // metaTables are the tables dbStore's *Tx methods keep in step with the
 // resources.
 var metaTables = []string{"dav_props", "dav_checksums"}
+
+func (s *dbStore) dropPropsTx(tx *gorm.DB, userID, p string) error {
+	return dropPropsAt(tx, userID, p)
+}
+
+// dropPropsAt deletes the dead properties' rows of p alone.
+func dropPropsAt(tx *gorm.DB, userID, p string) error {
+	if err := tx.Exec("DELETE FROM dav_props WHERE user_id = ? AND path = ?", userID, p).Error; err != nil {
+		return fmt.Errorf("drop properties: %w", err)
+	}
+	return nil
+}
 
 func (s *dbStore) dropTx(tx *gorm.DB, userID, p string) error {
 	return dropRows(tx, metaTables, userID, p)

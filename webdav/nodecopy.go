@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io/fs"
 	"net/http"
-	"time"
 
 	"gorm.io/gorm"
 
@@ -127,107 +126,4 @@ func (rq *request) nodeCopyMoveTx(tx *gorm.DB, move bool, src *models.DavNode, d
 		return err
 	}
 	return meta.copyTx(tx, uid, rq.path, dst, infinite)
-}
-
-// moveNode gives node src a new parent and name, refusing to put a
-// collection inside itself (a concurrent MOVE could otherwise make a
-// cycle the path checks never saw).
-func moveNode(tx *gorm.DB, src *models.DavNode, parentID int64, name string) error {
-	for id := parentID; id != 0; {
-		if id == src.ID {
-			return errParentMoved
-		}
-		var p models.DavNode
-		if err := tx.Select("id", "parent_id").Where("id = ?", id).Take(&p).Error; err != nil {
-			return notFound(err)
-		}
-		id = p.ParentID
-	}
-	res := tx.Exec("UPDATE dav_nodes SET parent_id = ?, name = ?, version = version + 1 WHERE id = ?", parentID, name, src.ID)
-	if res.Error != nil {
-		return errExists // the unique name: created meanwhile
-	}
-	if res.RowsAffected != 1 {
-		return fs.ErrNotExist
-	}
-	return nil
-}
-
-// copyNodes copies node srcID (and, when deep, everything below it) under
-// parentID as name, sharing the files' objects.
-func copyNodes(tx *gorm.DB, srcID, parentID int64, name string, deep bool) error {
-	var src models.DavNode
-	if err := tx.Where("id = ?", srcID).Take(&src).Error; err != nil {
-		return notFound(err)
-	}
-	// Read the whole source first and take its objects' rows, then write.
-	type level struct {
-		from int64
-		kids []models.DavNode
-	}
-	var levels []level
-	keys := map[string]bool{}
-	if src.Blob != "" {
-		keys[src.Blob] = true
-	}
-	if src.Dir && deep {
-		queue := []int64{src.ID}
-		for len(queue) > 0 {
-			id := queue[0]
-			queue = queue[1:]
-			var kids []models.DavNode
-			if err := tx.Where("parent_id = ?", id).Order("name").Find(&kids).Error; err != nil {
-				return err
-			}
-			for _, k := range kids {
-				if k.Dir {
-					queue = append(queue, k.ID)
-				} else if k.Blob != "" {
-					keys[k.Blob] = true
-				}
-			}
-			levels = append(levels, level{from: id, kids: kids})
-		}
-	}
-	list := make([]string, 0, len(keys))
-	for k := range keys {
-		list = append(list, k)
-	}
-	for i := 0; i < len(list); i += batchPaths {
-		ok, err := shareTx(tx, list[i:min(i+batchPaths, len(list))])
-		if err != nil {
-			return err
-		}
-		if !ok {
-			return errShareLost
-		}
-	}
-	now := time.Now().UnixNano()
-	top := src
-	top.ID, top.ParentID, top.Name, top.Version, top.CreatedNs = 0, parentID, name, 1, now
-	if err := tx.Create(&top).Error; err != nil {
-		return errExists
-	}
-	newID := map[int64]int64{src.ID: top.ID}
-	for _, l := range levels {
-		var files []models.DavNode
-		for _, k := range l.kids {
-			c := k
-			c.ID, c.ParentID, c.Version, c.CreatedNs = 0, newID[l.from], 1, now
-			if !k.Dir {
-				files = append(files, c)
-				continue
-			}
-			if err := tx.Create(&c).Error; err != nil {
-				return err
-			}
-			newID[k.ID] = c.ID
-		}
-		if len(files) > 0 {
-			if err := tx.CreateInBatches(files, 200).Error; err != nil {
-				return err
-			}
-		}
-	}
-	return nil
 }

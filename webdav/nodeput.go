@@ -216,27 +216,14 @@ func (u *nodeUpload) commit() error {
 				return err
 			}
 		}
-		if u.old != nil {
-			n.ID, n.CreatedNs, n.Version = u.old.ID, u.old.CreatedNs, u.old.Version+1
-			res := tx.Model(&models.DavNode{}).Where("id = ? AND version = ?", u.old.ID, u.old.Version).Updates(map[string]any{
-				"size": n.Size, "mtime_ns": n.MtimeNs, "md5": n.MD5, "sha1": n.SHA1, "sha256": n.SHA256, "blob_key": n.Blob, "version": n.Version,
-			})
-			if res.Error != nil {
-				return res.Error
-			}
-			if res.RowsAffected != 1 {
-				return errChanged
-			}
-			return nil
-		}
-		if err := tx.Create(n).Error; err != nil {
-			// The unique name: another PUT or MKCOL created it first.
-			return errChanged
+		if err := writeFileTx(tx, u.old, n); err != nil || u.old != nil {
+			return err
 		}
 		if err := touchDir(tx, u.parent.ID); err != nil {
 			return err
 		}
-		return tx.Exec("DELETE FROM dav_props WHERE user_id = ? AND path = ?", rq.user.ID, rq.path).Error
+		// A new file must not inherit the properties of a deleted one.
+		return h.meta.dropPropsTx(tx, rq.user.ID, rq.path)
 	})
 	switch {
 	case errors.Is(err, errParentMoved), errors.Is(err, errChanged):

@@ -499,12 +499,6 @@ const (
 
 // ---- PROPPATCH of a modification time ----
 
-// setNodeMtimeTx sets a node's modification time (its checksums stay
-// valid: the contents did not change).
-func setNodeMtimeTx(tx *gorm.DB, id int64, mtime time.Time) error {
-	return tx.Exec("UPDATE dav_nodes SET mtime_ns = ?, version = version + 1 WHERE id = ?", mtime.UnixNano(), id).Error
-}
-
 // nodeSums are the checksums of a batch's files, from their rows.
 func nodeSums(userID string, batch []entry) map[string]models.DavChecksum {
 	sums := make(map[string]models.DavChecksum, len(batch))

@@ -202,3 +202,136 @@ func deleteSubtree(tx *gorm.DB, id int64) error {
 func touchDir(tx *gorm.DB, id int64) error {
 	return tx.Exec("UPDATE dav_nodes SET mtime_ns = ?, version = version + 1 WHERE id = ?", time.Now().UnixNano(), id).Error
 }
+
+// moveNode gives node src a new parent and name, refusing to put a
+// collection inside itself (a concurrent MOVE could otherwise make a
+// cycle the path checks never saw).
+func moveNode(tx *gorm.DB, src *models.DavNode, parentID int64, name string) error {
+	for id := parentID; id != 0; {
+		if id == src.ID {
+			return errParentMoved
+		}
+		var p models.DavNode
+		if err := tx.Select("id", "parent_id").Where("id = ?", id).Take(&p).Error; err != nil {
+			return notFound(err)
+		}
+		id = p.ParentID
+	}
+	res := tx.Exec("UPDATE dav_nodes SET parent_id = ?, name = ?, version = version + 1 WHERE id = ?", parentID, name, src.ID)
+	if res.Error != nil {
+		return errExists // the unique name: created meanwhile
+	}
+	if res.RowsAffected != 1 {
+		return fs.ErrNotExist
+	}
+	return nil
+}
+
+// copyNodes copies node srcID (and, when deep, everything below it) under
+// parentID as name, sharing the files' objects.
+func copyNodes(tx *gorm.DB, srcID, parentID int64, name string, deep bool) error {
+	var src models.DavNode
+	if err := tx.Where("id = ?", srcID).Take(&src).Error; err != nil {
+		return notFound(err)
+	}
+	// Read the whole source first and take its objects' rows, then write.
+	type level struct {
+		from int64
+		kids []models.DavNode
+	}
+	var levels []level
+	keys := map[string]bool{}
+	if src.Blob != "" {
+		keys[src.Blob] = true
+	}
+	if src.Dir && deep {
+		queue := []int64{src.ID}
+		for len(queue) > 0 {
+			id := queue[0]
+			queue = queue[1:]
+			var kids []models.DavNode
+			if err := tx.Where("parent_id = ?", id).Order("name").Find(&kids).Error; err != nil {
+				return err
+			}
+			for _, k := range kids {
+				if k.Dir {
+					queue = append(queue, k.ID)
+				} else if k.Blob != "" {
+					keys[k.Blob] = true
+				}
+			}
+			levels = append(levels, level{from: id, kids: kids})
+		}
+	}
+	list := make([]string, 0, len(keys))
+	for k := range keys {
+		list = append(list, k)
+	}
+	for i := 0; i < len(list); i += batchPaths {
+		ok, err := shareTx(tx, list[i:min(i+batchPaths, len(list))])
+		if err != nil {
+			return err
+		}
+		if !ok {
+			return errShareLost
+		}
+	}
+	now := time.Now().UnixNano()
+	top := src
+	top.ID, top.ParentID, top.Name, top.Version, top.CreatedNs = 0, parentID, name, 1, now
+	if err := tx.Create(&top).Error; err != nil {
+		return errExists
+	}
+	newID := map[int64]int64{src.ID: top.ID}
+	for _, l := range levels {
+		var files []models.DavNode
+		for _, k := range l.kids {
+			c := k
+			c.ID, c.ParentID, c.Version, c.CreatedNs = 0, newID[l.from], 1, now
+			if !k.Dir {
+				files = append(files, c)
+				continue
+			}
+			if err := tx.Create(&c).Error; err != nil {
+				return err
+			}
+			newID[k.ID] = c.ID
+		}
+		if len(files) > 0 {
+			if err := tx.CreateInBatches(files, 200).Error; err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// setNodeMtimeTx sets a node's modification time (its checksums stay
+// valid: the contents did not change).
+func setNodeMtimeTx(tx *gorm.DB, id int64, mtime time.Time) error {
+	return tx.Exec("UPDATE dav_nodes SET mtime_ns = ?, version = version + 1 WHERE id = ?", mtime.UnixNano(), id).Error
+}
+
+// writeFileTx records file node n: a new row when old is nil (refused
+// with errChanged when another request created the name first), else the
+// update of old's row, refused with errChanged when old changed since it
+// was read.
+func writeFileTx(tx *gorm.DB, old, n *models.DavNode) error {
+	if old == nil {
+		if err := tx.Create(n).Error; err != nil {
+			return errChanged // the unique name: another PUT or MKCOL created it first
+		}
+		return nil
+	}
+	n.ID, n.CreatedNs, n.Version = old.ID, old.CreatedNs, old.Version+1
+	res := tx.Model(&models.DavNode{}).Where("id = ? AND version = ?", old.ID, old.Version).Updates(map[string]any{
+		"size": n.Size, "mtime_ns": n.MtimeNs, "md5": n.MD5, "sha1": n.SHA1, "sha256": n.SHA256, "blob_key": n.Blob, "version": n.Version,
+	})
+	if res.Error != nil {
+		return fmt.Errorf("update file node: %w", res.Error)
+	}
+	if res.RowsAffected != 1 {
+		return errChanged
+	}
+	return nil
+}

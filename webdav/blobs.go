@@ -164,3 +164,57 @@ func (b *blobs) finish(ctx context.Context, key string) error {
 	}
 	return b.db.WithContext(ctx).Exec("DELETE FROM dav_blobs WHERE blob_key = ? AND state = ?", key, blobDeleting).Error
 }
+
+// ---- the sweep's queries (sweep.go) ----
+
+// staleUploads lists up to limit uploads untouched since cutoff.
+func (b *blobs) staleUploads(ctx context.Context, cutoff int64, limit int) ([]models.DavBlob, error) {
+	var rows []models.DavBlob
+	if err := b.db.WithContext(ctx).Where("state = ? AND touched_ns < ?", blobUploading, cutoff).Limit(limit).Find(&rows).Error; err != nil {
+		return nil, fmt.Errorf("list abandoned uploads: %w", err)
+	}
+	return rows, nil
+}
+
+// claimStaleUpload marks an upload untouched since cutoff as being
+// deleted, reporting false when it was touched again or another replica
+// claimed it first.
+func (b *blobs) claimStaleUpload(ctx context.Context, key string, cutoff int64) (bool, error) {
+	res := b.db.WithContext(ctx).Exec("UPDATE dav_blobs SET state = ?, touched_ns = ? WHERE blob_key = ? AND state = ? AND touched_ns < ?",
+		blobDeleting, time.Now().UnixNano(), key, blobUploading, cutoff)
+	if res.Error != nil {
+		return false, fmt.Errorf("claim upload: %w", res.Error)
+	}
+	return res.RowsAffected == 1, nil
+}
+
+// unreferenced lists up to limit live objects no node refers to.
+func (b *blobs) unreferenced(ctx context.Context, limit int) ([]string, error) {
+	var keys []string
+	err := b.db.WithContext(ctx).Raw("SELECT b.blob_key FROM dav_blobs b WHERE b.state = ? AND NOT EXISTS (SELECT 1 FROM dav_nodes n WHERE n.blob_key = b.blob_key) LIMIT ?",
+		blobLive, limit).Scan(&keys).Error
+	if err != nil {
+		return nil, fmt.Errorf("list unreferenced objects: %w", err)
+	}
+	return keys, nil
+}
+
+// staleDeletions lists up to limit objects claimed for deletion before
+// cutoff and never finished.
+func (b *blobs) staleDeletions(ctx context.Context, cutoff int64, limit int) ([]string, error) {
+	var keys []string
+	err := b.db.WithContext(ctx).Raw("SELECT blob_key FROM dav_blobs WHERE state = ? AND touched_ns < ? LIMIT ?", blobDeleting, cutoff, limit).Scan(&keys).Error
+	if err != nil {
+		return nil, fmt.Errorf("list half-reclaimed objects: %w", err)
+	}
+	return keys, nil
+}
+
+// lookup reads the row of key: none or one.
+func (b *blobs) lookup(ctx context.Context, key string) ([]models.DavBlob, error) {
+	var rows []models.DavBlob
+	if err := b.db.WithContext(ctx).Where("blob_key = ?", key).Limit(1).Find(&rows).Error; err != nil {
+		return nil, fmt.Errorf("look up object: %w", err)
+	}
+	return rows, nil
+}

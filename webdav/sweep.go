@@ -10,7 +10,6 @@ import (
 	"gorm.io/gorm"
 
 	"github.com/ontoflow/ontoflow/defaults"
-	"github.com/ontoflow/ontoflow/models"
 	"github.com/ontoflow/ontoflow/webdav/contents"
 )
 
@@ -89,18 +88,17 @@ type sweeper struct {
 }
 
 func (s *sweeper) abandonedUploads(ctx context.Context) (int, error) {
-	var rows []models.DavBlob
-	if err := s.b.db.WithContext(ctx).Where("state = ? AND touched_ns < ?", blobUploading, s.cutoff).Limit(s.opts.Limit).Find(&rows).Error; err != nil {
-		return 0, fmt.Errorf("sweep: list abandoned uploads: %w", err)
+	rows, err := s.b.staleUploads(ctx, s.cutoff, s.opts.Limit)
+	if err != nil {
+		return 0, fmt.Errorf("sweep: %w", err)
 	}
 	n := 0
 	for _, r := range rows {
-		res := s.b.db.WithContext(ctx).Exec("UPDATE dav_blobs SET state = ?, touched_ns = ? WHERE blob_key = ? AND state = ? AND touched_ns < ?",
-			blobDeleting, time.Now().UnixNano(), r.Key, blobUploading, s.cutoff)
-		if res.Error != nil {
-			return n, fmt.Errorf("sweep: claim upload: %w", res.Error)
+		claimed, err := s.b.claimStaleUpload(ctx, r.Key, s.cutoff)
+		if err != nil {
+			return n, fmt.Errorf("sweep: %w", err)
 		}
-		if res.RowsAffected == 0 {
+		if !claimed {
 			continue // touched again, or another replica took it
 		}
 		if r.UploadID != "" {
@@ -119,11 +117,9 @@ func (s *sweeper) abandonedUploads(ctx context.Context) (int, error) {
 }
 
 func (s *sweeper) unreferenced(ctx context.Context) (int, error) {
-	var keys []string
-	err := s.b.db.WithContext(ctx).Raw("SELECT b.blob_key FROM dav_blobs b WHERE b.state = ? AND NOT EXISTS (SELECT 1 FROM dav_nodes n WHERE n.blob_key = b.blob_key) LIMIT ?",
-		blobLive, s.opts.Limit).Scan(&keys).Error
+	keys, err := s.b.unreferenced(ctx, s.opts.Limit)
 	if err != nil {
-		return 0, fmt.Errorf("sweep: list unreferenced objects: %w", err)
+		return 0, fmt.Errorf("sweep: %w", err)
 	}
 	n := 0
 	for _, k := range keys {
@@ -142,10 +138,9 @@ func (s *sweeper) unreferenced(ctx context.Context) (int, error) {
 // halfReclaimed finishes reclaims whose process died between the claim
 // and the object's deletion.
 func (s *sweeper) halfReclaimed(ctx context.Context) error {
-	var keys []string
-	err := s.b.db.WithContext(ctx).Raw("SELECT blob_key FROM dav_blobs WHERE state = ? AND touched_ns < ? LIMIT ?", blobDeleting, s.cutoff, s.opts.Limit).Scan(&keys).Error
+	keys, err := s.b.staleDeletions(ctx, s.cutoff, s.opts.Limit)
 	if err != nil {
-		return fmt.Errorf("sweep: list half-reclaimed objects: %w", err)
+		return fmt.Errorf("sweep: %w", err)
 	}
 	for _, k := range keys {
 		if err := s.b.finish(ctx, k); err != nil {
@@ -176,9 +171,9 @@ func (s *sweeper) unrecorded(ctx context.Context) (int, error) {
 		if o.AgeNs < int64(s.opts.Grace) {
 			continue
 		}
-		var rows []models.DavBlob
-		if err := s.b.db.WithContext(ctx).Where("blob_key = ?", o.Key).Limit(1).Find(&rows).Error; err != nil {
-			return n, fmt.Errorf("sweep: look up object: %w", err)
+		rows, err := s.b.lookup(ctx, o.Key)
+		if err != nil {
+			return n, fmt.Errorf("sweep: %w", err)
 		}
 		if o.UploadID != "" {
 			if len(rows) == 1 && rows[0].State == blobUploading && rows[0].UploadID == o.UploadID {

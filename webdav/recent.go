@@ -32,11 +32,9 @@ func (h *Handler) Recent(ctx context.Context, userID string, limit int) ([]FileI
 }
 
 func (h *Handler) recentNodes(ctx context.Context, userID string, limit int) ([]FileInfo, error) {
-	var ns []models.DavNode
-	err := h.db.WithContext(ctx).Where("user_id = ? AND dir = ?", userID, false).
-		Order("mtime_ns DESC, id DESC").Limit(limit).Find(&ns).Error
+	ns, err := h.nodes.tree.recentFiles(ctx, userID, limit)
 	if err != nil {
-		return nil, fmt.Errorf("read the user's recent files: %w", err)
+		return nil, err
 	}
 	paths, err := h.nodePaths(ctx, userID, ns)
 	if err != nil {
@@ -80,10 +78,9 @@ func (h *Handler) nodePaths(ctx context.Context, userID string, ns []models.DavN
 		if len(ids) == 0 {
 			break
 		}
-		var ps []models.DavNode
-		if err := h.db.WithContext(ctx).Select("id", "parent_id", "name").
-			Where("user_id = ? AND id IN ?", userID, ids).Find(&ps).Error; err != nil {
-			return nil, fmt.Errorf("read the folders of the user's recent files: %w", err)
+		ps, err := h.nodes.tree.links(ctx, userID, ids)
+		if err != nil {
+			return nil, err
 		}
 		for _, p := range ps {
 			known[p.ID] = link{p.ParentID, p.Name}

@@ -170,6 +170,27 @@ func (t *tree) list(ctx context.Context, userID string, dirID int64, after strin
 	return ns, nil
 }
 
+// recentFiles reads the user's limit most recently modified files.
+func (t *tree) recentFiles(ctx context.Context, userID string, limit int) ([]models.DavNode, error) {
+	var ns []models.DavNode
+	err := t.db.WithContext(ctx).Where("user_id = ? AND dir = ?", userID, false).
+		Order("mtime_ns DESC, id DESC").Limit(limit).Find(&ns).Error
+	if err != nil {
+		return nil, fmt.Errorf("read the user's recent files: %w", err)
+	}
+	return ns, nil
+}
+
+// links reads the parent and name (only) of the user's nodes ids.
+func (t *tree) links(ctx context.Context, userID string, ids []int64) ([]models.DavNode, error) {
+	var ps []models.DavNode
+	if err := t.db.WithContext(ctx).Select("id", "parent_id", "name").
+		Where("user_id = ? AND id IN ?", userID, ids).Find(&ps).Error; err != nil {
+		return nil, fmt.Errorf("read the folders of the user's recent files: %w", err)
+	}
+	return ps, nil
+}
+
 // usage sums the sizes of the user's files.
 func (t *tree) usage(ctx context.Context, userID string) (int64, error) {
 	var n int64

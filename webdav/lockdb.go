@@ -187,3 +187,11 @@ func (h *Handler) extendLock(ctx context.Context, l *models.DavLock) error {
 func (h *Handler) deleteUserLock(ctx context.Context, userID, token string) error {
 	return h.db.WithContext(ctx).Where("token = ? AND user_id = ?", token, userID).Delete(&models.DavLock{}).Error
 }
+
+// insertLockTx stores a new lock.
+func insertLockTx(tx *gorm.DB, l *models.DavLock) error {
+	if err := tx.Create(l).Error; err != nil {
+		return fmt.Errorf("store lock: %w", err)
+	}
+	return nil
+}

@@ -488,7 +488,7 @@ func (rq *request) insertLock(lock *models.DavLock) error {
 				return nil
 			}
 		}
-		return tx.Create(lock).Error
+		return insertLockTx(tx, lock)
 	})
 	switch {
 	case err != nil:

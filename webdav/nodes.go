@@ -442,10 +442,7 @@ func (rq *request) nodeMkcol() (int, error) {
 	now := time.Now().UnixNano()
 	n := &models.DavNode{UserID: rq.user.ID, ParentID: parent.ID, Name: pathBase(rq.path), Dir: true, MtimeNs: now, CreatedNs: now, Version: 1}
 	err = rq.h.db.WithContext(rq.r.Context()).Transaction(func(tx *gorm.DB) error {
-		if err := tx.Create(n).Error; err != nil {
-			return errExists
-		}
-		if err := touchDir(tx, parent.ID); err != nil {
+		if err := createNodeTx(tx, n); err != nil {
 			return err
 		}
 		return rq.h.meta.dropTx(tx, rq.user.ID, rq.path)
@@ -476,10 +473,7 @@ func (rq *request) createEmptyNode() (bool, error) {
 	n := &models.DavNode{UserID: rq.user.ID, ParentID: nodeOf(pfi).ID, Name: pathBase(rq.path), MtimeNs: now, CreatedNs: now, Version: 1,
 		MD5: emptyMD5, SHA1: emptySHA1, SHA256: emptySHA256}
 	err = rq.h.db.WithContext(rq.r.Context()).Transaction(func(tx *gorm.DB) error {
-		if err := tx.Create(n).Error; err != nil {
-			return errExists
-		}
-		if err := touchDir(tx, n.ParentID); err != nil {
+		if err := createNodeTx(tx, n); err != nil {
 			return err
 		}
 		return rq.h.meta.dropTx(tx, rq.user.ID, rq.path)

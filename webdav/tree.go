@@ -356,3 +356,12 @@ func writeFileTx(tx *gorm.DB, old, n *models.DavNode) error {
 	}
 	return nil
 }
+
+// createNodeTx adds node n to its parent, refused with errExists when the
+// name was taken meanwhile; the parent's ETag changes with its members.
+func createNodeTx(tx *gorm.DB, n *models.DavNode) error {
+	if err := tx.Create(n).Error; err != nil {
+		return errExists // the unique name
+	}
+	return touchDir(tx, n.ParentID)
+}

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 
 	"gorm.io/gorm"
 
@@ -187,6 +188,15 @@ func (s *Store) CreateObjectType(ctx context.Context, owner string, sp ObjectTyp
 	return s.ObjectType(ctx, ot.ID)
 }
 
+// withArticle puts "a" or "an" before a kind's name ("an object type"):
+// the message is read by people, and "a object type" reads as a slip.
+func withArticle(what string) string {
+	if what != "" && strings.ContainsRune("aeiou", rune(what[0])) {
+		return "an " + what
+	}
+	return "a " + what
+}
+
 // nameFree refuses a name another record (not exceptID) of model holds.
 func (s *Store) nameFree(ctx context.Context, tx *gorm.DB, model any, what, name, exceptID string) error {
 	var n int64
@@ -198,7 +208,7 @@ func (s *Store) nameFree(ctx context.Context, tx *gorm.DB, model any, what, name
 		return fmt.Errorf("check %s name: %w", what, err)
 	}
 	if n > 0 {
-		return apperr.New(apperr.Conflict, "a %s named %q already exists", what, name).
+		return apperr.New(apperr.Conflict, "%s named %q already exists", withArticle(what), name).
 			WithDetails(apperr.Detail{Field: "name", Reason: "duplicate", Message: "name already used"})
 	}
 	return nil

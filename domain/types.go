@@ -283,7 +283,7 @@ func (t PropertyType) check(field string, v any, env CheckEnv, depth int) error 
 	case TypeInteger:
 		if _, ok := AsInt64(v); !ok {
 			if _, isNum := AsFloat(v); isNum {
-				return valErr(field, "not_integer", "expected an integer (no fractional part, within 64-bit range), got %s", describe(v))
+				return valErr(field, "not_integer", "must be a whole number (no fraction, within ±9.2 quintillion), got %s", describe(v))
 			}
 			return wrongType(field, t, v)
 		}

@@ -373,7 +373,7 @@ func (a *App) assemble(ctx context.Context, o options) error {
 	}
 	a.Store = ontology.NewStore(a.DB, cfg.Markings, kinds.Domain().WithChannels(a.channelSpecs), storeOpts...)
 	a.kinds = kinds
-	a.Engine = engine.New(engine.Deps{DB: a.DB, Ontology: a.Store, Events: automations.Outbox{}, Kinds: kinds, Levels: cfg.Markings, Log: a.Log,
+	a.Engine = engine.New(engine.Deps{DB: a.DB, Ontology: a.Store, Kinds: kinds, Levels: cfg.Markings, Log: a.Log,
 		Registerer: a.Registry, Channels: a.channels(o.channels), MaxRecipients: cfg.MaxRecipients,
 		Media: media, PublicURL: cfg.PublicURL, Branches: whatif.New(a.DB, a.Store)})
 	return nil

@@ -14,6 +14,7 @@ import (
 
 	"github.com/ontoflow/ontoflow/api"
 	"github.com/ontoflow/ontoflow/auth"
+	"github.com/ontoflow/ontoflow/automations"
 	"github.com/ontoflow/ontoflow/ontology"
 	"github.com/ontoflow/ontoflow/secrets"
 )
@@ -28,6 +29,7 @@ func allRouteGroups() []func(*gin.RouterGroup) {
 		api.BranchRoutes(api.ActionDeps{}),
 		api.SecretRoutes(secrets.NewStore(nil, nil)),
 		api.FunctionRoutes(nil, nil),
+		api.AutomationRoutes(&automations.Store{}),
 	}
 }
 

@@ -30,6 +30,7 @@ import (
 	"github.com/ontoflow/ontoflow/api"
 	"github.com/ontoflow/ontoflow/auth"
 	"github.com/ontoflow/ontoflow/auth/oidc"
+	"github.com/ontoflow/ontoflow/automations"
 	"github.com/ontoflow/ontoflow/channelspec"
 	"github.com/ontoflow/ontoflow/config"
 	"github.com/ontoflow/ontoflow/console"
@@ -480,6 +481,7 @@ func (a *App) handler(store *ontology.Store, eng *engine.Engine) (http.Handler, 
 		Routes: []func(g *gin.RouterGroup){
 			api.OntologyRoutes(store),
 			api.SecretRoutes(a.Secrets),
+			api.AutomationRoutes(&automations.Store{DB: a.DB, Actions: store}),
 			api.NotificationSettingsRoutes(&users.Notifications{DB: a.DB, Secrets: a.Secrets, Channels: a.channelSpecs}),
 			api.FunctionRoutes(a.Functions, store),
 			api.ActionRoutes(api.ActionDeps{Store: store, Executions: execs, Inbox: notifications.NewInbox(a.DB), BatchSyncMax: cfg.BatchSyncMax}),

@@ -114,6 +114,15 @@ type Deps struct {
 	// Branches runs what-if executions (package whatif; nil: this process
 	// refuses them).
 	Branches Branches
+	// Events records the object changes of a succeeded execution in the
+	// transaction that commits them (the automations' outbox; nil: none).
+	Events Events
+}
+
+// Events records a succeeded execution's edits inside tx, the transaction
+// that commits them, so the record and the change commit together.
+type Events interface {
+	Record(ctx context.Context, tx *gorm.DB, ex *models.Execution, edits []models.Edit) error
 }
 
 // DefaultMaxRecipients is the default of Deps.MaxRecipients (and of the
@@ -137,6 +146,7 @@ type Engine struct {
 	maxRecipients int
 	media         mediaFiles
 	branches      Branches
+	events        Events
 }
 
 // Log is the engine's logger, for the activities running its steps.
@@ -164,7 +174,7 @@ func New(d Deps) *Engine {
 	}
 	e := &Engine{db: d.DB, execs: execstore.New(d.DB), onto: d.Ontology, kinds: d.Kinds, levels: d.Levels, log: d.Log,
 		metrics: newMetrics(d.Registerer), now: func() time.Time { return time.Now().UTC() },
-		channels: map[string]Channel{}, maxRecipients: d.MaxRecipients, media: newMediaFiles(d.Media, d.PublicURL), branches: d.Branches}
+		channels: map[string]Channel{}, maxRecipients: d.MaxRecipients, media: newMediaFiles(d.Media, d.PublicURL), branches: d.Branches, events: d.Events}
 	for _, ch := range d.Channels {
 		e.channels[ch.Name()] = ch
 	}

@@ -433,8 +433,15 @@ func (e *Engine) applyIn(ctx context.Context, tx *gorm.DB, p *Prepared, in *inpu
 	if out, err = kind.Apply(ctx, op); err != nil {
 		return nil, nil, err
 	}
-	done, err = e.recordSucceeded(ctx, tx, ex, in, out)
-	return out, done, err
+	if done, err = e.recordSucceeded(ctx, tx, ex, in, out); err != nil {
+		return nil, nil, err
+	}
+	if e.events != nil {
+		if err := e.events.Record(ctx, tx, ex, out.Edits); err != nil {
+			return nil, nil, fmt.Errorf("record the execution's events: %w", err)
+		}
+	}
+	return out, done, nil
 }
 
 // LockForUpdate makes tx's next read lock the rows it reads until the

@@ -173,7 +173,7 @@ func Ping(ctx context.Context, db *gorm.DB) error { return ping(ctx, db) }
 // declares its own list in its own file.
 func all(db *gorm.DB) []any {
 	var out []any
-	for _, group := range [][]any{userModels, davModels, ontologyModels, actionModels, rollupModels, secretModels, branchModels, functionModels, objectValueModels} {
+	for _, group := range [][]any{userModels, davModels, ontologyModels, actionModels, rollupModels, secretModels, branchModels, functionModels, objectValueModels, automationModels} {
 		out = append(out, group...)
 	}
 	return append(out, textModels(db)...)

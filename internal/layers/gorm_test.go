@@ -16,6 +16,7 @@ import (
 var gormUsers = []string{
 	"app",
 	"auth",
+	"automations",
 	"cmd/actionbench",
 	"cmd/davbench",
 	"cmd/insightsbench",

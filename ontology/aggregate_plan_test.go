@@ -179,3 +179,60 @@ func TestAggregateDateSlotAcrossBuckets(t *testing.T) {
 		}
 	})
 }
+
+// q is the explorer's search inside an aggregation: a substring of a
+// text property, an equality of a number, or the object's id, with the
+// filters and the read rule still applied.
+func TestAggregateSearch(t *testing.T) {
+	testdb.Each(t, func(t *testing.T, db *gorm.DB) {
+		ctx := context.Background()
+		s := ontology.NewStore(db, nil, builtinKinds)
+		var sp ontology.ObjectTypeSpec
+		decodeInto(t, `{"name":"Doc","properties":[{"name":"title","type":"string"},{"name":"n","type":"integer"},{"name":"tag","type":"string"}]}`, &sp)
+		ok(s.CreateObjectType(ctx, admin.ID, sp))(t)
+		var ids []string
+		loadAnalyzed(t, db, func(tx *gorm.DB) error {
+			for i, o := range []struct{ props, marking string }{
+				{`{"title":"alpha report","n":1,"tag":"a"}`, ""},
+				{`{"title":"beta","n":42,"tag":"a"}`, ""},
+				{`{"title":"gamma alpha","n":3,"tag":"b"}`, ""},
+				{`{"title":"secret alpha","n":4,"tag":"b"}`, "pii"},
+				{`{"title":"delta","n":5,"tag":"b"}`, ""},
+			} {
+				obj, err := s.CreateObject(ctx, tx, "Doc", jsMap(t, o.props), o.marking, admin.ID, "o1")
+				if err != nil {
+					return fmt.Errorf("object %d: %w", i, err)
+				}
+				ids = append(ids, obj.ID)
+			}
+			return nil
+		})
+		reader := &models.User{ID: "00000000-0000-4000-8000-0000000000bb", Username: "reader",
+			Roles: models.NewJSON([]string{"viewer"}), Clearance: "confidential", Organization: "o1"}
+		counts := func(u *models.User, body string) string {
+			var req ontology.AggregateRequest
+			decodeInto(t, body, &req)
+			res := ok(s.Aggregate(ctx, u, "Doc", req))(t)
+			var out []string
+			for _, g := range res.Groups {
+				out = append(out, fmt.Sprintf("%v=%v", g.Key[0].Value, g.Metrics["count"]))
+			}
+			return fmt.Sprint(out)
+		}
+		for _, c := range []struct {
+			u          *models.User
+			body, want string
+		}{
+			{admin, `{"q":"alpha","group_by":[{"property":"tag"}]}`, "[a=1 b=2]"},
+			{reader, `{"q":"alpha","group_by":[{"property":"tag"}]}`, "[a=1 b=1]"},
+			{admin, `{"q":"42","group_by":[{"property":"tag"}]}`, "[a=1]"},
+			{admin, `{"q":"alpha","filters":[{"key":"tag","value":"b"}],"group_by":[{"property":"tag"}]}`, "[b=2]"},
+			{admin, `{"q":"` + ids[4] + `","group_by":[{"property":"tag"}]}`, "[b=1]"},
+			{admin, `{"q":"nothing like it","group_by":[{"property":"tag"}]}`, "[]"},
+		} {
+			if got := counts(c.u, c.body); got != c.want {
+				t.Errorf("%s as %s: %s, want %s", c.body, c.u.Username, got, c.want)
+			}
+		}
+	})
+}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/axiomhq/hyperloglog"
 
+	"github.com/ontoflow/ontoflow/apperr"
 	"github.com/ontoflow/ontoflow/defaults"
 	"github.com/ontoflow/ontoflow/domain"
 	"github.com/ontoflow/ontoflow/models"
@@ -46,12 +47,12 @@ func (s *Store) sqlFilters(ctx context.Context, typeRef string, raw []RawFilter)
 // grouped by its keys' slot (slotPrefix: 256 seconds) with the least and
 // greatest key of each, not by every instant (aggPass buckets them).
 // false: a filter matches nothing.
-func (s *Store) aggSQL(u *models.User, ts *typeState, fs []valueFilter, ls []levelSpec, metric *models.Property, exact map[int][][]byte) (string, []any, bool) {
+func (s *Store) aggSQL(u *models.User, ts *typeState, fs []valueFilter, search *aggSearch, ls []levelSpec, metric *models.Property, exact map[int][][]byte) (string, []any, bool) {
 	var sel, from, group []string
 	var args []any
 	sc := s.levels.ReadScope(u)
 	drv := aggIndexDriver(ls, metric)
-	if len(fs) > 0 || !sc.All {
+	if len(fs) > 0 || !sc.All || search != nil {
 		drv = ""
 	}
 	idk := s.idKey("o.id")
@@ -184,10 +185,98 @@ func (s *Store) aggSQL(u *models.User, ts *typeState, fs []valueFilter, ls []lev
 		q += " AND " + not + "EXISTS (SELECT 1 FROM object_values e WHERE e.object_id = " + idk + " AND " + p + ")"
 		args = append(args, as...)
 	}
+	if search != nil {
+		cond, as, ok := s.searchCond(search, idk)
+		if !ok {
+			return "", nil, false
+		}
+		q += " AND " + cond
+		args = append(args, as...)
+	}
 	if len(group) > 0 {
 		q += " GROUP BY " + strings.Join(group, ", ")
 	}
 	return q, args, true
+}
+
+// aggSearch is a search term as the explorer runs it: the object of
+// that id, or any object a filter matches.
+type aggSearch struct {
+	id    string
+	anyOf []valueFilter
+}
+
+// aggSearchOf is q's search over ts (nil without q): per property, as
+// the explorer's search (console.searchFilters), a substring of text
+// and lists of text ("includes"), an equality of the other scalar types
+// that can be named; a q that is no value of a property's type matches
+// nothing in it.
+func (s *Store) aggSearchOf(ts *typeState, q string) (*aggSearch, error) {
+	if q == "" {
+		return nil, nil
+	}
+	if len(q) > defaults.MaxSearchBytes {
+		return nil, badMember("q", "too_long", "q is %d bytes, more than %d", len(q), defaults.MaxSearchBytes)
+	}
+	sr := &aggSearch{}
+	if domain.IsUUID(q) {
+		sr.id = strings.ToLower(q)
+	}
+	for _, p := range ts.props {
+		key, ok := searchKey(p.Name, p.Type.V)
+		if !ok {
+			continue
+		}
+		conds, err := parseFilters(ts, []RawFilter{{Key: key, Value: q}}, s.levels)
+		if apperr.Is(err, apperr.InvalidArgument) {
+			continue
+		}
+		if err != nil {
+			return nil, fmt.Errorf("search %s for %q: %w", p.Name, q, err)
+		}
+		if f := s.sqlFilter(ts, conds[0]); !f.none {
+			sr.anyOf = append(sr.anyOf, f)
+		}
+	}
+	return sr, nil
+}
+
+// searchKey is the filter key that matches a search in a property of
+// type t; false for types a typed search cannot name (json, vectors,
+// geo points, media).
+func searchKey(name string, t domain.PropertyType) (string, bool) {
+	switch t.Base {
+	case domain.TypeString:
+		return name + "." + domain.OpIncludes, true
+	case domain.TypeArray:
+		if t.ElementType != nil && t.ElementType.Base == domain.TypeString {
+			return name + "." + domain.OpIncludes, true
+		}
+	case domain.TypeInteger, domain.TypeDouble, domain.TypeBoolean, domain.TypeDate,
+		domain.TypeTimestamp, domain.TypeMarking, domain.TypeReference:
+		return name, true
+	}
+	return "", false
+}
+
+// searchCond is the search as one condition on the object of id idk;
+// false: it matches nothing.
+func (s *Store) searchCond(sr *aggSearch, idk string) (string, []any, bool) {
+	var ors []string
+	var args []any
+	if sr.id != "" {
+		ors = append(ors, "o.id = ?")
+		args = append(args, sr.id)
+	}
+	for _, f := range sr.anyOf {
+		p, as := f.rowPred("e")
+		ors = append(ors, "EXISTS (SELECT 1 FROM object_values e WHERE e.object_id = "+idk+" AND "+p+")")
+		args = append(args, as...)
+	}
+	if len(ors) == 0 {
+		return "", nil, false
+	}
+	return "(" + strings.Join(ors, " OR ") + ")", args, true
 }
 
 // slotPrefix is the length of an instant key's prefix that date levels
@@ -250,6 +339,7 @@ type aggregation struct {
 	groups  []*aggGroup
 	byID    map[string]*aggGroup
 	approx  bool // the request allows approximation
+	search  *aggSearch
 }
 
 // aggGroup is one bucket tuple: its ids (sortable, one per level), keys,
@@ -578,7 +668,7 @@ func (s *Store) aggPass(ctx context.Context, u *models.User, ts *typeState, fs [
 // aggQuery runs one statement of a pass and returns its rows; exact: the
 // slots of date levels read key by key.
 func (s *Store) aggQuery(ctx context.Context, u *models.User, ts *typeState, fs []valueFilter, a *aggregation, metric *models.Property, exact map[int][][]byte) ([]aggRow, error) {
-	q, args, ok := s.aggSQL(u, ts, fs, a.levels, metric, exact)
+	q, args, ok := s.aggSQL(u, ts, fs, a.search, a.levels, metric, exact)
 	if !ok {
 		return nil, nil
 	}

@@ -55,6 +55,7 @@ func (s *Store) aggSQL(u *models.User, ts *typeState, fs []valueFilter, search *
 	if len(fs) > 0 || !sc.All || search != nil {
 		drv = ""
 	}
+	_, cover := s.coverProp(u, fs, search, ls, metric, exact)
 	idk := s.idKey("o.id")
 	if drv != "" {
 		// Index only: every value row of a property is one of its type's
@@ -101,6 +102,13 @@ func (s *Store) aggSQL(u *models.User, ts *typeState, fs []valueFilter, search *
 				slotConds = append(slotConds, a+".key BETWEEN ? AND ?")
 				slotArgs = append(slotArgs, sl, append(append([]byte{}, sl...), 0xff, 0xff, 0xff, 0xff, 0xff, 0xff))
 			}
+		}
+		if a == drv && cover {
+			// The index entry alone (prop, key): full only for cut keys
+			// (aggQuery reads those again).
+			sel = append(sel, a+".key", "NULL")
+			group = append(group, a+".key")
+			return
 		}
 		if date && slots == nil {
 			slot := "substr(" + a + ".key, 1, " + fmt.Sprint(slotPrefix) + ")"
@@ -285,6 +293,59 @@ func (s *Store) searchCond(sr *aggSearch, idk string) (string, []any, bool) {
 // slots; a slot whose least and greatest keys fall in two buckets is
 // read again key by key.
 const slotPrefix = 8
+
+// coverProp is the property key of a pass that reads idx_object_value's
+// entries alone (an index-only pass of one exact level or one metric,
+// grouped by key without full: Postgres' index-only scan, no lookup of
+// each row on SQLite), or false.
+func (s *Store) coverProp(u *models.User, fs []valueFilter, search *aggSearch, ls []levelSpec, metric *models.Property, exact map[int][][]byte) (int64, bool) {
+	if len(fs) > 0 || search != nil || exact != nil || !s.levels.ReadScope(u).All {
+		return 0, false
+	}
+	switch {
+	case len(ls) == 1 && metric == nil && !ls[0].elements && ls[0].Type != GroupDate:
+		return models.PropKey(*ls[0].prop), true
+	case len(ls) == 0 && metric != nil:
+		return models.PropKey(*metric), true
+	}
+	return 0, false
+}
+
+// withFull replaces the rows of cut keys (MaxIndexedKey long: their
+// strings are in full) of a covering pass by their rows per full value.
+func (s *Store) withFull(ctx context.Context, prop int64, rows []aggRow) ([]aggRow, error) {
+	var conds []string
+	var args []any
+	out := rows[:0:0]
+	for _, r := range rows {
+		if len(r.keys[0][0]) >= models.MaxIndexedKey {
+			conds = append(conds, "v.key = ?")
+			args = append(args, r.keys[0][0])
+			continue
+		}
+		out = append(out, r)
+	}
+	if len(conds) == 0 {
+		return rows, nil
+	}
+	q := "SELECT v.key, v.full, COUNT(*) FROM object_values v WHERE v.prop = ? AND (" + strings.Join(conds, " OR ") + ") GROUP BY v.key, v.full"
+	res, err := s.db.WithContext(ctx).Raw(q, append([]any{prop}, args...)...).Rows()
+	if err != nil {
+		return nil, fmt.Errorf("read the cut keys' strings: %w", err)
+	}
+	defer res.Close()
+	for res.Next() {
+		r := aggRow{keys: make([][2][]byte, 1)}
+		if err := res.Scan(&r.keys[0][0], &r.keys[0][1], &r.n); err != nil {
+			return nil, fmt.Errorf("read the cut keys' strings: %w", err)
+		}
+		out = append(out, r)
+	}
+	if err := res.Err(); err != nil {
+		return nil, fmt.Errorf("read the cut keys' strings: %w", err)
+	}
+	return out, nil
+}
 
 // aggIndexDriver is the alias whose index rows can drive an index-only
 // pass (a level not of array elements, else the metric), or "".
@@ -707,6 +768,9 @@ func (s *Store) aggQuery(ctx context.Context, u *models.User, ts *typeState, fs 
 	}
 	if err := rows.Err(); err != nil {
 		return nil, fmt.Errorf("aggregate objects of %s: %w", ts.ot.Name, err)
+	}
+	if prop, ok := s.coverProp(u, fs, a.search, a.levels, metric, exact); ok {
+		return s.withFull(ctx, prop, out)
 	}
 	return out, nil
 }

@@ -26,11 +26,14 @@ import (
 // AggregateRequest is the body of POST .../types/{type}/aggregate.
 type AggregateRequest struct {
 	// Filters are the listing's filter.<key>=<value> pairs.
-	Filters  []AggFilter `json:"filters,omitempty"`
-	Metrics  []Metric    `json:"metrics,omitempty"`
-	GroupBy  []GroupBy   `json:"group_by,omitempty"`
-	Order    *AggOrder   `json:"order,omitempty"`
-	Accuracy string      `json:"accuracy,omitempty"`
+	Filters []AggFilter `json:"filters,omitempty"`
+	// Q is the explorer's search: objects whose id is Q or any of whose
+	// properties matches it (searchFilters), besides the filters.
+	Q        string    `json:"q,omitempty"`
+	Metrics  []Metric  `json:"metrics,omitempty"`
+	GroupBy  []GroupBy `json:"group_by,omitempty"`
+	Order    *AggOrder `json:"order,omitempty"`
+	Accuracy string    `json:"accuracy,omitempty"`
 }
 
 // AggFilter is one listing filter: Key "<property>[.<operator>]", Value
@@ -390,6 +393,10 @@ func (s *Store) Aggregate(ctx context.Context, u *models.User, typeRef string, r
 	if err != nil {
 		return nil, err
 	}
+	search, err := s.aggSearchOf(ts, req.Q)
+	if err != nil {
+		return nil, err
+	}
 	ms, err := metricSpecs(ts, req.Metrics)
 	if err != nil {
 		return nil, err
@@ -403,6 +410,7 @@ func (s *Store) Aggregate(ctx context.Context, u *models.User, typeRef string, r
 		return nil, err
 	}
 	a := newAggregation(ls, ms, acc == AccuracyAllowApproximate)
+	a.search = search
 	if err := s.aggRows(ctx, u, ts, fs, a); err != nil {
 		return nil, err
 	}

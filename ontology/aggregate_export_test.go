@@ -26,7 +26,7 @@ func (s *Store) AggregateSQL(ctx context.Context, u *models.User, typeRef string
 	if metricProp != "" {
 		mp = ts.byKey[metricProp]
 	}
-	q, args, ok := s.aggSQL(u, ts, fs, ls, mp)
+	q, args, ok := s.aggSQL(u, ts, fs, nil, ls, mp, nil)
 	if !ok {
 		return "", nil, fmt.Errorf("filters %v match nothing", raw)
 	}

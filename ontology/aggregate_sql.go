@@ -13,6 +13,7 @@ import (
 
 	"github.com/axiomhq/hyperloglog"
 
+	"github.com/ontoflow/ontoflow/apperr"
 	"github.com/ontoflow/ontoflow/defaults"
 	"github.com/ontoflow/ontoflow/domain"
 	"github.com/ontoflow/ontoflow/models"
@@ -42,12 +43,27 @@ func (s *Store) sqlFilters(ctx context.Context, typeRef string, raw []RawFilter)
 // metric's property, joined to the objects of ts that u may read and the
 // filters select (the listing's probes), counted per distinct key tuple.
 // Rows of class U (a date-like string's second row, for byte-wise
-// comparisons) are left out: each value is one row. false: a filter
-// matches nothing.
-func (s *Store) aggSQL(u *models.User, ts *typeState, fs []valueFilter, ls []levelSpec, metric *models.Property) (string, []any, bool) {
+// comparisons) are left out: each value is one row. A date level is
+// grouped by its keys' slot (slotPrefix: 256 seconds) with the least and
+// greatest key of each, not by every instant (aggPass buckets them).
+// false: a filter matches nothing.
+func (s *Store) aggSQL(u *models.User, ts *typeState, fs []valueFilter, search *aggSearch, ls []levelSpec, metric *models.Property, exact map[int][][]byte) (string, []any, bool) {
 	var sel, from, group []string
 	var args []any
+	sc := s.levels.ReadScope(u)
+	drv := aggIndexDriver(ls, metric)
+	if len(fs) > 0 || !sc.All || search != nil {
+		drv = ""
+	}
+	_, cover := s.coverProp(u, fs, search, ls, metric, exact)
 	idk := s.idKey("o.id")
+	if drv != "" {
+		// Index only: every value row of a property is one of its type's
+		// objects (a property's key belongs to one type, and every object
+		// has a row per property, KeyNull without a value), so without a
+		// read rule or filter the objects need not be read.
+		idk = drv + ".object_id"
+	}
 	notU := func(a string) (string, []any) {
 		return "(" + a + ".key < ? OR " + a + ".key >= ?)", []any{[]byte{domain.KeyInstantText}, []byte{domain.KeyInstantText + 1}}
 	}
@@ -57,18 +73,48 @@ func (s *Store) aggSQL(u *models.User, ts *typeState, fs []valueFilter, ls []lev
 	// join's unhex(o.id) would be computed per pair of rows.
 	var where []string
 	var whereArgs []any
-	join := func(a string, prop int64, left bool) {
+	var drvCond string
+	var drvArgs []any
+	var slotConds []string
+	var slotArgs []any
+	join := func(a string, prop int64, left, date bool, slots [][]byte) {
 		u, uargs := notU(a)
-		cond := fmt.Sprintf("%s.object_id = %s AND %s.prop = ? AND %s", a, idk, a, u)
-		if left {
-			from = append(from, "LEFT JOIN object_values "+a+" ON "+cond)
-			args = append(args, prop)
-			args = append(args, uargs...)
+		if a == drv {
+			drvCond = fmt.Sprintf("%s.prop = ? AND %s", a, u)
+			drvArgs = append(append(drvArgs, prop), uargs...)
 		} else {
-			from = append(from, "CROSS JOIN object_values "+a)
-			where = append(where, cond)
-			whereArgs = append(whereArgs, prop)
-			whereArgs = append(whereArgs, uargs...)
+			cond := fmt.Sprintf("%s.object_id = %s AND %s.prop = ? AND %s", a, idk, a, u)
+			if left {
+				from = append(from, "LEFT JOIN object_values "+a+" ON "+cond)
+				args = append(args, prop)
+				args = append(args, uargs...)
+			} else {
+				from = append(from, "CROSS JOIN object_values "+a)
+				where = append(where, cond)
+				whereArgs = append(whereArgs, prop)
+				whereArgs = append(whereArgs, uargs...)
+			}
+		}
+		if slots != nil {
+			// The rows of the slots whose keys span two buckets, exactly.
+			// Key ranges, not IN (?): gorm would expand a []byte there.
+			for _, sl := range slots {
+				slotConds = append(slotConds, a+".key BETWEEN ? AND ?")
+				slotArgs = append(slotArgs, sl, append(append([]byte{}, sl...), 0xff, 0xff, 0xff, 0xff, 0xff, 0xff))
+			}
+		}
+		if a == drv && cover {
+			// The index entry alone (prop, key): full only for cut keys
+			// (aggQuery reads those again).
+			sel = append(sel, a+".key", "NULL")
+			group = append(group, a+".key")
+			return
+		}
+		if date && slots == nil {
+			slot := "substr(" + a + ".key, 1, " + fmt.Sprint(slotPrefix) + ")"
+			sel = append(sel, slot, s.minKey(a+".key"), s.maxKey(a+".key"))
+			group = append(group, slot)
+			return
 		}
 		sel = append(sel, a+".key", a+".full")
 		group = append(group, a+".key", a+".full")
@@ -78,10 +124,23 @@ func (s *Store) aggSQL(u *models.User, ts *typeState, fs []valueFilter, ls []lev
 		if l.elements {
 			prop = models.ElementKey(prop)
 		}
-		join(fmt.Sprintf("g%d", i), prop, l.elements)
+		join(fmt.Sprintf("g%d", i), prop, l.elements, l.Type == GroupDate, exact[i])
 	}
 	if metric != nil {
-		join("m", models.PropKey(*metric), false)
+		join("m", models.PropKey(*metric), false, false, nil)
+	}
+	if len(slotConds) > 0 {
+		where = append(where, "("+strings.Join(slotConds, " OR ")+")")
+		whereArgs = append(whereArgs, slotArgs...)
+	}
+	if drv != "" {
+		q := "SELECT " + strings.Join(append(sel, "COUNT(*)"), ", ") + " FROM object_values " + drv + " " + strings.Join(from, " ") + " WHERE " + drvCond
+		args = append(args, drvArgs...)
+		for _, w := range where {
+			q += " AND " + w
+		}
+		args = append(args, whereArgs...)
+		return q + " GROUP BY " + strings.Join(group, ", "), args, true
 	}
 	// The type's objects through idx_object_type (SQLite's planner,
 	// seeing one type in its statistics, otherwise scans objects whole),
@@ -107,7 +166,7 @@ func (s *Store) aggSQL(u *models.User, ts *typeState, fs []valueFilter, ls []lev
 		q += " AND " + w
 	}
 	args = append(args, whereArgs...)
-	if sc := s.levels.ReadScope(u); !sc.All {
+	if !sc.All {
 		cond, as := sc.SQL("o")
 		q += " AND " + cond
 		args = append(args, as...)
@@ -134,10 +193,188 @@ func (s *Store) aggSQL(u *models.User, ts *typeState, fs []valueFilter, ls []lev
 		q += " AND " + not + "EXISTS (SELECT 1 FROM object_values e WHERE e.object_id = " + idk + " AND " + p + ")"
 		args = append(args, as...)
 	}
+	if search != nil {
+		cond, as, ok := s.searchCond(search, idk)
+		if !ok {
+			return "", nil, false
+		}
+		q += " AND " + cond
+		args = append(args, as...)
+	}
 	if len(group) > 0 {
 		q += " GROUP BY " + strings.Join(group, ", ")
 	}
 	return q, args, true
+}
+
+// aggSearch is a search term as the explorer runs it: the object of
+// that id, or any object a filter matches.
+type aggSearch struct {
+	id    string
+	anyOf []valueFilter
+}
+
+// aggSearchOf is q's search over ts (nil without q): per property, as
+// the explorer's search (console.searchFilters), a substring of text
+// and lists of text ("includes"), an equality of the other scalar types
+// that can be named; a q that is no value of a property's type matches
+// nothing in it.
+func (s *Store) aggSearchOf(ts *typeState, q string) (*aggSearch, error) {
+	if q == "" {
+		return nil, nil
+	}
+	if len(q) > defaults.MaxSearchBytes {
+		return nil, badMember("q", "too_long", "q is %d bytes, more than %d", len(q), defaults.MaxSearchBytes)
+	}
+	sr := &aggSearch{}
+	if domain.IsUUID(q) {
+		sr.id = strings.ToLower(q)
+	}
+	for _, p := range ts.props {
+		key, ok := searchKey(p.Name, p.Type.V)
+		if !ok {
+			continue
+		}
+		conds, err := parseFilters(ts, []RawFilter{{Key: key, Value: q}}, s.levels)
+		if apperr.Is(err, apperr.InvalidArgument) {
+			continue
+		}
+		if err != nil {
+			return nil, fmt.Errorf("search %s for %q: %w", p.Name, q, err)
+		}
+		if f := s.sqlFilter(ts, conds[0]); !f.none {
+			sr.anyOf = append(sr.anyOf, f)
+		}
+	}
+	return sr, nil
+}
+
+// searchKey is the filter key that matches a search in a property of
+// type t; false for types a typed search cannot name (json, vectors,
+// geo points, media).
+func searchKey(name string, t domain.PropertyType) (string, bool) {
+	switch t.Base {
+	case domain.TypeString:
+		return name + "." + domain.OpIncludes, true
+	case domain.TypeArray:
+		if t.ElementType != nil && t.ElementType.Base == domain.TypeString {
+			return name + "." + domain.OpIncludes, true
+		}
+	case domain.TypeInteger, domain.TypeDouble, domain.TypeBoolean, domain.TypeDate,
+		domain.TypeTimestamp, domain.TypeMarking, domain.TypeReference:
+		return name, true
+	}
+	return "", false
+}
+
+// searchCond is the search as one condition on the object of id idk;
+// false: it matches nothing.
+func (s *Store) searchCond(sr *aggSearch, idk string) (string, []any, bool) {
+	var ors []string
+	var args []any
+	if sr.id != "" {
+		ors = append(ors, "o.id = ?")
+		args = append(args, sr.id)
+	}
+	for _, f := range sr.anyOf {
+		p, as := f.rowPred("e")
+		ors = append(ors, "EXISTS (SELECT 1 FROM object_values e WHERE e.object_id = "+idk+" AND "+p+")")
+		args = append(args, as...)
+	}
+	if len(ors) == 0 {
+		return "", nil, false
+	}
+	return "(" + strings.Join(ors, " OR ") + ")", args, true
+}
+
+// slotPrefix is the length of an instant key's prefix that date levels
+// group by in SQL: its class and 8 bytes of seconds less the last, slots
+// of 256 seconds. Buckets (of any zone) are computed in Go from the
+// slots; a slot whose least and greatest keys fall in two buckets is
+// read again key by key.
+const slotPrefix = 8
+
+// coverProp is the property key of a pass that reads idx_object_value's
+// entries alone (an index-only pass of one exact level or one metric,
+// grouped by key without full: Postgres' index-only scan, no lookup of
+// each row on SQLite), or false.
+func (s *Store) coverProp(u *models.User, fs []valueFilter, search *aggSearch, ls []levelSpec, metric *models.Property, exact map[int][][]byte) (int64, bool) {
+	if len(fs) > 0 || search != nil || exact != nil || !s.levels.ReadScope(u).All {
+		return 0, false
+	}
+	switch {
+	case len(ls) == 1 && metric == nil && !ls[0].elements && ls[0].Type != GroupDate:
+		return models.PropKey(*ls[0].prop), true
+	case len(ls) == 0 && metric != nil:
+		return models.PropKey(*metric), true
+	}
+	return 0, false
+}
+
+// withFull replaces the rows of cut keys (MaxIndexedKey long: their
+// strings are in full) of a covering pass by their rows per full value.
+func (s *Store) withFull(ctx context.Context, prop int64, rows []aggRow) ([]aggRow, error) {
+	var conds []string
+	var args []any
+	out := rows[:0:0]
+	for _, r := range rows {
+		if len(r.keys[0][0]) >= models.MaxIndexedKey {
+			conds = append(conds, "v.key = ?")
+			args = append(args, r.keys[0][0])
+			continue
+		}
+		out = append(out, r)
+	}
+	if len(conds) == 0 {
+		return rows, nil
+	}
+	q := "SELECT v.key, v.full, COUNT(*) FROM object_values v WHERE v.prop = ? AND (" + strings.Join(conds, " OR ") + ") GROUP BY v.key, v.full"
+	res, err := s.db.WithContext(ctx).Raw(q, append([]any{prop}, args...)...).Rows()
+	if err != nil {
+		return nil, fmt.Errorf("read the cut keys' strings: %w", err)
+	}
+	defer res.Close()
+	for res.Next() {
+		r := aggRow{keys: make([][2][]byte, 1)}
+		if err := res.Scan(&r.keys[0][0], &r.keys[0][1], &r.n); err != nil {
+			return nil, fmt.Errorf("read the cut keys' strings: %w", err)
+		}
+		out = append(out, r)
+	}
+	if err := res.Err(); err != nil {
+		return nil, fmt.Errorf("read the cut keys' strings: %w", err)
+	}
+	return out, nil
+}
+
+// aggIndexDriver is the alias whose index rows can drive an index-only
+// pass (a level not of array elements, else the metric), or "".
+func aggIndexDriver(ls []levelSpec, metric *models.Property) string {
+	for i, l := range ls {
+		if !l.elements {
+			return fmt.Sprintf("g%d", i)
+		}
+	}
+	if metric != nil {
+		return "m"
+	}
+	return ""
+}
+
+// minKey and maxKey are the least and greatest of a key column in a
+// group (Postgres has no min of bytea: its hex text, ordered bytewise).
+func (s *Store) minKey(col string) string {
+	if models.IsPostgres(s.db) {
+		return "decode(MIN(encode(" + col + ", 'hex') COLLATE \"C\"), 'hex')"
+	}
+	return "MIN(" + col + ")"
+}
+
+func (s *Store) maxKey(col string) string {
+	if models.IsPostgres(s.db) {
+		return "decode(MAX(encode(" + col + ", 'hex') COLLATE \"C\"), 'hex')"
+	}
+	return "MAX(" + col + ")"
 }
 
 // aggDriver is the filter whose index rows drive an aggregation: the
@@ -163,6 +400,7 @@ type aggregation struct {
 	groups  []*aggGroup
 	byID    map[string]*aggGroup
 	approx  bool // the request allows approximation
+	search  *aggSearch
 }
 
 // aggGroup is one bucket tuple: its ids (sortable, one per level), keys,
@@ -418,53 +656,147 @@ func (s *Store) aggRows(ctx context.Context, u *models.User, ts *typeState, fs [
 	return nil
 }
 
-// aggPass runs one statement and folds its rows into a.
+// aggRow is one row of a pass: per level (and the metric) a key and its
+// full value, or for a date level grouped by slot its least and
+// greatest keys; and its object count.
+type aggRow struct {
+	keys [][2][]byte
+	n    int64
+}
+
+// aggPass runs one pass and folds its rows into a. Date levels come back
+// by slot; a slot whose least and greatest keys lie in two buckets is
+// left out and its rows read again key by key (a second statement), so
+// every bucket is exact in any time zone.
 func (s *Store) aggPass(ctx context.Context, u *models.User, ts *typeState, fs []valueFilter, a *aggregation, metric *models.Property) error {
-	q, args, ok := s.aggSQL(u, ts, fs, a.levels, metric)
-	if !ok {
+	rows, err := s.aggQuery(ctx, u, ts, fs, a, metric, nil)
+	if err != nil {
+		return err
+	}
+	split := map[int]map[string]bool{} // level → slots spanning two buckets
+	for _, r := range rows {
+		for i, l := range a.levels {
+			if l.Type != GroupDate {
+				continue
+			}
+			lo, _, _ := l.bucket(r.keys[i][0], nil)
+			hi, _, _ := l.bucket(r.keys[i][1], nil)
+			if lo != hi {
+				if split[i] == nil {
+					split[i] = map[string]bool{}
+				}
+				split[i][string(r.keys[i][0][:min(slotPrefix, len(r.keys[i][0]))])] = true
+			}
+		}
+	}
+	inSplit := func(r aggRow) bool {
+		for i, sl := range split {
+			if sl[string(r.keys[i][0][:min(slotPrefix, len(r.keys[i][0]))])] {
+				return true
+			}
+		}
+		return false
+	}
+	for _, r := range rows {
+		if !inSplit(r) {
+			a.fold(r, metric)
+		}
+	}
+	if len(split) == 0 {
 		return nil
+	}
+	// One statement reads the split slots of every level key by key
+	// (the other date levels by slot: no slot of theirs spans buckets);
+	// only its rows in a split slot are folded, the others were folded.
+	exact := map[int][][]byte{}
+	for i, sl := range split {
+		for k := range sl {
+			exact[i] = append(exact[i], []byte(k))
+		}
+	}
+	rows, err = s.aggQuery(ctx, u, ts, fs, a, metric, exact)
+	if err != nil {
+		return err
+	}
+	for _, r := range rows {
+		if inSplit(r) {
+			a.fold(r, metric)
+		}
+	}
+	return nil
+}
+
+// aggQuery runs one statement of a pass and returns its rows; exact: the
+// slots of date levels read key by key.
+func (s *Store) aggQuery(ctx context.Context, u *models.User, ts *typeState, fs []valueFilter, a *aggregation, metric *models.Property, exact map[int][][]byte) ([]aggRow, error) {
+	q, args, ok := s.aggSQL(u, ts, fs, a.search, a.levels, metric, exact)
+	if !ok {
+		return nil, nil
 	}
 	rows, err := s.db.WithContext(ctx).Raw(q, args...).Rows()
 	if err != nil {
-		return fmt.Errorf("aggregate objects of %s: %w", ts.ot.Name, err)
+		return nil, fmt.Errorf("aggregate objects of %s: %w", ts.ot.Name, err)
 	}
 	defer rows.Close()
 	nk := len(a.levels)
 	if metric != nil {
 		nk++
 	}
+	var out []aggRow
 	for rows.Next() {
-		keys := make([][2][]byte, nk)
-		var n int64
-		dest := make([]any, 0, 2*nk+1)
-		for i := range keys {
-			dest = append(dest, &keys[i][0], &keys[i][1])
-		}
-		if err := rows.Scan(append(dest, &n)...); err != nil {
-			return fmt.Errorf("aggregate objects of %s: %w", ts.ot.Name, err)
-		}
-		if n == 0 {
-			continue // no object: COUNT(*) of an empty set without groups
-		}
-		g := a.group(keys)
-		if g == nil {
-			continue
-		}
-		if metric == nil {
-			g.count += n
-			continue
-		}
-		mk := keys[nk-1]
-		for i, m := range a.metrics {
-			if m.prop != nil && m.prop.IndexKey == metric.IndexKey {
-				g.metrics[i].add(mk[0], mk[1], n)
+		r := aggRow{keys: make([][2][]byte, nk)}
+		dest := make([]any, 0, 3*nk+1)
+		var slot []byte
+		for i := range r.keys {
+			if i < len(a.levels) && a.levels[i].Type == GroupDate && exact[i] == nil {
+				dest = append(dest, &slot, &r.keys[i][0], &r.keys[i][1])
+				continue
 			}
+			dest = append(dest, &r.keys[i][0], &r.keys[i][1])
+		}
+		if err := rows.Scan(append(dest, &r.n)...); err != nil {
+			return nil, fmt.Errorf("aggregate objects of %s: %w", ts.ot.Name, err)
+		}
+		for i := range r.keys {
+			if i < len(a.levels) && a.levels[i].Type == GroupDate && exact[i] != nil {
+				r.keys[i][1] = r.keys[i][0] // one key: its own least and greatest
+			}
+		}
+		if r.n > 0 { // 0: COUNT(*) of an empty set without groups
+			out = append(out, r)
 		}
 	}
 	if err := rows.Err(); err != nil {
-		return fmt.Errorf("aggregate objects of %s: %w", ts.ot.Name, err)
+		return nil, fmt.Errorf("aggregate objects of %s: %w", ts.ot.Name, err)
 	}
-	return nil
+	if prop, ok := s.coverProp(u, fs, a.search, a.levels, metric, exact); ok {
+		return s.withFull(ctx, prop, out)
+	}
+	return out, nil
+}
+
+// fold adds a row of a pass into its group.
+func (a *aggregation) fold(r aggRow, metric *models.Property) {
+	keys := r.keys
+	for i, l := range a.levels {
+		if l.Type == GroupDate {
+			keys[i] = [2][]byte{keys[i][0], nil}
+		}
+	}
+	g := a.group(keys)
+	if g == nil {
+		return
+	}
+	if metric == nil {
+		g.count += r.n
+		return
+	}
+	mk := keys[len(keys)-1]
+	for i, m := range a.metrics {
+		if m.prop != nil && m.prop.IndexKey == metric.IndexKey {
+			g.metrics[i].add(mk[0], mk[1], r.n)
+		}
+	}
 }
 
 // applyMaxGroups keeps, at each exact level with max_groups, the values

@@ -442,6 +442,10 @@ func (b *bench) shapes(ctx context.Context) ([]shape, error) {
 		{"aggregate: exact distinct of key (every object's own)", func(ctx context.Context) (int, error) {
 			return b.aggregate(ctx, ontology.AggregateRequest{Metrics: []ontology.Metric{{Type: ontology.MetricExactDistinct, Property: "key"}}})
 		}},
+		{"aggregate: approximate distinct of key (allow_approximate)", func(ctx context.Context) (int, error) {
+			return b.aggregate(ctx, ontology.AggregateRequest{Accuracy: ontology.AccuracyAllowApproximate,
+				Metrics: []ontology.Metric{{Type: ontology.MetricApproximateDistinct, Property: "key"}}})
+		}},
 		{"update of a random object (store.UpdateObject)", func(ctx context.Context) (int, error) {
 			_, err := b.store.UpdateObject(ctx, nil, b.ids[r.Intn(len(b.ids))], map[string]any{"n": json.Number(strconv.Itoa(r.Intn(n))), "tag": "t00"})
 			return 1, err

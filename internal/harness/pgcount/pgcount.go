@@ -36,6 +36,8 @@ type Proxy struct {
 	upstream                 string
 	trips, statements, comms atomic.Int64
 	wg                       sync.WaitGroup
+	mu                       sync.Mutex
+	byText                   map[string]int64 // statements run, by query text
 }
 
 // Start listens on a free loopback port and forwards to upstream.
@@ -44,7 +46,7 @@ func Start(upstream string) (*Proxy, error) {
 	if err != nil {
 		return nil, fmt.Errorf("listen for the counting proxy: %w", err)
 	}
-	p := &Proxy{l: l, upstream: upstream}
+	p := &Proxy{l: l, upstream: upstream, byText: map[string]int64{}}
 	p.wg.Add(1)
 	go p.accept()
 	return p, nil
@@ -56,6 +58,17 @@ func (p *Proxy) Addr() string { return p.l.Addr().String() }
 // Counts reads the totals.
 func (p *Proxy) Counts() Counts {
 	return Counts{p.trips.Load(), p.statements.Load(), p.comms.Load()}
+}
+
+// ByText is how many times each query text ran since the proxy started.
+func (p *Proxy) ByText() map[string]int64 {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	out := make(map[string]int64, len(p.byText))
+	for k, v := range p.byText {
+		out[k] = v
+	}
+	return out
 }
 
 // Close stops accepting; open connections end with their clients.
@@ -88,6 +101,7 @@ func (p *Proxy) serve(client net.Conn) {
 		client.Close()
 	}()
 	r := bufio.NewReader(client)
+	st := &session{prepared: map[string]string{}}
 	if err := forwardStartup(r, server); err != nil {
 		return
 	}
@@ -96,7 +110,7 @@ func (p *Proxy) serve(client net.Conn) {
 		if err != nil {
 			return
 		}
-		p.count(typ, body)
+		p.count(st, typ, body)
 		if _, err := server.Write(frame(typ, body)); err != nil {
 			return
 		}
@@ -149,23 +163,48 @@ func frame(typ byte, body []byte) []byte {
 
 var commit = []byte("commit")
 
-func (p *Proxy) count(typ byte, body []byte) {
+// session is one connection's extended-protocol state: the text of each
+// prepared statement and of the one bound last, so that an Execute of a
+// statement prepared long before is still told by its text.
+type session struct {
+	prepared map[string]string
+	bound    string
+}
+
+func (p *Proxy) count(st *session, typ byte, body []byte) {
 	switch typ {
 	case 'Q': // simple query: its own round trip
 		p.trips.Add(1)
-		p.statements.Add(1)
-		if isCommit(body) {
-			p.comms.Add(1)
-		}
-	case 'P': // Parse: the query text follows the statement name
-		if i := bytes.IndexByte(body, 0); i >= 0 && isCommit(body[i+1:]) {
-			p.comms.Add(1)
-		}
-	case 'E': // Execute: one statement run
-		p.statements.Add(1)
+		p.ran(string(cstring(body)))
+	case 'P': // Parse: statement name, then the query text
+		name := cstring(body)
+		st.prepared[string(name)] = string(cstring(body[len(name)+1:]))
+	case 'B': // Bind: portal name, then statement name
+		portal := cstring(body)
+		st.bound = st.prepared[string(cstring(body[len(portal)+1:]))]
+	case 'E': // Execute: the bound statement runs
+		p.ran(st.bound)
 	case 'S': // Sync: the client waits for ReadyForQuery
 		p.trips.Add(1)
 	}
+}
+
+func (p *Proxy) ran(query string) {
+	p.statements.Add(1)
+	if isCommit([]byte(query)) {
+		p.comms.Add(1)
+	}
+	p.mu.Lock()
+	p.byText[query]++
+	p.mu.Unlock()
+}
+
+// cstring is b up to its first NUL.
+func cstring(b []byte) []byte {
+	if i := bytes.IndexByte(b, 0); i >= 0 {
+		return b[:i]
+	}
+	return b
 }
 
 func isCommit(query []byte) bool {

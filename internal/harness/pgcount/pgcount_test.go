@@ -9,6 +9,8 @@ import (
 	"net/http"
 	"net/url"
 	"os"
+	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -74,12 +76,21 @@ func TestRoundTripsPerExecution(t *testing.T) {
 		"config": map[string]any{"operation": map[string]any{"property_mappings": []map[string]any{{"property": "title", "input": "title"}}}}}), &act)
 
 	const n = 20
-	start, began := p.Counts(), time.Now()
+	start, texts, began := p.Counts(), p.ByText(), time.Now()
 	for i := range n {
 		call(t, a.APIURL, "/api/v1/ontology/actions/"+act.ID+"/execute", map[string]any{"parameters": map[string]any{"title": fmt.Sprintf("n%d", i)}})
 	}
 	waitFinal(t, direct, n)
 	busy, took := p.Counts().Sub(start), time.Since(began)
+	var lines []string
+	for q, c := range p.ByText() {
+		if d := c - texts[q]; d > 0 {
+			lines = append(lines, fmt.Sprintf("%5.1f per execution: %.110s", float64(d)/n, q))
+		}
+	}
+	slices.Sort(lines)
+	slices.Reverse(lines)
+	t.Logf("statements run:\n%s", strings.Join(lines, "\n"))
 	idleStart := p.Counts()
 	time.Sleep(took)
 	idle := p.Counts().Sub(idleStart)

@@ -21,6 +21,11 @@ type errorBody struct {
 	Error *apperr.Error `json:"error"`
 }
 
+// unreachableRetryAfter is the Retry-After (seconds) of a 503 answered
+// because the database could not be reached: connections are redialed at
+// once, so a short wait is enough.
+const unreachableRetryAfter = "1"
+
 // fail renders err as the JSON error body and aborts the request. Errors
 // that are not *apperr.Error are logged and answered as a generic 500, so
 // internals never reach the client.
@@ -32,6 +37,13 @@ func fail(c *gin.Context, err error) {
 			e = apperr.New(apperr.NotFound, "not found")
 		case models.IsDuplicate(err):
 			e = apperr.New(apperr.Conflict, "a record with the same unique value already exists")
+		case models.IsUnreachable(err):
+			// The database is unreachable for now: the client may retry,
+			// and the operator reads the cause here.
+			slog.WarnContext(c.Request.Context(), "request failed: database unreachable", "method", c.Request.Method,
+				"path", c.Request.URL.Path, "err", err)
+			c.Header("Retry-After", unreachableRetryAfter)
+			e = apperr.New(apperr.Unavailable, "the database is unreachable; retry shortly")
 		default:
 			slog.ErrorContext(c.Request.Context(), "request failed", "method", c.Request.Method,
 				"path", c.Request.URL.Path, "err", err)

@@ -94,7 +94,7 @@ func (c *Console) findObjectsUpTo(ctx context.Context, u *models.User, ot *ontol
 // property's type matches nothing in it.
 func searchFilters(ot *ontology.ObjectTypeView, q string) (pk, rest []ontology.RawFilter) {
 	for _, p := range ot.Properties {
-		key, ok := searchKey(p.Name, p.Type.V)
+		key, ok := ontology.SearchKey(p.Name, p.Type.V)
 		if !ok {
 			continue
 		}
@@ -106,24 +106,6 @@ func searchFilters(ot *ontology.ObjectTypeView, q string) (pk, rest []ontology.R
 		}
 	}
 	return pk, rest
-}
-
-// searchKey is the filter key that matches a search in a property of
-// type t; false for types a typed search cannot name (json, vectors,
-// geo points, media).
-func searchKey(name string, t domain.PropertyType) (string, bool) {
-	switch t.Base {
-	case domain.TypeString:
-		return name + "." + domain.OpIncludes, true
-	case domain.TypeArray:
-		if t.ElementType != nil && t.ElementType.Base == domain.TypeString {
-			return name + "." + domain.OpIncludes, true
-		}
-	case domain.TypeInteger, domain.TypeDouble, domain.TypeBoolean, domain.TypeDate,
-		domain.TypeTimestamp, domain.TypeMarking, domain.TypeReference:
-		return name, true
-	}
-	return "", false
 }
 
 // objectSet keeps objects in the order found, each once.

@@ -231,7 +231,7 @@ func (s *Store) aggSearchOf(ts *typeState, q string) (*aggSearch, error) {
 		sr.id = strings.ToLower(q)
 	}
 	for _, p := range ts.props {
-		key, ok := searchKey(p.Name, p.Type.V)
+		key, ok := SearchKey(p.Name, p.Type.V)
 		if !ok {
 			continue
 		}
@@ -249,10 +249,10 @@ func (s *Store) aggSearchOf(ts *typeState, q string) (*aggSearch, error) {
 	return sr, nil
 }
 
-// searchKey is the filter key that matches a search in a property of
-// type t; false for types a typed search cannot name (json, vectors,
-// geo points, media).
-func searchKey(name string, t domain.PropertyType) (string, bool) {
+// SearchKey is the filter key that matches a search in a property of
+// type t (the explorer's and an aggregation's q); false for types a
+// typed search cannot name (json, vectors, geo points, media).
+func SearchKey(name string, t domain.PropertyType) (string, bool) {
 	switch t.Base {
 	case domain.TypeString:
 		return name + "." + domain.OpIncludes, true

@@ -73,6 +73,12 @@ func TestExplorerFacetsInBrowser(t *testing.T) {
 		until(`document.querySelector('main').textContent.includes('Buckets of width 10')`),
 		sh.take(ctx, "facets-02-numbers"),
 	)
+	run(t, ctx, "bad input: an unknown property, an unknown interval",
+		settled(base+"/explore/Order/facets?by=nope"),
+		until(`document.querySelector('main').textContent.includes('has no property "nope"')`),
+		settled(base+"/explore/Order/facets?by=placed&interval=fortnight"),
+		until(`document.querySelector('main').textContent.includes('interval is one of')`),
+	)
 	run(t, ctx, "a viewer counts only what it may read",
 		signInAs("viewer", "viewer-password-1"),
 		settled(base+"/explore/Order/facets?by=region"),

@@ -6,8 +6,6 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
-	"os"
-	"strings"
 	"time"
 )
 
@@ -32,26 +30,29 @@ func (h *Handler) Stat(ctx context.Context, userID, p string) (FileInfo, error) 
 	if !ok {
 		return FileInfo{}, fs.ErrInvalid
 	}
-	if h.nodes != nil {
-		n, err := h.nodes.tree.lookup(ctx, h.db, userID, ip)
-		if err != nil {
-			return FileInfo{}, err
-		}
-		return FileInfo{Path: ip, Dir: n.Dir, Size: nodeInfo{n}.Size(), ModTime: time.Unix(0, n.MtimeNs), ETag: nodeETag(n), SHA1: n.SHA1, MD5: n.MD5}, nil
-	}
-	root, err := h.openRoot(userID)
-	if err != nil {
-		return FileInfo{}, fmt.Errorf("open user root: %w", err)
-	}
-	defer root.Close()
-	fi, err := root.Stat(rel(ip))
+	t, err := h.store.open(ctx, userID)
 	if err != nil {
 		return FileInfo{}, err
 	}
-	return posixInfo(ip, fi, h.etagAt(ctx, root, userID, ip, fi)), nil
+	defer t.close()
+	fi, err := t.stat(ctx, ip)
+	if err != nil {
+		return FileInfo{}, err
+	}
+	out := publicInfo(ip, fi, t.etag(ctx, ip, fi))
+	if h.store.hashesEveryWrite() {
+		// The row carries the checksums with the version; a POSIX
+		// file's record would have to be checked against the file.
+		recs, err := t.sums(ctx, nil, []entry{{path: ip, fi: fi}}, true, false)
+		if err != nil {
+			return FileInfo{}, err
+		}
+		out.SHA1, out.MD5 = recs[ip].SHA1, recs[ip].MD5
+	}
+	return out, nil
 }
 
-func posixInfo(p string, fi fs.FileInfo, etag string) FileInfo {
+func publicInfo(p string, fi fs.FileInfo, etag string) FileInfo {
 	out := FileInfo{Path: p, Dir: fi.IsDir(), ModTime: fi.ModTime(), ETag: etag}
 	if !fi.IsDir() {
 		out.Size = fi.Size()
@@ -61,48 +62,32 @@ func posixInfo(p string, fi fs.FileInfo, etag string) FileInfo {
 
 // Open reads n bytes (n < 0: to the end) of the user's file p from off.
 func (h *Handler) Open(ctx context.Context, userID, p string, off, n int64) (io.ReadCloser, FileInfo, error) {
-	fi, err := h.Stat(ctx, userID, p)
+	ip, ok := h.cleanPath(p)
+	if !ok {
+		return nil, FileInfo{}, fs.ErrInvalid
+	}
+	t, err := h.store.open(ctx, userID)
 	if err != nil {
-		return nil, fi, err
+		return nil, FileInfo{}, err
 	}
-	if fi.Dir {
-		return nil, fi, errors.New("a collection has no contents")
-	}
-	if off < 0 || off > fi.Size {
-		return nil, fi, fmt.Errorf("offset %d beyond the file's %d bytes", off, fi.Size)
-	}
-	if n < 0 || off+n > fi.Size {
-		n = fi.Size - off
-	}
-	if h.nodes != nil {
-		nd, err := h.nodes.tree.lookup(ctx, h.db, userID, fi.Path)
-		if err != nil {
-			return nil, fi, err
-		}
-		if nd.Blob == "" || n == 0 {
-			return io.NopCloser(strings.NewReader("")), fi, nil
-		}
-		rc, err := h.nodes.blobs.contents.Get(ctx, nd.Blob, off, n)
-		return rc, fi, err
-	}
-	root, err := h.openRoot(userID)
+	defer t.close()
+	fi, err := t.stat(ctx, ip)
 	if err != nil {
-		return nil, fi, fmt.Errorf("open user root: %w", err)
+		return nil, FileInfo{}, err
 	}
-	f, err := root.Open(rel(fi.Path))
-	root.Close()
-	if err != nil {
-		return nil, fi, err
+	info := publicInfo(ip, fi, t.etag(ctx, ip, fi))
+	if info.Dir {
+		return nil, info, errors.New("a collection has no contents")
 	}
-	return sectionCloser{io.NewSectionReader(f, off, n), f}, fi, nil
+	if off < 0 || off > info.Size {
+		return nil, info, fmt.Errorf("offset %d beyond the file's %d bytes", off, info.Size)
+	}
+	if n < 0 || off+n > info.Size {
+		n = info.Size - off
+	}
+	rc, err := t.readRange(ctx, ip, fi, off, n)
+	return rc, info, err
 }
-
-type sectionCloser struct {
-	io.Reader
-	f *os.File
-}
-
-func (s sectionCloser) Close() error { return s.f.Close() }
 
 // ReadDir lists the members of the user's collection p (any order).
 func (h *Handler) ReadDir(ctx context.Context, userID, p string) ([]FileInfo, error) {
@@ -110,64 +95,35 @@ func (h *Handler) ReadDir(ctx context.Context, userID, p string) ([]FileInfo, er
 	if !ok {
 		return nil, fs.ErrInvalid
 	}
+	t, err := h.store.open(ctx, userID)
+	if err != nil {
+		return nil, err
+	}
+	defer t.close()
+	dir, err := t.stat(ctx, ip)
+	if err != nil {
+		return nil, err
+	}
+	withSums := h.store.hashesEveryWrite()
 	var out []FileInfo
-	if h.nodes != nil {
-		dir, err := h.nodes.tree.lookup(ctx, h.db, userID, ip)
+	err = t.members(ctx, ip, dir, 1000, func(batch []entry, listing any) error {
+		// The members' records in one pass over the listing, for their
+		// ETags, as PROPFIND reads them.
+		recs, err := t.sums(ctx, listing, batch, withSums, true)
 		if err != nil {
-			return nil, err
+			return err
 		}
-		for after := ""; ; {
-			ns, err := h.nodes.tree.list(ctx, userID, dir.ID, after, 1000)
-			if err != nil {
-				return nil, err
+		for _, e := range batch {
+			rec, ok := recs[e.path]
+			fi := publicInfo(e.path, e.fi, t.etagWith(e.fi, rec, ok))
+			if withSums {
+				fi.SHA1, fi.MD5 = rec.SHA1, rec.MD5
 			}
-			for i := range ns {
-				n := &ns[i]
-				out = append(out, FileInfo{Path: pathJoin(ip, n.Name), Dir: n.Dir, Size: nodeInfo{n}.Size(), ModTime: time.Unix(0, n.MtimeNs), ETag: nodeETag(n), SHA1: n.SHA1, MD5: n.MD5})
-			}
-			if len(ns) < 1000 {
-				return out, nil
-			}
-			after = ns[len(ns)-1].Name
+			out = append(out, fi)
 		}
-	}
-	root, err := h.openRoot(userID)
-	if err != nil {
-		return nil, fmt.Errorf("open user root: %w", err)
-	}
-	defer root.Close()
-	d, err := root.Open(rel(ip))
-	if err != nil {
-		return nil, err
-	}
-	defer d.Close()
-	ents, err := d.ReadDir(-1)
-	if err != nil {
-		return nil, err
-	}
-	batch := make([]entry, 0, len(ents))
-	for _, e := range ents {
-		if isReserved(e.Name()) {
-			continue
-		}
-		p := pathJoin(ip, e.Name())
-		fi, err := root.Stat(rel(p))
-		if err != nil {
-			continue
-		}
-		batch = append(batch, entry{path: p, fi: fi, link: e.Type()&fs.ModeSymlink != 0})
-	}
-	// The members' records in one pass over the open directory, for their
-	// ETags, as PROPFIND reads them.
-	recs, err := h.meta.sumsFor(ctx, root, userID, d, batch)
-	if err != nil {
-		return nil, err
-	}
-	for _, e := range batch {
-		rec, ok := recs[e.path]
-		out = append(out, posixInfo(e.path, e.fi, h.etagWith(e.fi, rec, ok)))
-	}
-	return out, nil
+		return nil
+	})
+	return out, err
 }
 
 // cleanPath maps "/a/b" (or "a/b") to an internal path.

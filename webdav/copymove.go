@@ -1,26 +1,24 @@
 package webdav
 
 import (
+	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"net/http"
 	"net/url"
-	"os"
 	"strings"
-
-	"gorm.io/gorm"
 )
 
 // serveCopyMove copies or moves the resource to the Destination (RFC 4918
-// §9.8, §9.9); locks never travel with it (§7.5).
+// §9.8, §9.9); locks never travel with it (§7.5). The storage carries out
+// what the checks, the locks and the quota admitted.
 func (rq *request) serveCopyMove() (int, error) {
 	move := rq.r.Method == "MOVE"
 	dst, infinite, overwrite, err := rq.copyMoveHeaders(move)
 	if err != nil {
 		return 0, err
 	}
-	sfi, err := rq.root.Stat(rel(rq.path))
+	sfi, err := rq.stat(rq.path)
 	if err != nil {
 		return statFailure(err)
 	}
@@ -42,21 +40,16 @@ func (rq *request) serveCopyMove() (int, error) {
 		}
 		defer settle()
 	}
-	// A file replacing a file is renamed over it (MOVE, and COPY through
-	// its temporary file), so a failed transfer leaves the old destination
-	// whole; anything involving a collection deletes the destination first.
-	replace := dexists && !dfi.IsDir() && !sfi.IsDir()
-	if dexists && !replace {
-		if err := rq.clearDestination(dst); err != nil {
-			return internal(fmt.Errorf("clear destination: %w", err))
+	op := copyMove{move: move, src: rq.path, dst: dst, sfi: sfi, infinite: infinite,
+		replace: dexists && !dfi.IsDir() && !sfi.IsDir()}
+	if dexists {
+		op.dfi = dfi
+	}
+	if err := rq.tree.copyMove(rq.r.Context(), op); err != nil {
+		var de *davError
+		if errors.As(err, &de) {
+			return de.status, err
 		}
-	}
-	if move {
-		err = rq.moveTo(dst, !dexists || replace)
-	} else {
-		err = rq.copyTo(dst, sfi, infinite, !dexists || replace)
-	}
-	if err != nil {
 		return internal(fmt.Errorf("%s: %w", strings.ToLower(rq.r.Method), err))
 	}
 	if dexists {
@@ -137,73 +130,6 @@ func (rq *request) checkCopyMoveTarget(dst string, sfi fs.FileInfo, overwrite bo
 	return dfi, dexists, nil
 }
 
-// clearDestination deletes a destination a collection is involved in,
-// with its metadata and the locks rooted below it; locks rooted at dst
-// stay and cover what replaces it (RFC 4918 §7.5, §9.8.4, §9.9.3).
-func (rq *request) clearDestination(dst string) error {
-	if err := rq.root.RemoveAll(rel(dst)); err != nil {
-		return err
-	}
-	err := rq.h.db.WithContext(rq.r.Context()).Transaction(func(tx *gorm.DB) error {
-		if err := rq.h.meta.dropTx(tx, rq.user.ID, dst); err != nil {
-			return err
-		}
-		return dropLocksBelow(tx, rq.user.ID, dst)
-	})
-	rq.h.locksChanged()
-	return err
-}
-
-// moveTo renames the source to dst and moves its metadata; clearStale
-// first drops rows left at dst (a name that did not exist, or the replaced
-// file's properties and checksum; locks rooted at dst stay). The source's
-// locks are dropped: RFC 4918 §9.9.4 says a MOVE does not move locks; the
-// moved resources fall under dst's ancestors' locks.
-func (rq *request) moveTo(dst string, clearStale bool) error {
-	if err := rq.root.Rename(rel(rq.path), rel(dst)); err != nil {
-		return err
-	}
-	meta := rq.h.meta
-	err := rq.h.db.WithContext(rq.r.Context()).Transaction(func(tx *gorm.DB) error {
-		if clearStale {
-			if err := meta.dropTx(tx, rq.user.ID, dst); err != nil {
-				return err
-			}
-		}
-		if err := meta.moveTx(tx, rq.user.ID, rq.path, dst); err != nil {
-			return err
-		}
-		return dropLocks(tx, rq.user.ID, rq.path)
-	})
-	rq.h.locksChanged()
-	return err
-}
-
-// copyTo copies the source to dst with its metadata (not its locks).
-func (rq *request) copyTo(dst string, sfi fs.FileInfo, infinite, clearStale bool) error {
-	defer rq.h.quota.invalidate(rq.user.ID)
-	var err error
-	if sfi.IsDir() {
-		err = rq.copyTree(rq.path, dst, infinite)
-	} else {
-		err = rq.copyFile(rq.path, dst, sfi)
-	}
-	if err != nil {
-		return err
-	}
-	meta := rq.h.meta
-	err = rq.h.db.WithContext(rq.r.Context()).Transaction(func(tx *gorm.DB) error {
-		if clearStale {
-			if err := meta.dropTx(tx, rq.user.ID, dst); err != nil {
-				return err
-			}
-		}
-		return meta.copyTx(tx, rq.user.ID, rq.path, dst, infinite)
-	})
-	meta.propsWritten()
-	return err
-}
-
 // admitCopy reserves a COPY's growth of the tree (the source's size less
 // the replaced destination's) against the user's quota: 507 when it does
 // not fit. settle ends the reservation.
@@ -214,15 +140,10 @@ func (rq *request) admitCopy(dst string, sfi, dfi fs.FileInfo, dexists, infinite
 		return func() {}, nil
 	}
 	size := func(p string, fi fs.FileInfo, deep bool) (int64, error) {
-		switch {
-		case !fi.IsDir():
-			return fi.Size(), nil
-		case deep && rq.h.nodes != nil:
-			return subtreeSize(rq.r.Context(), rq.h.db, nodeOf(fi).ID)
-		case deep:
-			return treeSize(rq.root, rel(p))
+		if fi.IsDir() && !deep {
+			return 0, nil
 		}
-		return 0, nil
+		return rq.tree.fileBytes(rq.r.Context(), p, fi)
 	}
 	grow, err := size(rq.path, sfi, infinite)
 	if err == nil && dexists {
@@ -232,7 +153,7 @@ func (rq *request) admitCopy(dst string, sfi, dfi fs.FileInfo, dexists, infinite
 	}
 	ok := false
 	if err == nil {
-		ok, err = q.admit(rq.root, rq.user.ID, quota, grow)
+		ok, err = q.admit(rq.r.Context(), rq.tree, rq.user.ID, quota, grow)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("admit copy: %w", err)
@@ -243,117 +164,4 @@ func (rq *request) admitCopy(dst string, sfi, dfi fs.FileInfo, dexists, infinite
 	// The copy invalidates the cached usage whatever happens; only the
 	// reservation is left to release.
 	return func() { q.settle(rq.user.ID, grow, false) }, nil
-}
-
-// copyFile copies src to dst through a temporary file, keeping the
-// modification time (so recorded checksums stay valid).
-func (rq *request) copyFile(src, dst string, fi fs.FileInfo) error {
-	in, err := rq.root.Open(rel(src))
-	if err != nil {
-		return err
-	}
-	defer in.Close()
-	tmp := pathJoin(pathParent(dst), randName())
-	out, err := rq.root.OpenFile(rel(tmp), os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o644)
-	if err != nil {
-		return err
-	}
-	_, err = io.Copy(out, in)
-	if err == nil {
-		err = rq.h.meta.copySum(in, out, fi)
-	}
-	if err == nil && rq.h.opts.Fsync {
-		err = out.Sync()
-	}
-	if cerr := out.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = rq.root.Chtimes(rel(tmp), fi.ModTime(), fi.ModTime())
-	}
-	if err == nil {
-		err = rq.root.Rename(rel(tmp), rel(dst))
-	}
-	if err != nil {
-		rq.root.Remove(rel(tmp))
-		return err
-	}
-	if rq.h.opts.Fsync {
-		d, err := rq.openParent(dst)
-		if err != nil {
-			return err
-		}
-		defer rq.closeParent(d)
-		return syncDir(d)
-	}
-	return nil
-}
-
-// syncDir flushes the directory d to disk, making renames in it durable.
-func syncDir(d *os.Root) error {
-	f, err := d.Open(".")
-	if err != nil {
-		return err
-	}
-	defer f.Close()
-	return f.Sync()
-}
-
-// copyTree copies a collection, reading directories in batches.
-func (rq *request) copyTree(src, dst string, infinite bool) error {
-	if err := rq.root.Mkdir(rel(dst), 0o755); err != nil {
-		return err
-	}
-	if !infinite {
-		return nil
-	}
-	d, err := rq.root.Open(rel(src))
-	if err != nil {
-		return err
-	}
-	defer d.Close()
-	for {
-		ents, rerr := d.ReadDir(256)
-		for _, e := range ents {
-			name := e.Name()
-			if strings.HasPrefix(name, tmpPrefix) {
-				continue
-			}
-			s, t := pathJoin(src, name), pathJoin(dst, name)
-			if e.Type()&fs.ModeSymlink != 0 {
-				// Symlinked content is copied as files; symlinked
-				// directories are skipped (no loops, no escapes).
-				fi, err := rq.root.Stat(rel(s))
-				if err != nil || fi.IsDir() {
-					continue
-				}
-				if err := rq.copyFile(s, t, fi); err != nil {
-					return err
-				}
-				continue
-			}
-			if e.IsDir() {
-				if err := rq.copyTree(s, t, true); err != nil {
-					return err
-				}
-				continue
-			}
-			if !e.Type().IsRegular() {
-				continue
-			}
-			fi, err := e.Info()
-			if err != nil {
-				continue
-			}
-			if err := rq.copyFile(s, t, fi); err != nil {
-				return err
-			}
-		}
-		if rerr == io.EOF || len(ents) == 0 {
-			return nil
-		}
-		if rerr != nil {
-			return rerr
-		}
-	}
 }

@@ -1,67 +1,17 @@
 package webdav
 
 import (
-	"context"
 	"errors"
-	"fmt"
 	"io"
 	"io/fs"
 	"mime"
 	"net/http"
-	"os"
 	"path"
 	"strings"
 	"time"
-
-	"gorm.io/gorm"
-
-	"github.com/ontoflow/ontoflow/models"
 )
 
 const xmlHeader = `<?xml version="1.0" encoding="utf-8"?>` + "\n"
-
-// etagWith is the strong entity tag of fi given its checksum record (ok:
-// one was read): a node's id and version in tree mode, the metadata
-// store's shape of inode, mtime, size and generation in POSIX mode
-// (identity.go).
-func (h *Handler) etagWith(fi fs.FileInfo, rec models.DavChecksum, ok bool) string {
-	if n, isNode := fi.(nodeInfo); isNode {
-		return nodeETag(n.n)
-	}
-	return h.meta.etag(fi, rec, ok)
-}
-
-// etagAt is the tag of the resource at p, fi its stat. A POSIX file's
-// record is read through the file, opened, and the tag is taken from that
-// open file's own stat, so record and stat describe one version even if
-// p is replaced meanwhile.
-func (h *Handler) etagAt(ctx context.Context, root *os.Root, userID, p string, fi fs.FileInfo) string {
-	if _, isNode := fi.(nodeInfo); isNode || !fi.Mode().IsRegular() {
-		return h.etagWith(fi, models.DavChecksum{}, false)
-	}
-	f, err := root.Open(rel(p))
-	if err != nil {
-		return h.etagWith(fi, models.DavChecksum{}, false)
-	}
-	defer f.Close()
-	return h.etagOfOpen(ctx, userID, p, f, fi)
-}
-
-// etagOfOpen is the tag of the open file f at p (fi: a stat of p, used if
-// f cannot be stat'ed).
-func (h *Handler) etagOfOpen(ctx context.Context, userID, p string, f *os.File, fi fs.FileInfo) string {
-	if now, err := f.Stat(); err == nil {
-		fi = now
-	}
-	rec, ok, err := h.meta.recordOf(ctx, userID, p, f)
-	if err != nil {
-		// Without the record the tag ends in the change time: still
-		// one no client can reproduce, only less stable.
-		h.log.Warn("webdav: read a file's record", "path", p, "err", err)
-		ok = false
-	}
-	return h.etagWith(fi, rec, ok)
-}
 
 // contentType is derived from the extension only: no file is opened.
 func contentType(name string, dir bool) string {
@@ -89,29 +39,39 @@ func (h *Handler) readXML(r *http.Request) (*xmlNode, error) {
 // ---- GET / HEAD ----
 
 func (rq *request) serveGet() (int, error) {
-	f, err := rq.root.Open(rel(rq.path))
+	fc, err := rq.tree.openFile(rq.r.Context(), rq.path)
 	if err != nil {
 		return statFailure(err)
 	}
-	defer f.Close()
-	fi, err := f.Stat()
-	if err != nil {
-		return internal(fmt.Errorf("stat opened file: %w", err))
-	}
-	h := rq.w.Header()
+	defer fc.close()
+	fi := fc.info()
 	if fi.IsDir() {
-		rq.serveListing(f)
+		rq.serveListing(fi)
 		return 0, nil
 	}
-	if !fi.Mode().IsRegular() {
-		return refuse(http.StatusForbidden, "not a regular file")
-	}
-	h.Set("ETag", rq.h.etagOfOpen(rq.r.Context(), rq.user.ID, rq.path, f, fi))
+	h := rq.w.Header()
+	h.Set("ETag", fc.etag())
 	h.Set("Content-Type", contentType(fi.Name(), false))
 	setActiveContentHeaders(h)
 	h.Set("Accept-Ranges", "bytes")
-	http.ServeContent(rq.w, rq.r, fi.Name(), fi.ModTime(), f)
+	if err := fc.prepare(rq.r); err != nil {
+		if errors.Is(err, errReplaced) {
+			return rq.retryGet()
+		}
+		return 0, err
+	}
+	http.ServeContent(fc.writer(rq.w, rq.r), rq.r, fi.Name(), fi.ModTime(), fc.body())
 	return 0, nil
+}
+
+// retryGet serves a GET again once, from the file as it now is: its
+// contents were replaced and reclaimed between the lookup and the read.
+func (rq *request) retryGet() (int, error) {
+	if rq.r.Header.Get("X-Ontoflow-Retried") != "" {
+		return refuse(http.StatusServiceUnavailable, "the file is being replaced")
+	}
+	rq.r.Header.Set("X-Ontoflow-Retried", "1")
+	return rq.serveGet()
 }
 
 // setActiveContentHeaders makes a user's file inert in a browser: the tree
@@ -136,7 +96,7 @@ func (rq *request) checkHTTPPreconditions(fi fs.FileInfo, exists bool) error {
 	r := rq.r
 	etag := ""
 	if exists && (r.Header.Get("If-Match") != "" || r.Header.Get("If-None-Match") != "") {
-		etag = rq.h.etagAt(r.Context(), rq.root, rq.user.ID, rq.path, fi)
+		etag = rq.tree.etag(r.Context(), rq.path, fi)
 	}
 	failed := refusal(http.StatusPreconditionFailed, "precondition failed")
 	if im := r.Header.Get("If-Match"); im != "" {
@@ -176,7 +136,7 @@ func (rq *request) serveDelete() (int, error) {
 	if rq.path == "/" {
 		return refuse(http.StatusForbidden, "cannot delete the root collection")
 	}
-	fi, err := rq.root.Lstat(rel(rq.path))
+	fi, err := rq.lstat(rq.path)
 	if err != nil {
 		return statFailure(err)
 	}
@@ -191,32 +151,14 @@ func (rq *request) serveDelete() (int, error) {
 	if _, err := rq.precheck(target{path: rq.path, membership: true, subtree: true}); err != nil {
 		return 0, err
 	}
-	if !fi.IsDir() {
-		if err := rq.root.Remove(rel(rq.path)); err != nil && !errors.Is(err, os.ErrNotExist) {
-			return internal(fmt.Errorf("remove file: %w", err))
-		}
-		if err := rq.dropMeta([]string{rq.path}); err != nil {
-			return internal(err)
-		}
-		rq.h.quota.add(rq.user.ID, -fi.Size())
-		return http.StatusNoContent, nil
-	}
-	var d deletion
-	done := rq.removeTree(rq.path, &d)
-	rq.h.quota.invalidate(rq.user.ID)
-	removed := d.removed
-	if done {
-		removed = []string{rq.path}
-	}
-	// Whatever was removed loses its properties, checksums and locks,
-	// even when some members could not be.
-	if err := rq.dropMeta(removed); err != nil {
+	failed, err := rq.tree.remove(rq.r.Context(), rq.path, fi)
+	if err != nil {
 		return internal(err)
 	}
-	if done {
+	if len(failed) == 0 {
 		return http.StatusNoContent, nil
 	}
-	rq.writeDeleteFailures(d.failed)
+	rq.writeDeleteFailures(failed)
 	return 0, nil
 }
 
@@ -237,106 +179,10 @@ func (rq *request) writeDeleteFailures(failed []deleteFailure) {
 	_, _ = io.WriteString(rq.w, b.String())
 }
 
-// deletion collects what a collection's DELETE removed (only the members
-// of collections that could not be removed whole) and what it could not.
-type deletion struct {
-	removed []string
-	failed  []deleteFailure
-}
-
 type deleteFailure struct {
 	path   string
 	dir    bool
 	status int
-}
-
-// maxDeleteFailures bounds the members a 207 lists.
-const maxDeleteFailures = 1000
-
-// removeTree removes collection p and everything in it, depth first, and
-// reports whether p itself is gone.
-func (rq *request) removeTree(p string, d *deletion) bool {
-	dir, err := rq.root.Open(rel(p))
-	if err != nil {
-		if errors.Is(err, os.ErrNotExist) {
-			return true
-		}
-		d.fail(p, true, err)
-		return false
-	}
-	var gone []string
-	whole := true
-	for {
-		ents, rerr := dir.ReadDir(512)
-		for _, e := range ents {
-			child := pathJoin(p, e.Name())
-			ok := false
-			if e.IsDir() {
-				ok = rq.removeTree(child, d)
-			} else if err := rq.root.Remove(rel(child)); err == nil || errors.Is(err, os.ErrNotExist) {
-				ok = true
-			} else {
-				d.fail(child, false, err)
-			}
-			if ok {
-				gone = append(gone, child)
-			} else {
-				whole = false
-			}
-		}
-		if rerr != nil || len(ents) == 0 {
-			if rerr != nil && rerr != io.EOF {
-				d.fail(p, true, rerr)
-				whole = false
-			}
-			break
-		}
-	}
-	dir.Close()
-	if whole {
-		err := rq.root.Remove(rel(p))
-		if err == nil || errors.Is(err, os.ErrNotExist) {
-			return true
-		}
-		d.fail(p, true, err) // something appeared in it meanwhile, say
-	}
-	d.removed = append(d.removed, gone...)
-	return false
-}
-
-func (d *deletion) fail(p string, dir bool, err error) {
-	if len(d.failed) >= maxDeleteFailures {
-		return
-	}
-	status := http.StatusInternalServerError
-	if errors.Is(err, os.ErrPermission) || isEscape(err) {
-		status = http.StatusForbidden
-	}
-	d.failed = append(d.failed, deleteFailure{path: p, dir: dir, status: status})
-}
-
-// dropMeta deletes the properties, checksums and locks of paths and
-// everything below them, in batches of one transaction each.
-func (rq *request) dropMeta(paths []string) error {
-	for len(paths) > 0 {
-		n := min(len(paths), 256)
-		if err := rq.h.db.WithContext(rq.r.Context()).Transaction(func(tx *gorm.DB) error {
-			for _, p := range paths[:n] {
-				if err := rq.h.meta.dropTx(tx, rq.user.ID, p); err != nil {
-					return err
-				}
-				if err := dropLocks(tx, rq.user.ID, p); err != nil {
-					return err
-				}
-			}
-			return nil
-		}); err != nil {
-			return fmt.Errorf("drop metadata of deleted resources: %w", err)
-		}
-		paths = paths[n:]
-	}
-	rq.h.locksChanged()
-	return nil
 }
 
 // ---- MKCOL ----
@@ -348,10 +194,10 @@ func (rq *request) serveMkcol() (int, error) {
 	if rq.path == "/" {
 		return refuse(http.StatusMethodNotAllowed, "the root collection exists")
 	}
-	if _, err := rq.root.Lstat(rel(rq.path)); err == nil {
+	if _, err := rq.lstat(rq.path); err == nil {
 		return refuse(http.StatusMethodNotAllowed, "resource exists")
 	}
-	pfi, err := rq.root.Stat(rel(pathParent(rq.path)))
+	pfi, err := rq.stat(pathParent(rq.path))
 	if err != nil || !pfi.IsDir() {
 		if err != nil && isEscape(err) {
 			return refuse(http.StatusForbidden, "forbidden")
@@ -361,17 +207,15 @@ func (rq *request) serveMkcol() (int, error) {
 	if _, err := rq.precheck(target{path: rq.path, membership: true}); err != nil {
 		return 0, err
 	}
-	if err := rq.root.Mkdir(rel(rq.path), 0o755); err != nil {
-		if errors.Is(err, os.ErrExist) {
+	if err := rq.tree.mkcol(rq.r.Context(), rq.path, pfi); err != nil {
+		if errors.Is(err, errExists) {
 			return refuse(http.StatusMethodNotAllowed, "resource exists")
 		}
 		return statFailure(err)
 	}
-	if err := rq.h.db.WithContext(rq.r.Context()).Transaction(func(tx *gorm.DB) error {
-		return rq.h.meta.dropTx(tx, rq.user.ID, rq.path)
-	}); err != nil {
-		return internal(fmt.Errorf("drop stale metadata: %w", err))
-	}
 	rq.w.Header().Set("Location", rq.h.href(rq.path, true))
 	return http.StatusCreated, nil
 }
+
+// errExists: a resource of that name was created meanwhile.
+var errExists = errors.New("a resource of that name exists")

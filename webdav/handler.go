@@ -16,6 +16,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"io/fs"
 	"log/slog"
 	"net/http"
 	"os"
@@ -73,6 +74,10 @@ type Options struct {
 	// the tree in the database, file contents in this store (S3). Nil
 	// keeps each user's tree as a directory under Root.
 	Contents contents.Store
+	// backend, when set, builds the handler's backend instead of the
+	// two above: the one registration a test-only backend needs
+	// (backend_mem_test.go).
+	backend func(*Handler) backend
 }
 
 // Handler is the WebDAV http.Handler. It is safe for concurrent use, and
@@ -108,8 +113,8 @@ type Handler struct {
 	// maxUnhashable, then cleared).
 	unhashableSet sync.Map
 	unhashableN   atomic.Int64
-	// nodes is the tree + contents store; nil in POSIX mode.
-	nodes *nodeStore
+	// store keeps the trees (backend.go), chosen once in New.
+	store backend
 }
 
 // Defaults of Options, and of the flags that set them (config uses these
@@ -169,7 +174,7 @@ func New(db *gorm.DB, authn *auth.Service, opts Options) (*Handler, error) {
 		// Correct without them, only slower: every write reads the locks.
 		h.log.Warn("webdav: change counters unavailable; locks are read from the database on every write", "err", err)
 	}
-	if opts.Contents != nil {
+	if opts.Contents != nil || opts.backend != nil {
 		// Checksums live in the tree's rows; properties in the database.
 		opts.ChecksumsInDB = true
 		h.opts.ChecksumsInDB = true
@@ -177,15 +182,16 @@ func New(db *gorm.DB, authn *auth.Service, opts Options) (*Handler, error) {
 	if h.meta, err = chooseMetaStore(db, &h.gen, opts, h.log); err != nil {
 		return nil, err
 	}
-	h.quota = &quotas{defaultQuota: opts.DefaultQuota, dataDir: root, props: h.meta}
-	if opts.Contents != nil {
-		t := newTree(db)
-		h.nodes = &nodeStore{tree: t, blobs: &blobs{db: db, contents: opts.Contents, log: h.log}}
-		h.quota.treeBytes = func(userID string) (int64, error) { return t.usage(context.Background(), userID) }
-		h.log.Info("webdav store", "tree", "database", "contents", opts.Contents.Kind())
-		return h, nil
+	switch {
+	case opts.backend != nil:
+		h.store = opts.backend(h)
+	case opts.Contents != nil:
+		h.store = &nodeBackend{h: h, tree: newTree(db), blobs: &blobs{db: db, contents: opts.Contents, log: h.log}}
+	default:
+		h.store = &posixBackend{h: h}
 	}
-	h.log.Info("webdav checksum store", "store", h.meta.kind(), "root", root)
+	h.quota = &quotas{defaultQuota: opts.DefaultQuota, free: h.store.freeBytes, props: h.meta}
+	h.log.Info("webdav store", "store", h.store.kind(), "checksums", h.meta.kind(), "root", root)
 	return h, nil
 }
 
@@ -198,8 +204,8 @@ type request struct {
 	w    http.ResponseWriter
 	r    *http.Request
 	user *models.User
-	root *os.Root
-	path string // "/" or "/a/b"
+	tree userTree // the user's tree, open while the request runs
+	path string   // "/" or "/a/b"
 }
 
 // ServeHTTP implements http.Handler.
@@ -288,23 +294,19 @@ func (rq *request) serve(p string) (int, error) {
 	if isReserved(ip) {
 		return refuse(http.StatusForbidden, "reserved name")
 	}
-	if rq.h.nodes != nil {
-		rq.path = ip
-		return rq.nodeHandler()()
-	}
-	root, err := rq.h.openRoot(rq.user.ID)
+	t, err := rq.h.store.open(rq.r.Context(), rq.user.ID)
 	if err != nil {
-		rq.h.log.Error("webdav open user root", "user", rq.user.Username, "err", err)
+		rq.h.log.Error("webdav open user tree", "user", rq.user.Username, "err", err)
 		return refuse(http.StatusInternalServerError, "storage unavailable")
 	}
-	rq.root, rq.path = root, ip
+	rq.tree, rq.path = t, ip
 	return rq.handler()()
 }
 
 // close releases what serve opened.
 func (rq *request) close() {
-	if rq.root != nil {
-		rq.root.Close()
+	if rq.tree != nil {
+		rq.tree.close()
 	}
 }
 
@@ -560,3 +562,9 @@ func segSafe(c byte) bool {
 	return 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' ||
 		c == '-' || c == '_' || c == '.' || c == '~'
 }
+
+// stat describes path p of the request's tree.
+func (rq *request) stat(p string) (fs.FileInfo, error) { return rq.tree.stat(rq.r.Context(), p) }
+
+// lstat is stat without following a final symlink.
+func (rq *request) lstat(p string) (fs.FileInfo, error) { return rq.tree.lstat(rq.r.Context(), p) }

@@ -79,11 +79,11 @@ func forgeETag(t *testing.T, e *env, user string, size int) {
 	for i := 0; i < 8; i++ {
 		y = bytes.Repeat([]byte{byte('a' + i)}, size)
 		_, ey = put(y)
-		if e.h.nodes != nil || inodeOf(e, u.ID) == ino {
+		if e.nodeMode() || inodeOf(e, u.ID) == ino {
 			break
 		}
 	}
-	if e.h.nodes == nil && inodeOf(e, u.ID) != ino {
+	if !e.nodeMode() && inodeOf(e, u.ID) != ino {
 		t.Logf("the file system did not reuse the inode; the tags are compared anyway")
 	}
 	if ey == ex {
@@ -162,7 +162,7 @@ func propETag(t *testing.T, e *env, user, p string) string {
 }
 
 func inodeOf(e *env, userID string) uint64 {
-	if e.h.nodes != nil {
+	if e.nodeMode() {
 		return 0
 	}
 	fi, err := os.Stat(filepath.Join(e.dir, userID, "pin.bin"))
@@ -175,7 +175,7 @@ func inodeOf(e *env, userID string) uint64 {
 // mediaOf is the media store the app would build beside e's handler.
 func mediaOf(t *testing.T, e *env) media.Store {
 	t.Helper()
-	if e.h.nodes != nil {
+	if e.nodeMode() {
 		m, err := NewTreeMedia(e.db, e.h.opts.Contents)
 		if err != nil {
 			t.Fatal(err)

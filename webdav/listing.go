@@ -5,7 +5,6 @@ import (
 	"io"
 	"io/fs"
 	"net/http"
-	"os"
 	"path"
 	"strconv"
 	"strings"
@@ -28,24 +27,22 @@ const listingHead = `<!doctype html><meta charset=utf-8>` +
 // entry, a parent link, folders marked by their trailing slash. Entries
 // are streamed in the order the directory yields them, 256 at a time, so
 // a folder of 100,000 files costs no more memory than one of ten.
-func (rq *request) serveListing(dir *os.File) {
+func (rq *request) serveListing(dir fs.FileInfo) {
 	w := rq.w
 	rq.listingStart()
 	if rq.r.Method == http.MethodHead {
 		return
 	}
-	for {
-		ents, err := dir.ReadDir(256)
+	err := rq.tree.members(rq.r.Context(), rq.path, dir, 256, func(batch []entry, _ any) error {
 		var b strings.Builder
-		for _, e := range ents {
-			if m, ok := rq.member(e); ok {
-				rq.writeListingEntry(&b, e.Name(), m.fi)
-			}
+		for _, e := range batch {
+			rq.writeListingEntry(&b, pathBase(e.path), e.fi)
 		}
-		_, _ = io.WriteString(w, b.String())
-		if err != nil || len(ents) == 0 {
-			break
-		}
+		_, err := io.WriteString(w, b.String())
+		return err
+	})
+	if err != nil {
+		rq.h.log.Error("webdav listing", "user", rq.user.Username, "path", rq.path, "err", err)
 	}
 	_, _ = io.WriteString(w, "</tbody></table></div>\n")
 }

@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"gorm.io/gorm"
+
+	"github.com/ontoflow/ontoflow/internal/harness/testdb"
 )
 
 // summaryRE matches litmus' per-suite summary, e.g.
@@ -26,7 +28,7 @@ func TestLitmus(t *testing.T) {
 	if err != nil {
 		t.Fatalf("litmus is required (apt-get install litmus): %v", err)
 	}
-	eachMode(t, func(t *testing.T, db *gorm.DB, opts Options) {
+	run := func(t *testing.T, db *gorm.DB, opts Options) {
 		addUser(t, db, "litmus", 0)
 		e := newEnv(t, db, t.TempDir(), opts)
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
@@ -52,5 +54,11 @@ func TestLitmus(t *testing.T) {
 		if len(suites) != 5 || total != 104 || passed != 104 || warnings != 0 || strings.Contains(text, "FAIL") {
 			t.Fatalf("litmus: want 104/104 passed with 0 warnings in 5 suites, got %d/%d, %d warnings, suites %v\n%s", passed, total, warnings, suites, text)
 		}
+	}
+	eachMode(t, run)
+	// The test-only backend: the protocol over a third storage, plugged
+	// in with one registration.
+	t.Run("memory", func(t *testing.T) {
+		testdb.Each(t, func(t *testing.T, db *gorm.DB) { run(t, db, Options{backend: newMemBackend}) })
 	})
 }

@@ -258,7 +258,7 @@ func (rq *request) evalIf(pc *preconds) bool {
 		}
 		e := ""
 		if fi, err := rq.stat(p); err == nil {
-			e = rq.h.etagAt(rq.r.Context(), rq.root, rq.user.ID, p, fi)
+			e = rq.tree.etag(rq.r.Context(), p, fi)
 		}
 		etags[p] = e
 		return e
@@ -511,23 +511,7 @@ func (rq *request) insertLock(lock *models.DavLock) error {
 // name with nothing behind it.
 func (rq *request) createLocked(lock *models.DavLock) (bool, error) {
 	h, ctx := rq.h, rq.r.Context()
-	created := false
-	var f *os.File
-	var err error
-	if h.nodes != nil {
-		created, err = rq.createEmptyNode()
-	} else {
-		f, err = rq.root.OpenFile(rel(rq.path), os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o644)
-	}
-	switch {
-	case h.nodes != nil:
-	case err == nil:
-		f.Close()
-		created = true
-		err = h.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error { return h.meta.dropTx(tx, rq.user.ID, rq.path) })
-	case errors.Is(err, os.ErrExist):
-		err = nil
-	}
+	created, err := rq.tree.createEmpty(ctx, rq.path)
 	if err == nil {
 		return created, nil
 	}

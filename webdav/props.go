@@ -7,7 +7,6 @@ import (
 	"io"
 	"io/fs"
 	"net/http"
-	"os"
 	"slices"
 	"strconv"
 	"strings"
@@ -115,9 +114,7 @@ func (rq *request) servePropfind() (int, error) {
 	_, _ = pw.bw.WriteString(xmlHeader + `<D:multistatus xmlns:D="DAV:">`)
 	batch := []entry{{path: rq.path, fi: fi}}
 	ctx := rq.r.Context()
-	if depth == "1" && fi.IsDir() && rq.h.nodes != nil {
-		err = rq.nodeListDir(ctx, batch, pw)
-	} else if depth == "1" && fi.IsDir() {
+	if depth == "1" && fi.IsDir() {
 		err = rq.listDir(ctx, batch, pw)
 	} else {
 		err = pw.writeBatch(ctx, nil, batch)
@@ -158,7 +155,7 @@ func (rq *request) newPropWriter(kind propfindKind, names, include []xmlName) (*
 		}
 	}
 	if want(xmlName{nsDAV, "quota-available-bytes"}) || want(xmlName{nsDAV, "quota-used-bytes"}) {
-		avail, used, err := h.quota.values(rq.root, rq.user)
+		avail, used, err := h.quota.values(ctx, rq.tree, rq.user)
 		if err != nil {
 			return nil, fmt.Errorf("quota: %w", err)
 		}
@@ -211,71 +208,19 @@ func anyDead(names []xmlName) bool {
 	return false
 }
 
-// member is how an entry of the listed POSIX directory is shown, by
-// PROPFIND and the HTML index alike (issue 41 item 4): uploads in progress
-// are not; a symlink is its target's if that lies inside the root, and not
-// shown if it leads out or nowhere; an entry that vanished before its stat
-// is not shown.
-func (rq *request) member(e os.DirEntry) (entry, bool) {
-	name := e.Name()
-	if strings.HasPrefix(name, tmpPrefix) {
-		return entry{}, false
-	}
-	p := pathJoin(rq.path, name)
-	link := e.Type()&fs.ModeSymlink != 0
-	var fi fs.FileInfo
-	var err error
-	if link {
-		fi, err = rq.root.Stat(rel(p))
-	} else {
-		fi, err = e.Info()
-	}
-	if err != nil {
-		return entry{}, false
-	}
-	return entry{path: p, fi: fi, link: link}, true
-}
-
-// listDir writes the collection itself (first) and its members, reading
-// the directory in batches so memory stays flat however large it is.
+// listDir writes the collection itself (first) and its members, a batch
+// at a time, each handed to the client before the next is read, so memory
+// stays flat however large the collection is.
 func (rq *request) listDir(ctx context.Context, first []entry, pw *propWriter) error {
-	d, err := rq.root.Open(rel(rq.path))
-	if err != nil {
-		return err
-	}
-	defer d.Close()
 	if err := pw.writeBatch(ctx, nil, first); err != nil {
 		return err
 	}
-	batch := make([]entry, 0, 512)
-	for {
-		ents, rerr := d.ReadDir(512)
-		batch = batch[:0]
-		for _, e := range ents {
-			if strings.HasPrefix(e.Name(), tmpPrefix) {
-				sweepStaleUpload(rq.root, rel(pathJoin(rq.path, e.Name())), e)
-				continue
-			}
-			if m, ok := rq.member(e); ok {
-				batch = append(batch, m)
-			}
+	return rq.tree.members(ctx, rq.path, first[0].fi, 512, func(batch []entry, listing any) error {
+		if err := pw.writeBatch(ctx, listing, batch); err != nil {
+			return err
 		}
-		if len(batch) > 0 {
-			if err := pw.writeBatch(ctx, d, batch); err != nil {
-				return err
-			}
-			// Hand each batch to the client before reading the next.
-			if err := pw.bw.Flush(); err != nil {
-				return err
-			}
-		}
-		if rerr == io.EOF || len(ents) == 0 {
-			return nil
-		}
-		if rerr != nil {
-			return rerr
-		}
-	}
+		return pw.bw.Flush()
+	})
 }
 
 // propWriter renders PROPFIND responses.
@@ -297,7 +242,7 @@ type propWriter struct {
 
 // writeBatch renders entries. dir is the open directory holding them, or
 // nil when they are not all members of one listed directory.
-func (pw *propWriter) writeBatch(ctx context.Context, dir *os.File, batch []entry) error {
+func (pw *propWriter) writeBatch(ctx context.Context, listing any, batch []entry) error {
 	rq := pw.rq
 	var props map[string][]models.DavProp
 	var sums map[string]models.DavChecksum
@@ -311,14 +256,8 @@ func (pw *propWriter) writeBatch(ctx context.Context, dir *os.File, batch []entr
 			return err
 		}
 	}
-	if rq.h.nodes != nil {
-		if pw.withSums {
-			sums = nodeSums(rq.user.ID, batch)
-		}
-	} else if pw.withSums || pw.withETags {
-		if sums, err = rq.h.meta.sumsFor(ctx, rq.root, rq.user.ID, dir, batch); err != nil {
-			return err
-		}
+	if sums, err = rq.tree.sums(ctx, listing, batch, pw.withSums, pw.withETags); err != nil {
+		return err
 	}
 	for _, e := range batch {
 		sum, ok := sums[e.path]
@@ -428,7 +367,7 @@ func (pw *propWriter) writeLive(n xmlName, e entry, dir bool, sum models.DavChec
 		// file in it), not when a member's properties change, as
 		// Apache's. A file's includes its version's generation.
 		b.WriteString(`<D:getetag>`)
-		escapeText(b, pw.rq.h.etagWith(fi, sum, hasSum))
+		escapeText(b, pw.rq.tree.etagWith(fi, sum, hasSum))
 		b.WriteString(`</D:getetag>`)
 	case xmlName{nsDAV, "getlastmodified"}:
 		b.WriteString(`<D:getlastmodified>`)
@@ -496,7 +435,7 @@ func (pw *propWriter) writeSum(e entry, sum models.DavChecksum, hasSum bool) boo
 	if fi.IsDir() || !fi.Mode().IsRegular() {
 		return false
 	}
-	if !hasSum && pw.rq.h.nodes != nil {
+	if !hasSum && pw.rq.h.store.hashesEveryWrite() {
 		return false // every stored file was hashed on its way in
 	}
 	if !hasSum || !sumValid(sum, fi) || !hasHashes(sum) {
@@ -668,26 +607,20 @@ func validateProppatch(ops []propOp) (status []int, mtime time.Time, failed bool
 // time in one transaction. All or nothing: when the properties cannot be
 // stored after the time was set, the time goes back.
 func (rq *request) applyProppatch(ops []propOp, fi fs.FileInfo, mtime time.Time) error {
-	meta := rq.h.meta
-	timeSet := false
+	var undo func() error
 	err := rq.h.db.WithContext(rq.r.Context()).Transaction(func(tx *gorm.DB) error {
-		if err := meta.setProps(tx, rq.user.ID, rq.path, ops); err != nil {
+		if err := rq.h.meta.setProps(tx, rq.user.ID, rq.path, ops); err != nil {
 			return err
 		}
 		if mtime.IsZero() {
 			return nil
 		}
-		if rq.h.nodes != nil {
-			return setNodeMtimeTx(tx, nodeOf(fi).ID, mtime)
-		}
-		if err := meta.chtimes(tx, rq.root, rq.user.ID, rq.path, fi, mtime); err != nil {
-			return fmt.Errorf("set modification time: %w", err)
-		}
-		timeSet = true
-		return nil
+		var err error
+		undo, err = rq.tree.setMtimeTx(tx, rq.path, fi, mtime)
+		return err
 	})
-	if err != nil && timeSet {
-		if rerr := rq.restoreMtime(fi); rerr != nil {
+	if err != nil && undo != nil {
+		if rerr := undo(); rerr != nil {
 			rq.h.log.Error("webdav restore mtime after failed PROPPATCH", "user", rq.user.Username, "path", rq.path, "err", rerr)
 		}
 	}
@@ -722,21 +655,8 @@ func (rq *request) admitProps(ops []propOp) (grow int64, ok bool, err error) {
 			grow += size[n]
 		}
 	}
-	ok, err = rq.h.quota.admit(rq.root, rq.user.ID, quota, grow)
+	ok, err = rq.h.quota.admit(rq.r.Context(), rq.tree, rq.user.ID, quota, grow)
 	return grow, ok, err
-}
-
-// restoreMtime puts back the modification time fi had before a PROPPATCH
-// whose properties could not be stored set it (the store's record of the
-// checksum went back with the transaction; an attribute is moved back).
-func (rq *request) restoreMtime(fi fs.FileInfo) error {
-	now, err := rq.root.Stat(rel(rq.path))
-	if err != nil {
-		return err
-	}
-	// Even if the client has gone: the time must not stay half-changed.
-	db := rq.h.db.WithContext(context.WithoutCancel(rq.r.Context()))
-	return rq.h.meta.chtimes(db, rq.root, rq.user.ID, rq.path, now, fi.ModTime())
 }
 
 // parsePropTime reads Unix seconds or an HTTP date.

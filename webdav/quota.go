@@ -40,10 +40,8 @@ type quotas struct {
 	// reservations of uploads under way.
 	usage        sync.Map // user id -> *usageEntry
 	defaultQuota int64
-	dataDir      string    // for the file system's free space
-	props        deadProps // the dead properties' bytes
-	// treeBytes sums a user's file sizes in tree mode (nil: walk root).
-	treeBytes func(userID string) (int64, error)
+	free         func() int64 // the storage's room without a quota
+	props        deadProps    // the dead properties' bytes
 }
 
 // of is the user's quota in bytes, or <= 0 for unlimited.
@@ -64,29 +62,26 @@ func (h *quotas) usageEntry(userID string) *usageEntry {
 
 // used returns the bytes used by the user's tree, counting writes
 // admitted and still under way.
-func (h *quotas) used(root *os.Root, userID string) (int64, error) {
+func (h *quotas) used(ctx context.Context, t userTree, userID string) (int64, error) {
 	e := h.usageEntry(userID)
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	n, err := h.usedLocked(e, root, userID)
+	n, err := h.usedLocked(ctx, e, t, userID)
 	return n + e.pending, err
 }
 
-func (h *quotas) usedLocked(e *usageEntry, root *os.Root, userID string) (int64, error) {
+func (h *quotas) usedLocked(ctx context.Context, e *usageEntry, t userTree, userID string) (int64, error) {
 	if e.valid && time.Since(e.at) < usageTTL {
 		return e.bytes, nil
 	}
-	var n int64
-	var err error
-	if h.treeBytes != nil {
-		n, err = h.treeBytes(userID)
-	} else {
-		n, err = treeSize(root, ".")
-	}
+	// Not the request's context: the walk fills the cache every
+	// request of the user shares.
+	ctx = context.WithoutCancel(ctx)
+	n, err := t.fileBytes(ctx, "/", nil)
 	if err != nil {
 		return 0, err
 	}
-	p, err := h.props.propBytes(context.Background(), userID)
+	p, err := h.props.propBytes(ctx, userID)
 	if err != nil {
 		return 0, err
 	}
@@ -106,11 +101,11 @@ func propSize(space, name, value, lang string) int64 {
 // admit reserves delta bytes of growth of the user's tree against quota
 // (> 0), reporting false when they do not fit. Every admitted delta is
 // settled once the write is in place or abandoned.
-func (h *quotas) admit(root *os.Root, userID string, quota, delta int64) (bool, error) {
+func (h *quotas) admit(ctx context.Context, t userTree, userID string, quota, delta int64) (bool, error) {
 	e := h.usageEntry(userID)
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	used, err := h.usedLocked(e, root, userID)
+	used, err := h.usedLocked(ctx, e, t, userID)
 	if err != nil {
 		return false, err
 	}
@@ -214,8 +209,8 @@ func treeSize(root *os.Root, dir string) (int64, error) {
 
 // values returns (available, used) for RFC 4331. Without a quota,
 // available is the free space of the file system.
-func (h *quotas) values(root *os.Root, u *models.User) (int64, int64, error) {
-	used, err := h.used(root, u.ID)
+func (h *quotas) values(ctx context.Context, t userTree, u *models.User) (int64, int64, error) {
+	used, err := h.used(ctx, t, u.ID)
 	if err != nil {
 		return 0, 0, err
 	}
@@ -226,13 +221,5 @@ func (h *quotas) values(root *os.Root, u *models.User) (int64, int64, error) {
 		}
 		return avail, used, nil
 	}
-	if h.treeBytes != nil {
-		// Object storage publishes no free space: report a petabyte.
-		return 1 << 50, used, nil
-	}
-	free, err := freeBytes(h.dataDir)
-	if err != nil {
-		return 0, used, nil
-	}
-	return free, used, nil
+	return h.free(), used, nil
 }

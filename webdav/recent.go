@@ -25,18 +25,17 @@ func (h *Handler) Recent(ctx context.Context, userID string, limit int) ([]FileI
 	if limit <= 0 {
 		return nil, nil
 	}
-	if h.nodes != nil {
-		return h.recentNodes(ctx, userID, limit)
-	}
-	return h.recentPosix(ctx, userID, limit)
+	return h.store.recent(ctx, userID, limit)
 }
 
-func (h *Handler) recentNodes(ctx context.Context, userID string, limit int) ([]FileInfo, error) {
-	ns, err := h.nodes.tree.recentFiles(ctx, userID, limit)
+// recent answers from the index on (user_id, dir, mtime_ns) of
+// dav_nodes over the whole tree.
+func (b *nodeBackend) recent(ctx context.Context, userID string, limit int) ([]FileInfo, error) {
+	ns, err := b.tree.recentFiles(ctx, userID, limit)
 	if err != nil {
 		return nil, err
 	}
-	paths, err := h.nodePaths(ctx, userID, ns)
+	paths, err := b.nodePaths(ctx, userID, ns)
 	if err != nil {
 		return nil, err
 	}
@@ -56,7 +55,7 @@ func (h *Handler) recentNodes(ctx context.Context, userID string, limit int) ([]
 // level at a time (one query per level of the deepest node, whatever
 // their number). A node whose chain does not reach the user's root is
 // left out.
-func (h *Handler) nodePaths(ctx context.Context, userID string, ns []models.DavNode) (map[int64]string, error) {
+func (b *nodeBackend) nodePaths(ctx context.Context, userID string, ns []models.DavNode) (map[int64]string, error) {
 	type link struct {
 		parent int64
 		name   string
@@ -78,7 +77,7 @@ func (h *Handler) nodePaths(ctx context.Context, userID string, ns []models.DavN
 		if len(ids) == 0 {
 			break
 		}
-		ps, err := h.nodes.tree.links(ctx, userID, ids)
+		ps, err := b.tree.links(ctx, userID, ids)
 		if err != nil {
 			return nil, err
 		}
@@ -111,7 +110,7 @@ func (h *Handler) nodePaths(ctx context.Context, userID string, ns []models.DavN
 
 // recentPosix walks the tree breadth first, at most RecentMaxDirs
 // folders, keeping the limit most recently modified files.
-func (h *Handler) recentPosix(ctx context.Context, userID string, limit int) ([]FileInfo, error) {
+func (b *posixBackend) recent(ctx context.Context, userID string, limit int) ([]FileInfo, error) {
 	var out []FileInfo
 	queue := []string{"/"}
 	for walked := 0; len(queue) > 0 && walked < RecentMaxDirs; walked++ {
@@ -120,7 +119,7 @@ func (h *Handler) recentPosix(ctx context.Context, userID string, limit int) ([]
 		}
 		d := queue[0]
 		queue = queue[1:]
-		fis, err := h.ReadDir(ctx, userID, d)
+		fis, err := b.h.ReadDir(ctx, userID, d)
 		if err != nil {
 			if errors.Is(err, fs.ErrNotExist) {
 				continue // removed while we walked

@@ -78,7 +78,7 @@ func eachTreeStore(t *testing.T, fn func(t *testing.T, db *gorm.DB, opts Options
 // the disk in POSIX mode, through Handler.ReadDir/Open in tree mode.
 func (e *env) serverTree(userID, p string) map[string][]byte {
 	e.t.Helper()
-	if e.h.nodes == nil {
+	if !e.nodeMode() {
 		return readTree(e.t, filepath.Join(e.dir, userID, filepath.FromSlash(p)))
 	}
 	out := map[string][]byte{}
@@ -112,4 +112,10 @@ func (e *env) serverTree(userID, p string) map[string][]byte {
 	}
 	walk(p, "")
 	return out
+}
+
+// nodeMode reports whether e's handler keeps the tree in the database.
+func (e *env) nodeMode() bool {
+	_, ok := e.h.store.(*nodeBackend)
+	return ok
 }

@@ -197,7 +197,8 @@ func (s *sweeper) unrecorded(ctx context.Context) (int, error) {
 // RunSweeper sweeps every interval until ctx ends (tree mode only; a
 // no-op in POSIX mode). Every replica may run it.
 func (h *Handler) RunSweeper(ctx context.Context, interval time.Duration) {
-	if h.nodes == nil {
+	s, ok := h.store.(sweeping)
+	if !ok {
 		return
 	}
 	if interval <= 0 {
@@ -211,7 +212,7 @@ func (h *Handler) RunSweeper(ctx context.Context, interval time.Duration) {
 			return
 		case <-t.C:
 		}
-		st, err := SweepOnce(ctx, h.db, h.nodes.blobs.contents, SweepOptions{Logger: h.log})
+		st, err := s.sweepOnce(ctx)
 		if err != nil {
 			h.log.Warn("webdav sweep", "err", err)
 			continue

@@ -8,7 +8,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"io/fs"
 	"net/http"
 	"os"
 	"strconv"
@@ -16,14 +15,12 @@ import (
 	"sync"
 	"time"
 
-	"github.com/ontoflow/ontoflow/models"
-
 	"github.com/ontoflow/ontoflow/webdav/contents"
 )
 
-// PUT: the body goes to a hidden temporary file beside the target and is
-// renamed over it once complete, so a reader sees the old or the new
-// content whole and an aborted upload leaves the old file as it was.
+// PUT, written once for every storage: the checks (path, size limits,
+// conditions, locks), the body's bound by the quota, its admission and
+// the answer are here; the storage's putTarget receives and commits it.
 
 // bufPool holds the 1 MiB copy buffers of uploads, copies and hashing.
 var bufPool = sync.Pool{New: func() any { b := make([]byte, 1<<20); return &b }}
@@ -140,22 +137,18 @@ func (rq *request) servePut() (int, error) {
 		rq.unread()
 		return refuse(http.StatusRequestEntityTooLarge, "upload too large")
 	}
-	// The checks and the staging happen in the parent directory, opened
-	// once, so each is one system call on a single name; the final rename
-	// goes by path (publish).
-	dir, err := rq.openParent(rq.path)
-	if err != nil {
-		if isEscape(err) {
-			return refuse(http.StatusForbidden, "forbidden")
-		}
+	pt, err := rq.tree.putTarget(rq.r.Context(), rq.path)
+	switch {
+	case errors.Is(err, errNoParent) && isEscape(err):
+		return refuse(http.StatusForbidden, "forbidden")
+	case errors.Is(err, errNoParent):
 		return refuse(http.StatusConflict, "parent collection does not exist")
-	}
-	defer rq.closeParent(dir)
-	old, err := dir.Stat(pathBase(rq.path))
-	exists := err == nil
-	if err != nil && !errors.Is(err, os.ErrNotExist) {
+	case err != nil:
 		return statFailure(err)
 	}
+	u := &upload{rq: rq, target: pt, quota: rq.h.quota.of(rq.user)}
+	defer u.cleanup()
+	old, exists := pt.existing()
 	if exists && old.IsDir() {
 		return refuse(http.StatusMethodNotAllowed, "a collection exists at this path")
 	}
@@ -165,39 +158,33 @@ func (rq *request) servePut() (int, error) {
 	if _, err := rq.precheck(target{path: rq.path, membership: !exists}); err != nil {
 		return 0, err
 	}
-	u := &upload{rq: rq, dir: dir, exists: exists, quota: rq.h.quota.of(rq.user)}
+	u.exists = exists
 	if exists {
 		u.oldSize = old.Size()
 	}
-	defer u.cleanup()
 	if err := u.run(); err != nil {
 		return 0, err
 	}
-	return u.answer(), nil
+	return rq.answerPut(pt.etag(u), u.mtimeOK, u.exists), nil
 }
 
-// upload is one PUT's body on its way from the request into a temporary
-// file beside the target and, renamed, over it (run's steps).
+// upload is one PUT's body on its way from the request into storage
+// (run's steps); target holds the storage's side of it.
 type upload struct {
 	rq      *request
-	dir     *os.Root // the target's parent
-	exists  bool     // a file is being replaced
+	target  putTarget
+	exists  bool // a file is being replaced
 	oldSize int64
 	quota   int64 // <= 0: unlimited
 
 	limit    int64 // the body's bound (upload limit or room left), -1 none
 	limitErr error
-	tmp      string
-	f        *os.File
-	inline   bool // hashed while it streamed
 	n        int64
 	md5sum   string
 	sha1sum  string
-	fi       fs.FileInfo // the temporary, as it will be published
-	sum      *models.DavChecksum
 	mtimeOK  bool // X-OC-Mtime applied
 	admitted bool // growth reserved against the quota (settled in cleanup)
-	done     bool // renamed into place
+	done     bool // committed
 }
 
 // run takes the upload through its steps; the first to fail says why.
@@ -205,10 +192,7 @@ func (u *upload) run() error {
 	if err := u.bound(); err != nil {
 		return err
 	}
-	if err := u.receive(); err != nil {
-		return err
-	}
-	if err := u.seal(); err != nil {
+	if err := u.target.receive(u); err != nil {
 		return err
 	}
 	// The body may have taken minutes: a lock another client took
@@ -220,15 +204,13 @@ func (u *upload) run() error {
 	if err := u.admit(); err != nil {
 		return err
 	}
-	return u.commit()
+	return u.target.commit(u)
 }
 
-// cleanup removes an unpublished temporary and settles a reservation.
+// cleanup has the storage remove what an uncommitted upload left, and
+// settles a reservation.
 func (u *upload) cleanup() {
-	if u.f != nil && !u.done {
-		u.f.Close()
-		u.dir.Remove(u.tmp)
-	}
+	u.target.cleanup(u)
 	if u.admitted {
 		u.rq.h.quota.settle(u.rq.user.ID, u.n-u.oldSize, u.done)
 	}
@@ -265,7 +247,7 @@ func (u *upload) bound() error {
 	if u.quota <= 0 {
 		return nil
 	}
-	used, err := h.quota.used(rq.root, rq.user.ID)
+	used, err := h.quota.used(rq.r.Context(), rq.tree, rq.user.ID)
 	if err != nil {
 		return fmt.Errorf("quota usage: %w", err)
 	}
@@ -280,26 +262,12 @@ func (u *upload) bound() error {
 	return nil
 }
 
-// receive streams the body into a new temporary file.
-func (u *upload) receive() error {
+// received judges how the body's copy into storage ended (err), in the
+// same words for every storage: aborted says the client's body failed
+// (it went away, or sent less), not the storage. Then the length the
+// client announced and the checksum it sent must match what arrived.
+func (u *upload) received(err error, aborted bool) error {
 	rq := u.rq
-	u.tmp = randName()
-	f, err := u.dir.OpenFile(u.tmp, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o644)
-	if err != nil {
-		return fmt.Errorf("create upload temporary: %w", err)
-	}
-	u.f = f
-	// Small bodies, and uploads whose checksum the client wants verified,
-	// are hashed as they arrive. Large ones are hashed after the answer
-	// (hashLater): MD5 alone runs at ~550 MiB/s on a core, which would
-	// otherwise bound every big upload; until the hash is recorded the
-	// file simply publishes no checksum.
-	u.inline = rq.r.Header.Get("OC-Checksum") != "" || (rq.r.ContentLength >= 0 && rq.r.ContentLength <= smallUpload)
-	if u.inline {
-		u.n, u.md5sum, u.sha1sum, err = copyHashed(f, rq.r.Body, rq.r.ContentLength, u.limit, u.limitErr)
-	} else {
-		u.n, err = copyLimited(f, rq.r.Body, u.limit, u.limitErr)
-	}
 	var mbe *http.MaxBytesError
 	switch {
 	case err == nil:
@@ -307,11 +275,13 @@ func (u *upload) receive() error {
 		return refusal(http.StatusRequestEntityTooLarge, "upload too large")
 	case errors.Is(err, errQuota):
 		return refusal(http.StatusInsufficientStorage, "quota exceeded")
-	default:
+	case aborted:
 		// Client went away or the body was cut short: the old content
 		// stays in place.
 		rq.h.log.Info("webdav upload aborted", "user", rq.user.Username, "path", rq.path, "err", err)
 		return refusal(http.StatusBadRequest, "upload incomplete")
+	default:
+		return fmt.Errorf("store upload: %w", err)
 	}
 	if rq.r.ContentLength >= 0 && u.n != rq.r.ContentLength {
 		return refusal(http.StatusBadRequest, "upload incomplete")
@@ -323,45 +293,6 @@ func (u *upload) receive() error {
 	return nil
 }
 
-// seal sets the temporary's modification time (X-OC-Mtime), hands it to
-// the metadata store with its checksum, flushes it when asked, and closes
-// it.
-func (u *upload) seal() error {
-	rq, h := u.rq, u.rq.h
-	if v := rq.r.Header.Get("X-OC-Mtime"); v != "" {
-		if t, ok := parseMtime(v); ok && u.dir.Chtimes(u.tmp, t, t) == nil {
-			u.mtimeOK = true
-		}
-	}
-	// The rename keeps inode, size and modification time, so this is
-	// what the published file reports.
-	fi, err := u.f.Stat()
-	if err != nil {
-		return fmt.Errorf("stat upload temporary: %w", err)
-	}
-	u.fi = fi
-	// Every version is recorded with a new generation (identity.go);
-	// its hashes when it was hashed as it streamed, later otherwise.
-	u.sum = &models.DavChecksum{
-		UserID: rq.user.ID, Path: rq.path, Size: fi.Size(), MtimeNs: fi.ModTime().UnixNano(), Gen: newGen(),
-	}
-	if u.inline {
-		u.sum.SHA1, u.sum.MD5 = u.sha1sum, u.md5sum
-	}
-	if err := h.meta.sealUpload(u.f, u.sum); err != nil {
-		return fmt.Errorf("seal upload: %w", err)
-	}
-	if h.opts.Fsync {
-		if err := u.f.Sync(); err != nil {
-			return fmt.Errorf("flush upload: %w", err)
-		}
-	}
-	if err := u.f.Close(); err != nil {
-		return fmt.Errorf("close upload temporary: %w", err)
-	}
-	return nil
-}
-
 // admit reserves the upload's growth under the user's usage mutex: the
 // quota check in bound let the body in, admission decides, so concurrent
 // uploads cannot share one room.
@@ -369,7 +300,7 @@ func (u *upload) admit() error {
 	if u.quota <= 0 {
 		return nil
 	}
-	ok, err := u.rq.h.quota.admit(u.rq.root, u.rq.user.ID, u.quota, u.n-u.oldSize)
+	ok, err := u.rq.h.quota.admit(u.rq.r.Context(), u.rq.tree, u.rq.user.ID, u.quota, u.n-u.oldSize)
 	if err != nil {
 		return fmt.Errorf("admit upload: %w", err)
 	}
@@ -380,50 +311,9 @@ func (u *upload) admit() error {
 	return nil
 }
 
-// commit renames the temporary over the target and has the metadata store
-// record what it needs.
-func (u *upload) commit() error {
-	rq, h := u.rq, u.rq.h
-	err := h.meta.commitUpload(rq.r.Context(), uploadCommit{
-		userID: rq.user.ID, path: rq.path, created: !u.exists, sum: u.sum,
-		publish: func() error { return rq.publish(u.tmp) }, published: &u.done,
-	})
-	if errors.Is(err, errParentMoved) {
-		return refusal(http.StatusConflict, err.Error())
-	}
-	if err != nil {
-		return fmt.Errorf("publish upload: %w", err)
-	}
-	if !u.admitted {
-		h.quota.add(rq.user.ID, u.n-u.oldSize)
-	}
-	if h.opts.Fsync {
-		// The rename is durable once the directory is.
-		if err := syncDir(u.dir); err != nil {
-			return fmt.Errorf("flush directory: %w", err)
-		}
-	}
-	if !u.inline {
-		h.hashLater(rq.user.ID, rq.path)
-	}
-	return nil
-}
-
-// answer sets the new ETag and returns 201 or 204. The tag is taken from
-// the published file's stat (the rename moved its change time, which the
-// database store's tags include) while it is still this upload's inode;
-// if another write replaced it already, from the temporary's.
-func (u *upload) answer() int {
-	fi := u.fi
-	if now, err := u.rq.root.Stat(rel(u.rq.path)); err == nil && os.SameFile(now, u.fi) {
-		fi = now
-	}
-	return u.rq.answerPut(u.rq.h.etagWith(fi, *u.sum, true), u.mtimeOK, u.exists)
-}
-
-// answerPut is a PUT's answer in either store: the new version's ETag,
-// whether the client's mtime was kept, and 204 for a replaced file or 201
-// with its Location for a new one.
+// answerPut is a PUT's answer: the new version's ETag, whether the
+// client's mtime was kept, and 204 for a replaced file or 201 with its
+// Location for a new one.
 func (rq *request) answerPut(etag string, mtimeOK, exists bool) int {
 	hd := rq.w.Header()
 	hd.Set("ETag", etag)
@@ -441,34 +331,6 @@ func (rq *request) answerPut(etag string, mtimeOK, exists bool) int {
 // errParentMoved: the collection of an upload was moved or removed while
 // the body arrived.
 var errParentMoved = errors.New("the collection was moved or removed during the upload")
-
-// publish renames the finished upload tmp (in the parent opened at the
-// start) over the request's path. The rename goes by path, not through
-// dir: if the collection was moved meanwhile, the file must not land at
-// the new place, which the request's lock checks never covered.
-func (rq *request) publish(tmp string) error {
-	err := rq.root.Rename(rel(pathJoin(pathParent(rq.path), tmp)), rel(rq.path))
-	if errors.Is(err, fs.ErrNotExist) {
-		return errParentMoved
-	}
-	return err
-}
-
-// openParent opens the collection holding p as a root of its own (the
-// user's root itself for a top-level name).
-func (rq *request) openParent(p string) (*os.Root, error) {
-	parent := pathParent(p)
-	if parent == "/" {
-		return rq.root, nil
-	}
-	return rq.root.OpenRoot(rel(parent))
-}
-
-func (rq *request) closeParent(dir *os.Root) {
-	if dir != rq.root {
-		dir.Close()
-	}
-}
 
 // copySmallHashed copies a body of the announced size (at most
 // smallUpload) in one read and one write, hashing it inline.

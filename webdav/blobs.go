@@ -17,7 +17,7 @@ import (
 )
 
 // Blobs: every object the tree may reference has a dav_blobs row, made
-// before its first byte is sent, except a small body's (nodeput.go,
+// before its first byte is sent, except a small body's (backend_nodes_write.go,
 // recordAfterBelow), whose row is inserted live by the node commit:
 //
 //	uploading --(node commit, same transaction)--> live

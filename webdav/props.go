@@ -240,8 +240,9 @@ type propWriter struct {
 	missing    []xmlName
 }
 
-// writeBatch renders entries. dir is the open directory holding them, or
-// nil when they are not all members of one listed directory.
+// writeBatch renders entries. listing is what the tree's members handed
+// with them (the tree reads their records through it), or nil when they
+// are not all members of one listed collection.
 func (pw *propWriter) writeBatch(ctx context.Context, listing any, batch []entry) error {
 	rq := pw.rq
 	var props map[string][]models.DavProp

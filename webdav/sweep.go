@@ -156,7 +156,7 @@ var scanCursors sync.Map // contents.Store -> string
 
 // unrecorded deletes listed objects and multipart uploads older than the
 // grace period that no row records: a small body's object written by a
-// process that died before its node commit (nodeput.go writes those
+// process that died before its node commit (backend_nodes_write.go writes those
 // before their row), or what a restored database or a manual copy leaves.
 func (s *sweeper) unrecorded(ctx context.Context) (int, error) {
 	cur, _ := scanCursors.Load(s.b.contents)

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/uuid"
 	"gorm.io/gorm"
 
 	"github.com/ontoflow/ontoflow/automations"
@@ -33,8 +34,11 @@ func (f *fakeStarter) Start(_ context.Context, r automations.StartRequest) (stri
 		f.failNext = false
 		return "", errors.New("the process died after the start")
 	}
-	return "exec-for-" + r.Key, nil
+	return execFor(r.Key), nil
 }
+
+// execFor is the fake execution id of key (a UUID, as the column holds).
+func execFor(key string) string { return uuid.NewSHA1(uuid.NameSpaceURL, []byte(key)).String() }
 
 func (f *fakeStarter) count() int {
 	f.mu.Lock()
@@ -112,7 +116,7 @@ func TestDispatchFiresOncePerAutomationAndEvent(t *testing.T) {
 			t.Fatalf("start %+v", r)
 		}
 		fs := firings(t, db)
-		if len(fs) != 1 || fs[0].Status != models.FiringStarted || *fs[0].ExecutionID != "exec-for-"+r.Key || fs[0].EventSeq != seq {
+		if len(fs) != 1 || fs[0].Status != models.FiringStarted || *fs[0].ExecutionID != execFor(r.Key) || fs[0].EventSeq != seq {
 			t.Fatalf("firings %+v", fs)
 		}
 		// The mark lost (a crash after the firing's record): the firing

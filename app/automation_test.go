@@ -35,6 +35,7 @@ func TestAutomations(t *testing.T) {
 			t.Run("3 a paused automation fires nothing", func(t *testing.T) { e.in(t).pausedFiresNothing() })
 			t.Run("4 a self-triggering loop stops at the depth limit", func(t *testing.T) { e.in(t).loopStops() })
 			t.Run("5 a schedule fires as the owner", func(t *testing.T) { e.in(t).scheduleFires() })
+			t.Run("6 a disabled owner's automation fires nothing", func(t *testing.T) { e.in(t).disabledOwner() })
 		})
 	}
 }
@@ -261,4 +262,33 @@ func (e *autoEnv) scheduleFires() {
 		_, err := h.Describe(ctx)
 		return errors.As(err, &nf)
 	})
+}
+
+// disabledOwner: an event matching the automation of a user who has
+// since been disabled starts nothing; the firing is recorded skipped.
+func (e *autoEnv) disabledOwner() {
+	var bob struct {
+		ID string `json:"id"`
+	}
+	e.c.must(http.StatusCreated, "POST", "/api/v1/users", jsonMap{"username": "bob", "password": "bob-password-1"}, &bob)
+	var v struct {
+		ID string `json:"id"`
+	}
+	e.c.as("bob", "bob-password-1").must(http.StatusCreated, "POST", "/api/v1/automations", jsonMap{"name": "bob's",
+		"action_type": "note", "trigger": jsonMap{"kind": "object", "object_type": "Ticket", "on": []string{"updated"}},
+		"parameters": jsonMap{"notes": "bob was here"}}, &v)
+	e.c.must(http.StatusOK, "PATCH", "/api/v1/users/"+bob.ID, jsonMap{"disabled": true}, nil)
+	e.c.must(http.StatusOK, "POST", "/api/v1/ontology/actions/note/execute",
+		jsonMap{"target_object_id": e.ticket, "parameters": jsonMap{"notes": "by admin"}}, nil)
+	e.drained()
+	var fs []models.AutomationFiring
+	if err := e.a.DB.Where("automation_id = ?", v.ID).Find(&fs).Error; err != nil {
+		e.c.t.Fatal(err)
+	}
+	if len(fs) != 1 || fs[0].Status != models.FiringSkipped || fs[0].ExecutionID != nil || !strings.Contains(fs[0].Reason, "disabled") {
+		e.c.t.Fatalf("firings %+v", fs)
+	}
+	if n := e.c.notes(e.ticket); n != "by admin" {
+		e.c.t.Fatalf("notes %q", n)
+	}
 }

@@ -61,7 +61,14 @@ func (d *Dispatcher) Run(ctx context.Context, poll time.Duration) {
 	if poll <= 0 {
 		poll = defaults.AutomationPoll
 	}
+	var pruned time.Time
 	for ctx.Err() == nil {
+		if time.Since(pruned) > pruneEvery {
+			if err := d.Prune(ctx, defaults.AutomationEventRetention); err != nil && ctx.Err() == nil {
+				d.log().Error("prune dispatched automation events", "err", err)
+			}
+			pruned = time.Now()
+		}
 		n, err := d.DispatchOnce(ctx)
 		if err != nil && ctx.Err() == nil {
 			d.log().Error("dispatch automation events", "err", err)
@@ -74,6 +81,22 @@ func (d *Dispatcher) Run(ctx context.Context, poll time.Duration) {
 		case <-time.After(poll):
 		}
 	}
+}
+
+// pruneEvery is how often Run deletes old dispatched events.
+const pruneEvery = time.Hour
+
+// Prune deletes the events dispatched more than keep ago: their firings
+// hold what they did, and the table would otherwise grow with every
+// edit. Replicas may prune at once; a delete is idempotent.
+func (d *Dispatcher) Prune(ctx context.Context, keep time.Duration) error {
+	cutoff := time.Now().UTC().Add(-keep)
+	err := d.DB.WithContext(ctx).Where("dispatched_at IS NOT NULL AND dispatched_at < ?", cutoff).
+		Delete(&models.AutomationEvent{}).Error
+	if err != nil {
+		return fmt.Errorf("delete automation events dispatched before %s: %w", cutoff.Format(time.RFC3339), err)
+	}
+	return nil
 }
 
 func (d *Dispatcher) log() *slog.Logger {

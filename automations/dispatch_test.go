@@ -234,3 +234,25 @@ func TestDispatchKeepsEachObjectsOrder(t *testing.T) {
 		}
 	})
 }
+
+// TestPruneKeepsWhatIsWaiting: pruning deletes dispatched events only;
+// an event still waiting stays whatever its age.
+func TestPruneKeepsWhatIsWaiting(t *testing.T) {
+	testdb.Each(t, func(t *testing.T, db *gorm.DB) {
+		ctx := context.Background()
+		d := &automations.Dispatcher{DB: db, Start: &fakeStarter{}}
+		event(t, db, "t", "11111111-1111-1111-1111-111111111111", "updated", 0, nil)
+		dispatchAll(t, d)
+		waiting := event(t, db, "t", "22222222-2222-2222-2222-222222222222", "updated", 0, nil)
+		if err := d.Prune(ctx, -time.Minute); err != nil {
+			t.Fatal(err)
+		}
+		var left []models.AutomationEvent
+		if err := db.Find(&left).Error; err != nil {
+			t.Fatal(err)
+		}
+		if len(left) != 1 || left[0].Seq != waiting {
+			t.Fatalf("left %+v, want only event %d", left, waiting)
+		}
+	})
+}

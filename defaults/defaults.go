@@ -83,6 +83,9 @@ const (
 	// AutomationPoll is how often the automations' dispatcher looks for
 	// undispatched events when it found none.
 	AutomationPoll = 200 * time.Millisecond
+	// AutomationEventRetention is how long a dispatched automation event
+	// is kept before the dispatcher deletes it (its firings stay).
+	AutomationEventRetention = 7 * 24 * time.Hour
 )
 
 // Request bounds: the longest list one request may make the server read,

@@ -2,9 +2,11 @@ package api
 
 import (
 	"net/http"
+	"strconv"
 
 	"github.com/gin-gonic/gin"
 
+	"github.com/ontoflow/ontoflow/apperr"
 	"github.com/ontoflow/ontoflow/automations"
 )
 
@@ -52,6 +54,19 @@ func AutomationRoutes(s *automations.Store) func(g *gin.RouterGroup) {
 		g.POST("/automations/:id/resume", func(c *gin.Context) {
 			answer(c, http.StatusOK)(s.SetPaused(c.Request.Context(), principal(c).User.ID, c.Param("id"), false))
 		})
+		g.GET("/automations/:id/firings", func(c *gin.Context) {
+			limit, err := queryLimit(c)
+			if err != nil {
+				fail(c, err)
+				return
+			}
+			list, err := s.Firings(c.Request.Context(), principal(c).User.ID, c.Param("id"), limit)
+			if err != nil {
+				fail(c, err)
+				return
+			}
+			c.JSON(http.StatusOK, gin.H{"firings": list})
+		})
 		g.DELETE("/automations/:id", func(c *gin.Context) {
 			if err := s.Delete(c.Request.Context(), principal(c).User.ID, c.Param("id")); err != nil {
 				fail(c, err)
@@ -60,6 +75,19 @@ func AutomationRoutes(s *automations.Store) func(g *gin.RouterGroup) {
 			c.Status(http.StatusNoContent)
 		})
 	}
+}
+
+// queryLimit reads ?limit (absent: 0, the store's default).
+func queryLimit(c *gin.Context) (int, error) {
+	v := c.Query("limit")
+	if v == "" {
+		return 0, nil
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n < 1 {
+		return 0, apperr.New(apperr.InvalidArgument, "limit: %q is not a positive number", v)
+	}
+	return n, nil
 }
 
 // answer writes v with status, or err in the error shape.

@@ -91,6 +91,17 @@ func TestAutomationsAPI(t *testing.T) {
 		if r := env.do("alice", "GET", "/automations", ""); r.status != 200 || !strings.Contains(r.raw, fmt.Sprintf("%q", id)) {
 			t.Fatalf("list: %d %s", r.status, r.raw)
 		}
+		// Firings: the owner's list (none yet), a bad limit is a 400, and
+		// another user's automation's firings are as missing as it.
+		if r := env.do("alice", "GET", "/automations/"+id+"/firings", ""); r.status != 200 || r.raw != `{"firings":[]}` {
+			t.Fatalf("firings: %d %s", r.status, r.raw)
+		}
+		if r := env.do("alice", "GET", "/automations/"+id+"/firings?limit=0", ""); r.status != 400 || r.code() != "InvalidArgument" {
+			t.Fatalf("firings?limit=0: %d %s", r.status, r.raw)
+		}
+		if r := env.do("bob", "GET", "/automations/"+id+"/firings", ""); r.status != 404 {
+			t.Fatalf("another user's firings: %d %s", r.status, r.raw)
+		}
 		if r := env.do("alice", "DELETE", "/automations/"+id, ""); r.status != 204 {
 			t.Fatalf("delete: %d %s", r.status, r.raw)
 		}

@@ -157,6 +157,8 @@ type App struct {
 	// stopSweeps ends the background purge of expired branches and waits
 	// for it.
 	stopSweeps func()
+	// stopDispatcher ends the automations' dispatcher and waits for it.
+	stopDispatcher func()
 	// dav is the WebDAV handler (its sweeper runs with the other sweeps).
 	dav *webdav.Handler
 	// davContents is the contents store of --webdav-store (nil in POSIX
@@ -204,7 +206,7 @@ func Start(ctx context.Context, mode Mode, cfg *config.Config, log *slog.Logger,
 		return nil, err
 	}
 	if mode == Dev || mode == Worker {
-		if err := a.startWorker(); err != nil {
+		if err := a.startWorker(ctx); err != nil {
 			return nil, err
 		}
 	}
@@ -375,7 +377,7 @@ func (a *App) assemble(ctx context.Context, o options) error {
 	a.kinds = kinds
 	a.Engine = engine.New(engine.Deps{DB: a.DB, Ontology: a.Store, Kinds: kinds, Levels: cfg.Markings, Log: a.Log,
 		Registerer: a.Registry, Channels: a.channels(o.channels), MaxRecipients: cfg.MaxRecipients,
-		Media: media, PublicURL: cfg.PublicURL, Branches: whatif.New(a.DB, a.Store)})
+		Media: media, PublicURL: cfg.PublicURL, Branches: whatif.New(a.DB, a.Store), Events: automations.Outbox{}})
 	return nil
 }
 
@@ -400,9 +402,12 @@ func (a *App) identityProvider() (*oidc.Provider, error) {
 	})
 }
 
-// startWorker starts the worker that runs the workflows and activities.
-func (a *App) startWorker() error {
+// startWorker starts the worker that runs the workflows and activities,
+// and the automations' dispatcher beside it.
+func (a *App) startWorker(ctx context.Context) error {
+	dispatcher := a.automationDispatcher(a.Store, a.Engine)
 	a.Worker = worker.New(a.Temporal, worker.Options{
+		FireSchedule:    dispatcher.FireSchedule,
 		TaskQueue:       a.Cfg.TaskQueue,
 		StopTimeout:     a.Cfg.ShutdownTimeout,
 		Activities:      activities.New(a.Engine, revert.New(a.DB, a.Store, a.Engine)),
@@ -412,7 +417,22 @@ func (a *App) startWorker() error {
 	if err := a.Worker.Start(); err != nil {
 		return fmt.Errorf("start worker: %w", err)
 	}
+	a.stopDispatcher = runDispatcher(ctx, dispatcher)
 	return nil
+}
+
+// executionsService is the execution lifecycle over store and eng.
+func (a *App) executionsService(store *ontology.Store, eng *engine.Engine) *executions.Service {
+	cfg := a.Cfg
+	starter := workflows.NewStarter(a.Temporal, workflows.StarterOptions{
+		TaskQueue:        cfg.TaskQueue,
+		BatchChildItems:  cfg.BatchChildItems,
+		BatchConcurrency: cfg.BatchConcurrency,
+	})
+	return executions.New(a.DB, store, eng, starter, executions.Options{
+		BatchMaxItems: cfg.BatchMaxItems, BatchSyncMax: cfg.BatchSyncMax, ExecuteTimeout: cfg.ExecuteTimeout,
+		LocalWorker: a.Worker != nil, UIURL: cfg.UIURL, Namespace: cfg.TemporalNamespace, BranchTTL: cfg.BranchTTL, AbandonAfter: cfg.AbandonAfter,
+	})
 }
 
 // handler assembles the HTTP handler: WebDAV, the console and the API's
@@ -436,15 +456,7 @@ func (a *App) handler(store *ontology.Store, eng *engine.Engine) (http.Handler, 
 		return nil, nil, fmt.Errorf("set up webdav: %w", err)
 	}
 	a.dav = dav
-	starter := workflows.NewStarter(a.Temporal, workflows.StarterOptions{
-		TaskQueue:        cfg.TaskQueue,
-		BatchChildItems:  cfg.BatchChildItems,
-		BatchConcurrency: cfg.BatchConcurrency,
-	})
-	execs := executions.New(a.DB, store, eng, starter, executions.Options{
-		BatchMaxItems: cfg.BatchMaxItems, BatchSyncMax: cfg.BatchSyncMax, ExecuteTimeout: cfg.ExecuteTimeout,
-		LocalWorker: a.Worker != nil, UIURL: cfg.UIURL, Namespace: cfg.TemporalNamespace, BranchTTL: cfg.BranchTTL, AbandonAfter: cfg.AbandonAfter,
-	})
+	execs := a.executionsService(store, eng)
 	idp, err := a.identityProvider()
 	if err != nil {
 		return nil, nil, err
@@ -481,7 +493,7 @@ func (a *App) handler(store *ontology.Store, eng *engine.Engine) (http.Handler, 
 		Routes: []func(g *gin.RouterGroup){
 			api.OntologyRoutes(store),
 			api.SecretRoutes(a.Secrets),
-			api.AutomationRoutes(&automations.Store{DB: a.DB, Actions: store}),
+			api.AutomationRoutes(a.automationStore(store)),
 			api.NotificationSettingsRoutes(&users.Notifications{DB: a.DB, Secrets: a.Secrets, Channels: a.channelSpecs}),
 			api.FunctionRoutes(a.Functions, store),
 			api.ActionRoutes(api.ActionDeps{Store: store, Executions: execs, Inbox: notifications.NewInbox(a.DB), BatchSyncMax: cfg.BatchSyncMax}),
@@ -683,6 +695,9 @@ func (a *App) Stop(ctx context.Context) {
 	}
 	if a.stopSweeps != nil {
 		a.stopSweeps()
+	}
+	if a.stopDispatcher != nil {
+		a.stopDispatcher()
 	}
 	if a.Worker != nil {
 		a.Worker.Stop()

@@ -32,7 +32,10 @@ func (Outbox) Record(ctx context.Context, tx *gorm.DB, ex *models.Execution, edi
 		if change == "" {
 			continue
 		}
-		rows = append(rows, models.AutomationEvent{ExecutionID: ex.ID, ObjectTypeID: ed.ObjectTypeID, ObjectID: ed.ObjectID,
+		// The event carries the execution's lineage: the firings its
+		// chain took so far, which the dispatcher bounds.
+		rows = append(rows, models.AutomationEvent{Source: models.EventSourceObject, Subject: ed.ObjectID,
+			ExecutionID: ex.ID, ObjectTypeID: ed.ObjectTypeID, ObjectID: ed.ObjectID, Depth: ex.AutomationDepth,
 			Change: change, Before: models.NewNumJSON(ed.Before), After: models.NewNumJSON(ed.After)})
 	}
 	if len(rows) == 0 {

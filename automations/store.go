@@ -71,21 +71,34 @@ type View struct {
 type Store struct {
 	DB      *gorm.DB
 	Actions ActionTypes
+	// ObjectTypes resolves an object trigger's type (id or name) to its
+	// id, which the dispatcher matches events by; an unknown one is an
+	// apperr.ObjectTypeNotFound (nil: the type is kept as written).
+	ObjectTypes func(ctx context.Context, ref string) (string, error)
+	// Schedules keeps schedule triggers' Temporal Schedules in step with
+	// the definitions (nil: none are kept; schedule triggers never fire).
+	Schedules Schedules
 }
 
 // Create checks sp and stores it as ownerID's automation.
 func (s *Store) Create(ctx context.Context, ownerID string, sp Spec) (*View, error) {
-	at, err := s.check(ctx, sp)
+	at, typeID, err := s.check(ctx, sp)
 	if err != nil {
 		return nil, err
 	}
 	row := models.Automation{ID: uuid.NewString(), OwnerID: ownerID}
-	fill(&row, sp, at)
-	if err := s.DB.WithContext(ctx).Create(&row).Error; err != nil {
-		if errors.Is(err, gorm.ErrDuplicatedKey) || isUnique(err) {
-			return nil, apperr.New(apperr.Conflict, "name: you already have an automation called %q", sp.Name)
+	fill(&row, sp, at, typeID)
+	err = s.DB.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+		if err := tx.Create(&row).Error; err != nil {
+			if errors.Is(err, gorm.ErrDuplicatedKey) || isUnique(err) {
+				return apperr.New(apperr.Conflict, "name: you already have an automation called %q", sp.Name)
+			}
+			return fmt.Errorf("store automation %q: %w", sp.Name, err)
 		}
-		return nil, fmt.Errorf("store automation %q: %w", sp.Name, err)
+		return s.syncSchedule(ctx, &row)
+	})
+	if err != nil {
+		return nil, err
 	}
 	return viewOf(&row), nil
 }
@@ -115,7 +128,7 @@ func (s *Store) List(ctx context.Context, ownerID string) ([]View, error) {
 // Update replaces ownerID's automation id with sp (checked first; nothing
 // is changed when the check fails).
 func (s *Store) Update(ctx context.Context, ownerID, id string, sp Spec) (*View, error) {
-	at, err := s.check(ctx, sp)
+	at, typeID, err := s.check(ctx, sp)
 	if err != nil {
 		return nil, err
 	}
@@ -123,12 +136,22 @@ func (s *Store) Update(ctx context.Context, ownerID, id string, sp Spec) (*View,
 	if err != nil {
 		return nil, err
 	}
-	fill(row, sp, at)
-	if err := s.DB.WithContext(ctx).Save(row).Error; err != nil {
-		if errors.Is(err, gorm.ErrDuplicatedKey) || isUnique(err) {
-			return nil, apperr.New(apperr.Conflict, "name: you already have an automation called %q", sp.Name)
+	wasSchedule := row.TriggerKind == TriggerSchedule
+	fill(row, sp, at, typeID)
+	err = s.DB.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+		if err := tx.Save(row).Error; err != nil {
+			if errors.Is(err, gorm.ErrDuplicatedKey) || isUnique(err) {
+				return apperr.New(apperr.Conflict, "name: you already have an automation called %q", sp.Name)
+			}
+			return fmt.Errorf("update automation %s: %w", id, err)
 		}
-		return nil, fmt.Errorf("update automation %s: %w", id, err)
+		if wasSchedule && row.TriggerKind != TriggerSchedule {
+			return s.deleteSchedule(ctx, row.ID)
+		}
+		return s.syncSchedule(ctx, row)
+	})
+	if err != nil {
+		return nil, err
 	}
 	return viewOf(row), nil
 }
@@ -140,22 +163,37 @@ func (s *Store) SetPaused(ctx context.Context, ownerID, id string, paused bool) 
 		return nil, err
 	}
 	row.Paused = paused
-	if err := s.DB.WithContext(ctx).Model(row).Update("paused", paused).Error; err != nil {
-		return nil, fmt.Errorf("pause automation %s: %w", id, err)
+	err = s.DB.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+		if err := tx.Model(row).Update("paused", paused).Error; err != nil {
+			return fmt.Errorf("pause automation %s: %w", id, err)
+		}
+		return s.syncSchedule(ctx, row)
+	})
+	if err != nil {
+		return nil, err
 	}
 	return viewOf(row), nil
 }
 
 // Delete removes ownerID's automation id.
 func (s *Store) Delete(ctx context.Context, ownerID, id string) error {
-	res := s.DB.WithContext(ctx).Where("id = ? AND owner_id = ?", id, ownerID).Delete(&models.Automation{})
-	if res.Error != nil {
-		return fmt.Errorf("delete automation %s: %w", id, res.Error)
+	row, err := s.load(ctx, ownerID, id)
+	if err != nil {
+		return err
 	}
-	if res.RowsAffected == 0 {
-		return notFound(id)
-	}
-	return nil
+	return s.DB.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+		res := tx.Where("id = ? AND owner_id = ?", id, ownerID).Delete(&models.Automation{})
+		if res.Error != nil {
+			return fmt.Errorf("delete automation %s: %w", id, res.Error)
+		}
+		if res.RowsAffected == 0 {
+			return notFound(id)
+		}
+		if row.TriggerKind == TriggerSchedule {
+			return s.deleteSchedule(ctx, id)
+		}
+		return nil
+	})
 }
 
 func (s *Store) load(ctx context.Context, ownerID, id string) (*models.Automation, error) {
@@ -181,11 +219,15 @@ func isUnique(err error) bool {
 	return strings.Contains(m, "unique") || strings.Contains(m, "duplicate key")
 }
 
-func fill(row *models.Automation, sp Spec, at *domain.ActionType) {
+func fill(row *models.Automation, sp Spec, at *domain.ActionType, typeID string) {
 	row.Name = strings.TrimSpace(sp.Name)
 	row.Paused = sp.Paused
 	row.TriggerKind = sp.Trigger.Kind
-	row.Trigger = models.NewJSON(triggerSettings(sp.Trigger))
+	settings := triggerSettings(sp.Trigger)
+	if typeID != "" {
+		settings["object_type_id"] = typeID
+	}
+	row.Trigger = models.NewJSON(settings)
 	row.ActionType = at.ID
 	row.Parameters = models.NewJSON(sp.Parameters)
 }
@@ -230,33 +272,53 @@ func viewOf(row *models.Automation) *View {
 		ActionType: row.ActionType, Parameters: params, CreatedAt: row.CreatedAt, UpdatedAt: row.UpdatedAt}
 }
 
-// check validates sp and returns its action type; the first fault is a
-// 400 naming the member.
-func (s *Store) check(ctx context.Context, sp Spec) (*domain.ActionType, error) {
+// check validates sp and returns its action type and its object
+// trigger's type id ("" for another trigger or without ObjectTypes); the
+// first fault is a 400 naming the member.
+func (s *Store) check(ctx context.Context, sp Spec) (*domain.ActionType, string, error) {
 	name := strings.TrimSpace(sp.Name)
 	if name == "" {
-		return nil, apperr.New(apperr.InvalidArgument, "name: required")
+		return nil, "", apperr.New(apperr.InvalidArgument, "name: required")
 	}
 	if len(name) > maxNameLen {
-		return nil, apperr.OverLimit("name", maxNameLen, "characters", len(name))
+		return nil, "", apperr.OverLimit("name", maxNameLen, "characters", len(name))
 	}
 	if err := checkTrigger(sp.Trigger); err != nil {
-		return nil, err
+		return nil, "", err
+	}
+	typeID, err := s.objectTypeID(ctx, sp.Trigger)
+	if err != nil {
+		return nil, "", err
 	}
 	if sp.ActionType == "" {
-		return nil, apperr.New(apperr.InvalidArgument, "action_type: required")
+		return nil, "", apperr.New(apperr.InvalidArgument, "action_type: required")
 	}
 	at, err := s.Actions.ActionType(ctx, sp.ActionType)
 	if err != nil {
 		if apperr.CodeOf(err) == apperr.ActionTypeNotFound || apperr.CodeOf(err) == apperr.NotFound {
-			return nil, apperr.New(apperr.InvalidArgument, "action_type: no action type %q", sp.ActionType)
+			return nil, "", apperr.New(apperr.InvalidArgument, "action_type: no action type %q", sp.ActionType)
 		}
-		return nil, fmt.Errorf("check automation action type %q: %w", sp.ActionType, err)
+		return nil, "", fmt.Errorf("check automation action type %q: %w", sp.ActionType, err)
 	}
 	if err := checkParameters(at, sp.Parameters); err != nil {
-		return nil, err
+		return nil, "", err
 	}
-	return at, nil
+	return at, typeID, nil
+}
+
+// objectTypeID resolves an object trigger's type to its id.
+func (s *Store) objectTypeID(ctx context.Context, t Trigger) (string, error) {
+	if t.Kind != TriggerObject || s.ObjectTypes == nil {
+		return "", nil
+	}
+	id, err := s.ObjectTypes(ctx, t.ObjectType)
+	if err != nil {
+		if c := apperr.CodeOf(err); c == apperr.ObjectTypeNotFound || c == apperr.NotFound {
+			return "", apperr.New(apperr.InvalidArgument, "trigger.object_type: no object type %q", t.ObjectType)
+		}
+		return "", fmt.Errorf("check automation object type %q: %w", t.ObjectType, err)
+	}
+	return id, nil
 }
 
 var objectChanges = []string{"created", "updated", "deleted"}

@@ -77,6 +77,8 @@ type Config struct {
 	// AbandonAfter is how long a keyed execution whose workflow never
 	// started waits for the retry with its key before it is failed.
 	AbandonAfter time.Duration
+	// AutomationMaxDepth bounds chains of automations firing automations.
+	AutomationMaxDepth int
 
 	// Secrets says where the secret keys come from (ONTOFLOW_SECRET_KEY,
 	// --secret-key-file, previous keys, and in dev the data directory's
@@ -247,6 +249,7 @@ func Bind(fs *flag.FlagSet, mode Mode) (*Config, func() error) {
 		b.dur(&c.ExecuteTimeout, "execute-timeout", "ONTOFLOW_EXECUTE_TIMEOUT", defaults.ExecuteTimeout, "how long a synchronous execute waits before answering 202")
 		b.dur(&c.BranchTTL, "branch-ttl", "ONTOFLOW_BRANCH_TTL", defaults.BranchTTL, "how long a what-if branch lives; expired branches are purged")
 		b.dur(&c.AbandonAfter, "abandon-after", "ONTOFLOW_ABANDON_AFTER", defaults.AbandonAfter, "how long an execution whose workflow could not be started waits for the retry with its Idempotency-Key before it is recorded failed")
+		b.int(&c.AutomationMaxDepth, "automation-max-depth", "ONTOFLOW_AUTOMATION_MAX_DEPTH", defaults.AutomationMaxDepth, "longest chain of automations firing automations: an event caused by an execution this many firings deep fires nothing (the firing is recorded skipped)")
 		b.str(&c.OIDC.Issuer, "oidc-issuer", "ONTOFLOW_OIDC_ISSUER", "", "OpenID Connect issuer URL for console sign-in (empty = off); the redirect URL to register is {public-url}/ui/auth/callback")
 		b.str(&c.OIDC.ClientID, "oidc-client-id", "ONTOFLOW_OIDC_CLIENT_ID", "", "client id registered at the OpenID provider")
 		b.str(&oidcSecretFile, "oidc-client-secret-file", "ONTOFLOW_OIDC_CLIENT_SECRET_FILE", "", "file holding the OpenID client secret; or set the secret itself in ONTOFLOW_OIDC_CLIENT_SECRET (empty for a public client: PKCE alone)")

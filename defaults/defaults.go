@@ -76,6 +76,16 @@ const (
 	// MaxRecipients bounds the recipients of one notification side
 	// effect; one with more is recorded failed.
 	MaxRecipients = 500
+	// AutomationMaxDepth bounds chains of automations: an event caused by
+	// an execution that this many firings led to fires nothing more (the
+	// firing is recorded skipped).
+	AutomationMaxDepth = 3
+	// AutomationPoll is how often the automations' dispatcher looks for
+	// undispatched events when it found none.
+	AutomationPoll = 200 * time.Millisecond
+	// AutomationEventRetention is how long a dispatched automation event
+	// is kept before the dispatcher deletes it (its firings stay).
+	AutomationEventRetention = 7 * 24 * time.Hour
 )
 
 // Request bounds: the longest list one request may make the server read,

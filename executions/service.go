@@ -108,6 +108,10 @@ type Request struct {
 	IdempotencyKey, Identity string
 	// BranchID is the branch a what-if runs on (WhatIf sets it).
 	BranchID string
+	// AutomationID is the automation starting the execution ("" = a
+	// person) and AutomationDepth its lineage (how many firings led to it).
+	AutomationID    string
+	AutomationDepth int
 }
 
 // Handle is a submitted execution: its row as submitted and how to wait
@@ -145,6 +149,9 @@ func (s *Service) Submit(ctx context.Context, r Request, listen bool) (*Handle, 
 	ex := newExecution(r.Action, r.Actor, r.Guest, r.Kind, r.TargetID, r.Parameters, r.Justification)
 	if r.BranchID != "" {
 		ex.BranchID = &r.BranchID
+	}
+	if r.AutomationID != "" {
+		ex.AutomationID, ex.AutomationDepth = &r.AutomationID, r.AutomationDepth
 	}
 	if r.IdempotencyKey != "" {
 		if r.Identity == "" {

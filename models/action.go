@@ -90,6 +90,12 @@ type Execution struct {
 	// was kept): it leads from the record to the trace, as the workflow
 	// id leads to the Temporal history.
 	TraceID string `gorm:"size:32;not null;default:''" json:"trace_id,omitempty"`
+	// AutomationID is the automation that started the execution (nil: a
+	// person did); AutomationDepth is how many firings led to it (its
+	// lineage), which the events it causes carry on, so a chain of
+	// automations stops at --automation-max-depth.
+	AutomationID    *string `gorm:"size:36" json:"automation_id,omitempty"`
+	AutomationDepth int     `gorm:"not null;default:0" json:"automation_depth,omitempty"`
 	// Redacted is set (never stored) when the reader may not read the
 	// execution's objects and its object data were blanked
 	// (ontology.RedactExecutions).

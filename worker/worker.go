@@ -3,11 +3,14 @@
 package worker
 
 import (
+	"context"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/client"
 	sdkworker "go.temporal.io/sdk/worker"
+	"go.temporal.io/sdk/workflow"
 
 	"github.com/ontoflow/ontoflow/activities"
 	"github.com/ontoflow/ontoflow/workflows"
@@ -24,6 +27,10 @@ type Options struct {
 	Registerer  prometheus.Registerer
 	// BatchChildItems sizes the local-activity slots a worker offers.
 	BatchChildItems int
+	// FireSchedule fires an automation for one scheduled run (the
+	// automations' dispatcher; nil: schedule triggers fail until a worker
+	// with it polls).
+	FireSchedule func(ctx context.Context, automationID, run string) error
 }
 
 // New registers the engine on a worker for opts.TaskQueue (not started).
@@ -44,5 +51,9 @@ func New(c client.Client, opts Options) sdkworker.Worker {
 	wf := workflows.New(opts.Activities)
 	wf.Register(w)
 	wf.RegisterActivities(w)
+	w.RegisterWorkflowWithOptions(workflows.AutomationSchedule, workflow.RegisterOptions{Name: workflows.AutomationScheduleWorkflowName})
+	if opts.FireSchedule != nil {
+		w.RegisterActivityWithOptions(opts.FireSchedule, activity.RegisterOptions{Name: workflows.AutomationFireActivityName})
+	}
 	return w
 }

@@ -316,6 +316,23 @@ func TestCountersOnlyForReadersOfEverything(t *testing.T) {
 		if got := count(alice, ontology.GroupBy{Property: "done"}); got["true"] != visible[true] || got["false"] != visible[false] {
 			t.Fatalf("alice's count by done %v, want %v", got, visible)
 		}
+		// The explorer's type list: the admin gets the counter, alice an
+		// exact count up to the cap, then an estimate ("about N").
+		if c := ok(s.CountForList(ctx, admin, "Counted", 5))(t); c.N != 1030 || c.About {
+			t.Fatalf("admin's listed count %+v, want the counter's 1030", c)
+		}
+		vis := visible[true] + visible[false]
+		if c := ok(s.CountForList(ctx, alice, "Counted", 100))(t); c.N != vis || c.About {
+			t.Fatalf("alice's listed count %+v, want exactly %d", c, vis)
+		}
+		c := ok(s.CountForList(ctx, alice, "Counted", 3))(t)
+		if !c.About || c.N < 4 || c.N > 1030 {
+			t.Fatalf("alice's listed count past the cap %+v, want about 4..1030", c)
+		}
+		if db.Dialector.Name() == "sqlite" && c.N != 1030*vis/30 {
+			// Every object is in the sample: the share is exact.
+			t.Fatalf("alice's estimate %d, want %d", c.N, 1030*vis/30)
+		}
 		// A filter is not answered by the counters either.
 		res := ok(s.Aggregate(ctx, admin, "Counted", ontology.AggregateRequest{Filters: []ontology.AggFilter{{Key: "done", Value: []byte(`"true"`)}}}))(t)
 		if n := res.Groups[0].Metrics["count"].(int64); n != 8 {

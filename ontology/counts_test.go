@@ -340,3 +340,31 @@ func TestCountersOnlyForReadersOfEverything(t *testing.T) {
 		}
 	})
 }
+
+// TestCountersBuiltOnUpgrade: a database whose objects were written
+// without counters (a version before them) is counted once by Migrate.
+func TestCountersBuiltOnUpgrade(t *testing.T) {
+	testdb.Each(t, func(t *testing.T, db *gorm.DB) {
+		ctx := context.Background()
+		s := ontology.NewStore(db, nil, builtinKinds)
+		var sp ontology.ObjectTypeSpec
+		decodeInto(t, countedType, &sp)
+		ot := ok(s.CreateObjectType(ctx, admin.ID, sp))(t)
+		for i := 0; i < 12; i++ {
+			ok(s.CreateObject(ctx, nil, ot.ID, map[string]any{"name": fmt.Sprint(i), "done": i%3 == 0,
+				"level": []string{"public", "pii"}[i%2]}, "public", admin.ID, ""))(t)
+		}
+		all := db.Session(&gorm.Session{AllowGlobalUpdate: true})
+		for _, m := range []any{&models.ObjectCount{}, &models.ValueCount{}, &models.CountBuild{}} {
+			if err := all.Delete(m).Error; err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := models.Migrate(ctx, db); err != nil {
+			t.Fatal(err)
+		}
+		n, vals := countsFromObjects(t, db, ot.ID)
+		cn, cvals := countsFromCounters(t, s)
+		sameCounts(t, "after the upgrade", cn, cvals, n, vals)
+	})
+}

@@ -19,8 +19,11 @@ import (
 )
 
 // Explorer limits: a page of objects, the columns shown when the user has
-// not chosen, and the count above which a type says "10,000+" (counting
-// further would read every row of a big type for a number nobody reads).
+// not chosen, and how many of a type's objects a reader with a read rule
+// is counted exactly up to (past it the type list says "about N", an
+// estimate: counting further would read every readable row of a big
+// type; a reader of everything gets the type's counter, exact at any
+// size).
 const (
 	explorePageSize  = 50
 	exploreDefCols   = 6
@@ -33,8 +36,9 @@ var exploreOps = []string{"is", "is_not", "includes", "greater_than", "greater_t
 
 type typeRow struct {
 	ID, Name, Description string
-	Count                 int64
-	More                  bool
+	// Count is the objects the user may read: "12,345", or "about
+	// 330,000" (ontology.Store.CountForList).
+	Count string
 }
 
 // explorePage lists the object types with how many objects of each the
@@ -48,13 +52,13 @@ func (c *Console) explorePage(g *gin.Context) {
 	}
 	rows := make([]typeRow, 0, len(ots))
 	for _, ot := range ots {
-		n, err := c.d.Store.CountReadable(ctx, u, ot.ID, exploreCountUpTo+1)
+		n, err := c.d.Store.CountForList(ctx, u, ot.ID, exploreCountUpTo)
 		if err != nil {
 			c.fail(g, err)
 			return
 		}
 		rows = append(rows, typeRow{ID: ot.ID, Name: displayName(ot.DisplayName, ot.Name), Description: ot.Description,
-			Count: min(n, exploreCountUpTo), More: n > exploreCountUpTo})
+			Count: countLabel(n)})
 	}
 	c.page(g, http.StatusOK, "explore", "Objects", rows)
 }
@@ -465,4 +469,25 @@ func (c *Console) matchCount(g *gin.Context, u *models.User, v *exploreView) (st
 		return "1 object matches.", nil
 	}
 	return strconv.FormatInt(n, 10) + " objects match.", nil
+}
+
+// countLabel prints a type's count with thousands separators; an
+// estimate as "about N", N to two significant digits.
+func countLabel(c ontology.TypeCount) string {
+	if !c.About {
+		return thousands(c.N)
+	}
+	n, unit := c.N, int64(1)
+	for n >= 100 {
+		n, unit = n/10, unit*10
+	}
+	return "about " + thousands(n*unit)
+}
+
+func thousands(n int64) string {
+	s := strconv.FormatInt(n, 10)
+	for i := len(s) - 3; i > 0 && s[i-1] != '-'; i -= 3 {
+		s = s[:i] + "," + s[i:]
+	}
+	return s
 }

@@ -173,7 +173,7 @@ func Ping(ctx context.Context, db *gorm.DB) error { return ping(ctx, db) }
 // declares its own list in its own file.
 func all(db *gorm.DB) []any {
 	var out []any
-	for _, group := range [][]any{userModels, davModels, ontologyModels, actionModels, rollupModels, secretModels, branchModels, functionModels, objectValueModels, automationModels} {
+	for _, group := range [][]any{userModels, davModels, ontologyModels, actionModels, rollupModels, secretModels, branchModels, functionModels, objectValueModels, automationModels, countModels} {
 		out = append(out, group...)
 	}
 	return append(out, textModels(db)...)
@@ -228,7 +228,10 @@ func Migrate(ctx context.Context, db *gorm.DB) error {
 			if err := repairIndexes(ctx, conn); err != nil {
 				return err
 			}
-			return buildObjectValues(ctx, conn)
+			if err := buildObjectValues(ctx, conn); err != nil {
+				return err
+			}
+			return buildCounts(ctx, conn, rebuild)
 		})
 		return err
 	})

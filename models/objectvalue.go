@@ -54,6 +54,9 @@ type ObjectValue struct {
 	ObjectID []byte `gorm:"primaryKey;index:idx_object_value,priority:4"`
 	Key      []byte `gorm:"primaryKey;index:idx_object_value,priority:2"`
 	Full     []byte
+	// Counted marks the row a value count is kept by (a counted
+	// property's value row, counts.go): not a column.
+	Counted bool `gorm:"-"`
 }
 
 // objectValuesDDL is object_values as gorm would create it, but WITHOUT
@@ -400,7 +403,9 @@ func ObjectValues(objectID string, created time.Time, defs []Property, values ma
 		if defs[i].IndexKey == 0 {
 			return nil, fmt.Errorf("index object %s: property %s has no index key", objectID, defs[i].Name)
 		}
+		first := len(out)
 		out = appendPropertyValues(out, PropKey(defs[i]), id, created, defs[i].Type.V, vals[defs[i].Name])
+		out[first].Counted = Counted(defs[i]) // the value row comes first
 	}
 	return out, nil
 }
@@ -487,7 +492,10 @@ func UnindexObject(ctx context.Context, tx *gorm.DB, objectID string) error {
 	if err != nil {
 		return err
 	}
-	for _, m := range indexModels(tx) {
+	if err := deleteValues(ctx, tx, "object_id = ?", id); err != nil {
+		return fmt.Errorf("object %s: %w", objectID, err)
+	}
+	for _, m := range textModels(tx) {
 		if err := tx.WithContext(ctx).Where("object_id = ?", id).Delete(m).Error; err != nil {
 			return fmt.Errorf("unindex object %s: %w", objectID, err)
 		}
@@ -502,6 +510,9 @@ func DropPropertyIndex(ctx context.Context, tx *gorm.DB, prop int64) error {
 			return fmt.Errorf("drop the index of a property: %w", err)
 		}
 	}
+	if err := tx.WithContext(ctx).Where("prop = ?", prop).Delete(&ValueCount{}).Error; err != nil {
+		return fmt.Errorf("drop the value counts of a property: %w", err)
+	}
 	return nil
 }
 
@@ -514,8 +525,12 @@ func IndexProperty(ctx context.Context, tx *gorm.DB, objectID string, created ti
 		if err != nil {
 			return err
 		}
-		for _, m := range indexModels(tx) {
-			if err := tx.WithContext(ctx).Where("object_id = ? AND prop IN ?", id, []int64{prop, ElementKey(prop)}).Delete(m).Error; err != nil {
+		props := []int64{prop, ElementKey(prop)}
+		if err := deleteValues(ctx, tx, "object_id = ? AND prop IN ?", id, props); err != nil {
+			return fmt.Errorf("%s of %s: %w", p.Name, objectID, err)
+		}
+		for _, m := range textModels(tx) {
+			if err := tx.WithContext(ctx).Where("object_id = ? AND prop IN ?", id, props).Delete(m).Error; err != nil {
 				return fmt.Errorf("unindex %s of %s: %w", p.Name, objectID, err)
 			}
 		}
@@ -558,7 +573,7 @@ func InsertObjectValues(ctx context.Context, tx *gorm.DB, rows []ObjectValue) er
 	if err := tx.WithContext(ctx).CreateInBatches(rows, 500).Error; err != nil {
 		return fmt.Errorf("write property-value index: %w", err)
 	}
-	return nil
+	return countValues(ctx, tx, deltasOf(rows, 1, func(r ObjectValue) bool { return r.Counted }))
 }
 
 // buildObjectValues indexes every existing object unless the index of

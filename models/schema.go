@@ -22,8 +22,10 @@ import (
 // their allocated key (Property.IndexKey), where a version-5 binary would
 // write rows under a hash its version-6 readers never look for; 7 records
 // a generation with every WebDAV file version (DavChecksum.Gen, part of
-// the ETag), which a version-6 binary would leave stale on overwrite.
-const SchemaVersion = 7
+// the ETag), which a version-6 binary would leave stale on overwrite; 8
+// keeps object and value counters in the write's transaction
+// (ObjectCount, ValueCount), which a version-7 binary would not update.
+const SchemaVersion = 8
 
 // legacySchemaVersion is what an existing database without a recorded
 // version is taken for: the version before versions were recorded.

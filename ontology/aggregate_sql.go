@@ -640,6 +640,9 @@ func (s *Store) aggRows(ctx context.Context, u *models.User, ts *typeState, fs [
 	if len(a.levels) == 0 {
 		a.groupOf("", []string{}, []GroupKey{}) // one group, even of no objects
 	}
+	if done, err := s.aggCounters(ctx, u, ts, fs, a); done || err != nil {
+		return err
+	}
 	if err := s.aggPass(ctx, u, ts, fs, a, nil); err != nil {
 		return err
 	}
@@ -908,4 +911,46 @@ func (a *aggregation) result(ord AggOrder, acc string) *AggregateResult {
 		out.Groups = append(out.Groups, AggGroup{Key: g.keys, Metrics: ms})
 	}
 	return out
+}
+
+// aggCounters answers from the counters kept in the writes'
+// transactions (models.ObjectCount, models.ValueCount) what they hold
+// exactly: the count of a type, and its count by one counted property
+// (a boolean or marking), for a caller who may read every object and
+// without filter or search; false: they do not answer it. A reader with
+// a read rule is not given them: they count objects the reader may not
+// see.
+func (s *Store) aggCounters(ctx context.Context, u *models.User, ts *typeState, fs []valueFilter, a *aggregation) (bool, error) {
+	if len(fs) > 0 || a.search != nil || !s.levels.ReadScope(u).All {
+		return false, nil
+	}
+	for _, m := range a.metrics {
+		if m.kind != MetricCount {
+			return false, nil
+		}
+	}
+	switch {
+	case len(a.levels) == 0:
+		n, err := models.TypeCount(ctx, s.db, ts.ot.ID)
+		if err != nil {
+			return false, err
+		}
+		a.groups[0].count = n
+		return true, nil
+	case len(a.levels) == 1 && a.levels[0].Type == GroupExact && !a.levels[0].elements && models.Counted(*a.levels[0].prop):
+		kcs, err := models.ValueCounts(ctx, s.db, models.PropKey(*a.levels[0].prop))
+		if err != nil {
+			return false, err
+		}
+		for _, kc := range kcs {
+			if len(kc.Key) >= models.MaxIndexedKey {
+				return false, nil // a cut key: its full values are in the index alone
+			}
+		}
+		for _, kc := range kcs {
+			a.fold(aggRow{keys: [][2][]byte{{kc.Key, nil}}, n: kc.N}, nil)
+		}
+		return true, nil
+	}
+	return false, nil
 }

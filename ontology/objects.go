@@ -424,6 +424,9 @@ func (s *Store) createObject(ctx context.Context, tx *gorm.DB, typeRef string, i
 	if err := tx.Create(o).Error; err != nil {
 		return nil, fmt.Errorf("create object: %w", err)
 	}
+	if err := models.CountObjects(ctx, tx, ts.ot.ID, 1); err != nil {
+		return nil, err
+	}
 	if err := s.indexObject(ctx, tx, ts, o, true); err != nil {
 		return nil, err
 	}
@@ -488,13 +491,20 @@ func (s *Store) deleteObject(ctx context.Context, tx *gorm.DB, o *models.Object)
 	if err := tx.Where("object_id = ?", o.ID).Delete(&models.UniqueValue{}).Error; err != nil {
 		return fmt.Errorf("delete unique values of %s: %w", o.ID, err)
 	}
-	if err := models.UnindexObject(ctx, tx, o.ID); err != nil {
+	// The object's row before its index rows, as an update locks them,
+	// and its type's count before its values', as a create does: two
+	// writers of one object, or of one counter shard, then wait for each
+	// other instead of deadlocking.
+	res := tx.Delete(o)
+	if res.Error != nil {
+		return fmt.Errorf("delete object %s: %w", o.ID, res.Error)
+	}
+	// A concurrent delete of the same object may have come first: only
+	// the row deleted here is uncounted.
+	if err := models.CountObjects(ctx, tx, o.ObjectTypeID, -res.RowsAffected); err != nil {
 		return err
 	}
-	if err := tx.Delete(o).Error; err != nil {
-		return fmt.Errorf("delete object %s: %w", o.ID, err)
-	}
-	return nil
+	return models.UnindexObject(ctx, tx, o.ID)
 }
 
 // --- REST paths: the caller's read rule applies ---

@@ -334,6 +334,9 @@ func (s *Store) DeleteObjectType(ctx context.Context, ref string) error {
 		if len(deps) > 0 {
 			return dependents("object type "+ot.Name, deps)
 		}
+		if err := models.DropCounts(ctx, tx, ot.ID); err != nil {
+			return err
+		}
 		if err := tx.Where("object_type_id = ?", ot.ID).Delete(&models.Property{}).Error; err != nil {
 			return fmt.Errorf("delete properties: %w", err)
 		}

@@ -76,6 +76,9 @@ func (s *Store) RestoreObject(ctx context.Context, tx *gorm.DB, o domain.Object)
 		if err := tx.Create(m).Error; err != nil {
 			return fmt.Errorf("recreate object %s: %w", o.ID, err)
 		}
+		if err := models.CountObjects(ctx, tx, ts.ot.ID, 1); err != nil {
+			return err
+		}
 		return s.indexObject(ctx, tx, ts, m, true)
 	})
 }

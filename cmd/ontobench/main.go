@@ -283,6 +283,10 @@ func (b *bench) load(ctx context.Context, n int) error {
 			if err := models.InsertObjectValues(ctx, tx, rows); err != nil {
 				return err
 			}
+			// As the store counts a create, in the same transaction.
+			if err := models.CountObjects(ctx, tx, b.typeID, int64(m)); err != nil {
+				return err
+			}
 			return models.InsertObjectTexts(ctx, tx, texts)
 		})
 		if err != nil {
@@ -431,6 +435,19 @@ func (b *bench) shapes(ctx context.Context) ([]shape, error) {
 		}},
 		{"aggregate: count by level (3 values)", func(ctx context.Context) (int, error) {
 			return b.aggregate(ctx, ontology.AggregateRequest{GroupBy: []ontology.GroupBy{{Property: "level"}}})
+		}},
+		{"aggregate: count by flag (boolean, 2 values)", func(ctx context.Context) (int, error) {
+			return b.aggregate(ctx, ontology.AggregateRequest{GroupBy: []ontology.GroupBy{{Property: "flag"}}})
+		}},
+		{"aggregate: count by tag (string, 100 values: not counted)", func(ctx context.Context) (int, error) {
+			return b.aggregate(ctx, ontology.AggregateRequest{GroupBy: []ontology.GroupBy{{Property: "tag"}}})
+		}},
+		{"aggregate: count of a type, reader with a read rule", func(ctx context.Context) (int, error) {
+			res, err := b.store.Aggregate(ctx, b.reader, "Item", ontology.AggregateRequest{})
+			if err != nil {
+				return 0, err
+			}
+			return len(res.Groups), nil
 		}},
 		{"aggregate: sum of n over a 1% filter", func(ctx context.Context) (int, error) {
 			return b.aggregate(ctx, ontology.AggregateRequest{Filters: []ontology.AggFilter{{Key: "tag", Value: json.RawMessage(fmt.Sprintf(`"t%02d"`, r.Intn(100)))}},

@@ -101,10 +101,11 @@ var pgParam = regexp.MustCompile(`\$[0-9]+`)
 // statement (applyAfter), without a transaction of its own: one round
 // trip where BEGIN, the INSERT, the counts and COMMIT took four. gorm
 // renders the INSERT (DryRun, which also stamps CreatedAt, which the
-// counts need) with Postgres' $n, turned back into its ? to sit among
-// the counts' parameters.
+// counts need; without its default transaction, which a dry run still
+// begins and commits: two round trips) with Postgres' $n, turned back
+// into its ? to sit among the counts' parameters.
 func (s *Store) createOne(ctx context.Context, ex *models.Execution) error {
-	stmt := s.db.WithContext(ctx).Session(&gorm.Session{DryRun: true, NewDB: true}).Create(ex).Statement
+	stmt := s.db.WithContext(ctx).Session(&gorm.Session{DryRun: true, NewDB: true, SkipDefaultTransaction: true}).Create(ex).Statement
 	if stmt.Error != nil {
 		return stmt.Error
 	}

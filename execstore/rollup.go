@@ -159,10 +159,67 @@ var (
 // dialects' limits on bound values.
 const perUpsert = 100
 
-// apply writes d to the rollup and the totals in tx, one statement per
-// table (per perUpsert rows), each in key order.
+// apply writes d to the rollup and the totals in tx, in key order,
+// rollup first: on Postgres as one statement when d fits in one
+// (pgApply), else one statement per table (per perUpsert rows).
 func (d deltas) apply(ctx context.Context, tx *gorm.DB) error {
-	var rollup, totals []bucket
+	_, err := d.applyAfter(ctx, tx, guard{})
+	return err
+}
+
+// guard is an UPDATE of execution rows whose count changes d holds: the
+// counts are written only when it changed a row. The zero guard writes
+// them unconditionally.
+type guard struct {
+	sql  string
+	vals []any
+}
+
+// applyAfter runs g, then writes d if g changed a row (or there is no
+// g), and reports whether it did. On Postgres, when d fits, the update
+// and both upserts are one statement (pgApply): one round trip where
+// they took three, or five as a transaction of their own.
+func (d deltas) applyAfter(ctx context.Context, tx *gorm.DB, g guard) (bool, error) {
+	rollup, totals := d.sorted()
+	q := tx.WithContext(ctx)
+	if oneStatement(q, rollup, totals) {
+		stmt, vals := d.pgApply(g, rollup, totals)
+		res := q.Exec(stmt, vals...)
+		if res.Error != nil {
+			return false, fmt.Errorf("count %d buckets: %w", len(rollup)+len(totals), res.Error)
+		}
+		return g.sql == "" || res.RowsAffected > 0, nil
+	}
+	if g.sql != "" {
+		res := q.Exec(g.sql, g.vals...)
+		if res.Error != nil || res.RowsAffected == 0 {
+			return false, res.Error
+		}
+	}
+	for _, t := range []struct {
+		table string
+		key   []string
+		rows  []bucket
+	}{{"execution_rollups", rollupKey, rollup}, {"execution_totals", totalsKey, totals}} {
+		for chunk := range slices.Chunk(t.rows, perUpsert) {
+			bins := d.binsOf(chunk)
+			if err := q.Exec(upsert(t.table, t.key, len(chunk), bins), d.values(chunk, bins, nil)...).Error; err != nil {
+				return false, fmt.Errorf("count %d buckets into %s: %w", len(chunk), t.table, err)
+			}
+		}
+	}
+	return true, nil
+}
+
+// oneStatement reports whether the buckets go in one Postgres statement.
+// Every change counts a row in both tables, so both have buckets.
+func oneStatement(db *gorm.DB, rollup, totals []bucket) bool {
+	return models.IsPostgres(db) && len(rollup) > 0 && len(totals) > 0 &&
+		len(rollup) <= perUpsert && len(totals) <= perUpsert
+}
+
+// sorted are d's buckets to write, per table, in key order.
+func (d deltas) sorted() (rollup, totals []bucket) {
 	for b, c := range d {
 		if c.n == 0 && c.example == "" && c.hist == [models.Bins]int64{} {
 			continue
@@ -173,49 +230,127 @@ func (d deltas) apply(ctx context.Context, tx *gorm.DB) error {
 			totals = append(totals, b)
 		}
 	}
-	for _, t := range []struct {
-		table string
-		key   []string
-		rows  []bucket
-	}{{"execution_rollups", rollupKey, rollup}, {"execution_totals", totalsKey, totals}} {
-		slices.SortFunc(t.rows, func(a, b bucket) int {
+	for _, rows := range [][]bucket{rollup, totals} {
+		slices.SortFunc(rows, func(a, b bucket) int {
 			return cmp.Or(cmp.Compare(a.grain, b.grain), a.start.Compare(b.start), cmp.Compare(a.action, b.action),
 				cmp.Compare(a.actor, b.actor), cmp.Compare(a.status, b.status), cmp.Compare(a.code, b.code))
 		})
-		for chunk := range slices.Chunk(t.rows, perUpsert) {
-			var bins uint64
-			for _, b := range chunk {
-				for i, h := range d[b].hist {
-					if h != 0 {
-						bins |= 1 << i
-					}
-				}
-			}
-			vals := make([]any, 0, len(chunk)*(len(t.key)+2+models.Bins))
-			for _, b := range chunk {
-				c := d[b]
-				if b.grain == "" {
-					vals = append(vals, b.start, b.action, b.actor, b.status, b.code)
-				} else {
-					vals = append(vals, b.grain, b.start, b.action, b.status, b.code)
-				}
-				vals = append(vals, c.n, c.example)
-				for i, h := range c.hist {
-					switch {
-					case bins&(1<<i) == 0:
-					case h == 0:
-						vals = append(vals, nil)
-					default:
-						vals = append(vals, h)
-					}
-				}
-			}
-			if err := tx.WithContext(ctx).Exec(upsert(t.table, t.key, len(chunk), bins), vals...).Error; err != nil {
-				return fmt.Errorf("count %d buckets into %s: %w", len(chunk), t.table, err)
+	}
+	return rollup, totals
+}
+
+// binsOf is the set of histogram bins rows touch (a bit per bin).
+func (d deltas) binsOf(rows []bucket) uint64 {
+	var bins uint64
+	for _, b := range rows {
+		for i, h := range d[b].hist {
+			if h != 0 {
+				bins |= 1 << i
 			}
 		}
 	}
-	return nil
+	return bins
+}
+
+// values appends to vals the bound values of rows, in upsert's column
+// order, with the bins in the set bins.
+func (d deltas) values(rows []bucket, bins uint64, vals []any) []any {
+	for _, b := range rows {
+		c := d[b]
+		if b.grain == "" {
+			vals = append(vals, b.start, b.action, b.actor, b.status, b.code)
+		} else {
+			vals = append(vals, b.grain, b.start, b.action, b.status, b.code)
+		}
+		vals = append(vals, c.n, c.example)
+		for i, h := range c.hist {
+			switch {
+			case bins&(1<<i) == 0:
+			case h == 0:
+				vals = append(vals, nil)
+			default:
+				vals = append(vals, h)
+			}
+		}
+	}
+	return vals
+}
+
+// pgApply is the one Postgres statement that runs g and writes d's
+// buckets:
+//
+//	WITH g AS (UPDATE executions ... RETURNING 1),
+//	     r AS (INSERT INTO execution_rollups ... WHERE (SELECT count(*) FROM g) > 0 ... RETURNING 1)
+//	INSERT INTO execution_totals ... WHERE (SELECT count(*) FROM r) > 0 ...
+//
+// Postgres runs a WITH clause's writes in an order it does not promise;
+// each count(*) reads its sub-statement to the end before the next
+// writes a row, so the rows are locked as by separate statements (the
+// execution row, then the rollup's, then the totals', each in key
+// order), and concurrent writers still wait for each other rather than
+// deadlock.
+func (d deltas) pgApply(g guard, rollup, totals []bucket) (string, []any) {
+	rb, tb := d.binsOf(rollup), d.binsOf(totals)
+	k := pgApplyKey{g.sql, len(rollup), len(totals), rb, tb}
+	stmt, ok := pgApplies.Load(k)
+	if !ok {
+		var sb strings.Builder
+		sb.WriteString("WITH ")
+		gate := "true"
+		if g.sql != "" {
+			returning := " RETURNING 1"
+			if strings.Contains(g.sql, " RETURNING ") {
+				returning = "" // gorm's INSERT reads back columns of its own
+			}
+			sb.WriteString("g AS (" + g.sql + returning + "), ")
+			gate = "(SELECT count(*) FROM g) > 0"
+		}
+		sb.WriteString("r AS (" + upsertSelect("execution_rollups", rollupKey, rollupTypes, len(rollup), rb, gate) + " RETURNING 1) ")
+		sb.WriteString(upsertSelect("execution_totals", totalsKey, totalsTypes, len(totals), tb, "(SELECT count(*) FROM r) > 0"))
+		stmt, _ = pgApplies.LoadOrStore(k, sb.String())
+	}
+	vals := append([]any(nil), g.vals...)
+	vals = d.values(rollup, rb, vals)
+	return stmt.(string), d.values(totals, tb, vals)
+}
+
+type pgApplyKey struct {
+	guard      string
+	rows, tots int
+	rb, tb     uint64
+}
+
+var pgApplies sync.Map
+
+// The Postgres types of the key columns (rollupKey, totalsKey): values in
+// a SELECT are not typed by the columns they go to, as they are in an
+// INSERT's VALUES.
+var (
+	rollupTypes = []string{"timestamptz", "text", "text", "text", "text"}
+	totalsTypes = []string{"text", "timestamptz", "text", "text", "text"}
+)
+
+// upsertSelect is upsert's statement for Postgres with its rows selected
+// where gate holds (a WHERE also keeps ON CONFLICT from reading as a
+// join's ON).
+func upsertSelect(table string, keyCols, keyTypes []string, rows int, bins uint64, gate string) string {
+	cols := append(append([]string(nil), keyCols...), "n", "example_id")
+	types := append(append([]string(nil), keyTypes...), "bigint", "text")
+	for i := range models.Bins {
+		if bins&(1<<i) != 0 {
+			cols = append(cols, models.HistogramColumn(i))
+			types = append(types, "bigint")
+		}
+	}
+	one := make([]string, len(types))
+	for i, t := range types {
+		one[i] = "?::" + t
+	}
+	row := "(" + strings.Join(one, ", ") + ")"
+	up := upsert(table, keyCols, rows, bins)
+	return "INSERT INTO " + table + " (" + strings.Join(cols, ", ") + ") SELECT * FROM (VALUES " +
+		strings.TrimSuffix(strings.Repeat(row+", ", rows), ", ") + ") v WHERE " + gate +
+		up[strings.Index(up, " ON CONFLICT "):]
 }
 
 // move changes the rows matching where (a guard on their status) to cols

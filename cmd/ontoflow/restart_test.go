@@ -71,9 +71,12 @@ func batchSurvivesKill(t *testing.T, args []string) {
 
 	// Let part of the batch run, then crash the whole process.
 	waitFor(t, 2*time.Minute, func() bool { return countObjects(t, admin) >= 20 })
+	inFlight := countObjects(t, admin)
+	killed := time.Now()
 	p.kill()
 
 	p2 := start(t, nil, args...)
+	up := time.Since(killed)
 	admin.base = p2.APIURL
 	var final map[string]any
 	waitFor(t, 5*time.Minute, func() bool {
@@ -82,6 +85,9 @@ func batchSurvivesKill(t *testing.T, args []string) {
 		s, _ := final["status"].(string)
 		return s == "succeeded" || s == "failed" || s == "partially_succeeded"
 	})
+	// The recovery figures of the fault matrix (docs/performance.md).
+	t.Logf("killed with %d of %d items applied; serving again %v after the kill, batch final %v after it",
+		inFlight, items, up.Round(time.Millisecond), time.Since(killed).Round(time.Millisecond))
 
 	titles := listTitles(t, admin)
 	if len(titles) != items {

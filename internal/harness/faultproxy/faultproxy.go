@@ -1,7 +1,9 @@
 // Package faultproxy puts a TCP proxy on loopback between a process and a
 // service it depends on (Postgres, Temporal, S3) and injects the faults of
 // the production fault matrix into it: added latency, connections reset
-// mid-stream, and a blackhole (bytes stop flowing, nothing is closed). It
+// mid-stream, a blackhole (bytes stop flowing, nothing is closed), and
+// the service down (every connection closed, new ones refused), as a
+// restart of the service looks from the client's side of the wire. It
 // uses toxiproxy as a library, so no proxy process or control API is run.
 package faultproxy
 
@@ -24,6 +26,7 @@ type Proxy struct {
 	p    *toxiproxy.Proxy
 	mu   sync.Mutex
 	live []string // names of the toxics in force, for Clear
+	down bool     // stopped by Down, started again by Clear
 }
 
 // Start listens on a free loopback port and forwards it to upstream
@@ -71,13 +74,32 @@ func (x *Proxy) Blackhole(ctx context.Context) error {
 	return x.both(ctx, "timeout", `{"timeout":0}`)
 }
 
+// Down closes every connection and refuses new ones until Clear, which
+// listens on the same port again: the service restarted, seen from the
+// wire. Why not a real restart: the tests share one Postgres server with
+// other tests, which a restart would break too.
+func (x *Proxy) Down(_ context.Context) error {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	x.p.Stop()
+	x.down = true
+	return nil
+}
+
 // Clear removes every fault; the proxy forwards normally again.
 func (x *Proxy) Clear(ctx context.Context) error {
 	x.mu.Lock()
 	names := x.live
 	x.live = nil
+	down := x.down
+	x.down = false
 	x.mu.Unlock()
 	var errs []string
+	if down {
+		if err := x.p.Start(); err != nil {
+			errs = append(errs, fmt.Sprintf("listen again: %v", err))
+		}
+	}
 	for _, n := range names {
 		if err := x.p.Toxics.RemoveToxic(ctx, n); err != nil {
 			errs = append(errs, fmt.Sprintf("%s: %v", n, err))

@@ -111,4 +111,22 @@ func TestFaults(t *testing.T) {
 	if _, err := roundTrip(dial(), 2*time.Second); err != nil {
 		t.Errorf("after the reset is cleared a new connection fails: %v", err)
 	}
+
+	c = dial()
+	if err := p.Down(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := roundTrip(c, 2*time.Second); err == nil {
+		t.Error("down: the echo came through on a connection opened before")
+	}
+	if c, err := net.Dial("tcp", p.Addr()); err == nil {
+		c.Close()
+		t.Error("down: a new connection was accepted")
+	}
+	if err := p.Clear(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := roundTrip(dial(), 2*time.Second); err != nil {
+		t.Errorf("after down is cleared a new connection fails: %v", err)
+	}
 }

@@ -80,7 +80,8 @@ func (o *outcome) saw(status int, retryAfter bool, err error) {
 // TestPostgresFaultMatrix: dev on Postgres reached through a fault proxy,
 // while clients execute a keyed create action and retry what fails. The
 // proxy adds 200 ms of latency, then resets every connection, then drops
-// all traffic (blackhole). After it: every key the clients sent ends as
+// all traffic (blackhole), then closes every connection and refuses new
+// ones for 10 s (Postgres down, then up again). After it: every key the clients sent ends as
 // exactly one execution, final and succeeded, and one object (the type's
 // primary key would refuse a second); no answer was a bare 500; a new
 // execution succeeds within 10 s of the last fault's end. Postgres only
@@ -141,6 +142,9 @@ func TestPostgresFaultMatrix(t *testing.T) {
 	phase("latency 200ms", 3*scale*time.Second, func(ctx context.Context) error { return proxy.Latency(ctx, 200*time.Millisecond) })
 	phase("reset", 1*scale*time.Second, proxy.Reset)
 	phase("blackhole", 3*scale*time.Second, proxy.Blackhole)
+	// Postgres restarted, as the wire sees it (faultproxy.Down): the
+	// shared test server itself is not restarted.
+	phase("postgres down", 10*scale*time.Second, proxy.Down)
 	if d := recovery(c, actionID, 30*time.Second); d > 10*time.Second {
 		t.Errorf("recovery after the last fault took %v, want <= 10s", d)
 	} else {

@@ -228,6 +228,18 @@ func TestConsoleInBrowser(t *testing.T) {
 			chromedp.WaitVisible("dl.meta", chromedp.ByQuery),
 			until(`document.querySelector('#workflow-link') && document.querySelector('#workflow-link').href.includes('/namespaces/default/workflows/action%2Ftriage%2F')`),
 			until(`document.querySelector('table.edits') !== null`),
+			// The run undone in "form" reads reverted, linked both ways.
+			chromedp.Navigate(base+"/log"),
+			until(`document.querySelector('#log a.tag.reverted') !== null`),
+			click(`#log a.tag.reverted`),
+			until(`document.querySelector('#revert-of') !== null`),
+			click(`#revert-of`),
+			until(`document.querySelector('#reverted-by') !== null && `+text("h1")+`.includes('reverted')`),
+			// A refused run says which field and why, by its label.
+			chromedp.Navigate(base+"/log?status=failed"),
+			chromedp.Evaluate(`document.querySelector('#log tbody tr a').click()`, nil),
+			until(text("#execution-error")+`.includes('"Reason" is required')`),
+			sh.take(ctx, "06-failed-execution"),
 		)
 	})
 
@@ -350,20 +362,22 @@ func liveForm(t *testing.T, ctx context.Context, base string, w world, s *stack,
 		quiet(),
 		click("#run"),
 		until(text("#p-reason-err")+`.includes('"Reason for high priority" is required')`),
-		until(text("#result")+`.includes('Nothing was run')`),
+		until(text("#run-failure")+`.includes('"Reason" is required')`),
+		until(text("#run-failure")+`.includes('recorded in the action log')`),
 		until(`document.querySelector('#result').contains(document.activeElement)`),
 		sh.take(ctx, "04-form-invalid"),
 	)
 	if got := s.object(w.plain)["status"]; got != "open" {
 		t.Fatalf("a refused run changed the object: status = %v", got)
 	}
-	// A typo is not an execution: nothing was recorded for it.
+	// A refused run is recorded as the API records one (docs/console.md,
+	// "What becomes an execution").
 	var failed struct {
 		Data []any `json:"data"`
 	}
 	s.must(http.StatusOK, "GET", "/api/v1/ontology/executions?status=failed&action_type=triage", nil, &failed)
-	if len(failed.Data) != 0 {
-		t.Fatalf("a validation mistake in the console recorded failed executions: %v", failed.Data)
+	if len(failed.Data) != 1 {
+		t.Fatalf("a refused console run: %d failed executions recorded, want 1 as the API: %v", len(failed.Data), failed.Data)
 	}
 	run(t, ctx, "preview",
 		quiet(),

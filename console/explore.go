@@ -84,7 +84,7 @@ type colFilter struct {
 
 type exploreRow struct {
 	ID, Title string
-	Cells     []string
+	Cells     []cell
 }
 
 type exploreView struct {
@@ -143,8 +143,13 @@ func (c *Console) objectsTable(g *gin.Context) {
 		}
 		status, v.Error = http.StatusBadRequest, err.Error()
 	}
+	refs, err := c.refTitles(ctx, u, v.colProps(), objs)
+	if err != nil {
+		c.fail(g, err)
+		return
+	}
 	for _, o := range objs {
-		v.Rows = append(v.Rows, v.row(o))
+		v.Rows = append(v.Rows, v.row(o, refs))
 	}
 	if v.Error == "" && v.Query == "" && len(v.filters()) > 0 {
 		if v.Matches, err = c.matchCount(g, u, v); err != nil {
@@ -206,7 +211,16 @@ func (v *exploreView) filters() []ontology.RawFilter {
 	return out
 }
 
-func (v *exploreView) row(o models.Object) exploreRow {
+// colProps are the properties of the columns shown.
+func (v *exploreView) colProps() []models.Property {
+	out := make([]models.Property, 0, len(v.Cols))
+	for _, c := range v.Cols {
+		out = append(out, c.Property)
+	}
+	return out
+}
+
+func (v *exploreView) row(o models.Object, refs map[string]ontology.ObjectRef) exploreRow {
 	r := exploreRow{ID: o.ID, Title: o.ID}
 	if pk := v.Type.PrimaryKey; pk != "" {
 		if s := valueText(o.Properties.V[pk]); s != "" {
@@ -214,7 +228,7 @@ func (v *exploreView) row(o models.Object) exploreRow {
 		}
 	}
 	for _, c := range v.Cols {
-		r.Cells = append(r.Cells, valueText(o.Properties.V[c.Property.Name]))
+		r.Cells = append(r.Cells, refCell(c.Property.Type.V, o.Properties.V[c.Property.Name], refs))
 	}
 	return r
 }

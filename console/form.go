@@ -68,6 +68,17 @@ type fieldView struct {
 	Files     bool
 	FileHref  string
 	FileImage bool
+	// Reference inputs: the picker's search (posted with the form as
+	// <key>.q) and its choices: the search's matches and the picked
+	// object, each by title.
+	Query   string
+	Choices []choice
+}
+
+// choice is one option of a reference picker.
+type choice struct {
+	ID, Label string
+	Selected  bool
 }
 
 // evaluate asks the executions service to validate the posted form (the
@@ -91,6 +102,9 @@ func (c *Console) evaluate(g *gin.Context, in formInput) (*formView, error) {
 	fv.Ready, fv.Valid = true, v.Result == engine.Valid && len(bad) == 0
 	fv.Sections = buildSections(at, v, params, in, bad, c.d.Levels)
 	offerFiles(fv.Sections, c.d.Files != nil && !p.Guest)
+	if err := c.fillPickers(g, fv.Sections); err != nil {
+		return nil, err
+	}
 	if in.Submitted && fv.Justification && strings.TrimSpace(in.Justification) == "" {
 		fv.JustError = "A justification is required."
 	}
@@ -167,6 +181,7 @@ func buildField(p engine.FormParameter, in formInput, parseErr string) fieldView
 		f.Placeholder = f.Default
 	}
 	f.Value = in.Raw.Get(key)
+	f.Query = in.Raw.Get(key + ".q")
 	f.Lat, f.Lon = in.Raw.Get(key+".lat"), in.Raw.Get(key+".lon")
 	switch f.Kind {
 	case "checkbox":
@@ -267,4 +282,56 @@ func postedInput(g *gin.Context, submitted bool) formInput {
 	_ = g.Request.ParseForm()
 	return formInput{ActionID: g.Param("id"), TargetID: g.PostForm("target_object_id"), Raw: g.Request.PostForm,
 		Justification: g.PostForm("justification"), Submitted: submitted}
+}
+
+// fillPickers renders each reference picker from what was posted: its
+// search box keeps what was typed and its list holds that search's
+// matches and the picked object, by title. The search is part of the
+// form's own live evaluation (one request stream, queued), so no refresh
+// can overtake a search or wipe its results.
+func (c *Console) fillPickers(g *gin.Context, sections []sectionView) error {
+	for i := range sections {
+		for j := range sections[i].Fields {
+			f := &sections[i].Fields[j]
+			if f.Kind != "reference" {
+				continue
+			}
+			if err := c.fillPicker(g, f); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+func (c *Console) fillPicker(g *gin.Context, f *fieldView) error {
+	var opts []objectOption
+	if strings.TrimSpace(f.Query) != "" {
+		var err error
+		if opts, err = c.searchObjects(g, f.RefType, f.Query); err != nil {
+			if !hasCode(err, apperr.InvalidArgument) {
+				return err
+			}
+			f.Error = err.Error()
+		}
+	}
+	picked := f.Value == ""
+	for _, o := range opts {
+		sel := o.ID == f.Value
+		picked = picked || sel
+		f.Choices = append(f.Choices, choice{ID: o.ID, Label: o.Label, Selected: sel})
+	}
+	if picked {
+		return nil
+	}
+	refs, err := c.d.Store.ObjectTitles(g.Request.Context(), principal(g).User, []string{f.Value})
+	if err != nil {
+		return fmt.Errorf("name the picked object: %w", err)
+	}
+	label := "hidden object"
+	if r, ok := refs[f.Value]; ok {
+		label = r.Title
+	}
+	f.Choices = append([]choice{{ID: f.Value, Label: label, Selected: true}}, f.Choices...)
+	return nil
 }

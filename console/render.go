@@ -100,7 +100,8 @@ func sortedKeys(m map[string]any) []string {
 // or one link edit, with its object named by title.
 type editRow struct {
 	Op, ObjectTypeID, ObjectID, Title string
-	Property, Before, After           string
+	Property                          string
+	Before, After                     cell
 	Link                              string
 }
 
@@ -122,7 +123,8 @@ func editRows(edits []models.Edit, names rowNames) []editRow {
 		}
 		for _, k := range keys {
 			r := base
-			r.Property, r.Before, r.After = k, valueText(e.Before[k]), valueText(e.After[k])
+			r.Property = k
+			r.Before, r.After = names.Value(e.ObjectTypeID, k, e.Before[k]), names.Value(e.ObjectTypeID, k, e.After[k])
 			rows = append(rows, r)
 		}
 	}

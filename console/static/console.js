@@ -94,6 +94,11 @@
       e.preventDefault();
       htmx.trigger(e.target, "files-search");
     }
+    // A reference picker's search is part of the form's live evaluation:
+    // Enter in it searches (as typing does), it does not run the action.
+    if (e.key === "Enter" && e.target.closest && e.target.closest(".picker") && e.target.type === "search") {
+      e.preventDefault();
+    }
   });
 
   // Choosing a file (or uploading one) fills the field with its webdav:

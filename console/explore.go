@@ -25,6 +25,10 @@ const (
 	explorePageSize  = 50
 	exploreDefCols   = 6
 	exploreCountUpTo = 10000
+	// exploreCellRunes is as much of a value as a cell shows (the object
+	// page shows it whole): a page's size follows its rows and columns,
+	// not the longest value stored.
+	exploreCellRunes = 200
 )
 
 // exploreOps are the REST listing's filter operators, offered per column.
@@ -224,11 +228,13 @@ func (v *exploreView) row(o models.Object, refs map[string]ontology.ObjectRef) e
 	r := exploreRow{ID: o.ID, Title: o.ID}
 	if pk := v.Type.PrimaryKey; pk != "" {
 		if s := valueText(o.Properties.V[pk]); s != "" {
-			r.Title = s
+			r.Title = clip(s, exploreCellRunes)
 		}
 	}
 	for _, c := range v.Cols {
-		r.Cells = append(r.Cells, refCell(c.Property.Type.V, o.Properties.V[c.Property.Name], refs))
+		cl := refCell(c.Property.Type.V, o.Properties.V[c.Property.Name], refs)
+		cl.Text = clip(cl.Text, exploreCellRunes)
+		r.Cells = append(r.Cells, cl)
 	}
 	return r
 }
@@ -479,4 +485,16 @@ func (c *Console) matchCount(g *gin.Context, u *models.User, v *exploreView) (st
 		return "1 object matches.", nil
 	}
 	return strconv.FormatInt(n, 10) + " objects match.", nil
+}
+
+// clip shortens s to n runes, marking the cut with an ellipsis.
+func clip(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	r := []rune(s)
+	if len(r) <= n {
+		return s
+	}
+	return string(r[:n]) + "…"
 }

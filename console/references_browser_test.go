@@ -2,6 +2,7 @@ package console_test
 
 import (
 	"net/http"
+	"strings"
 	"testing"
 
 	"github.com/chromedp/cdproto/network"
@@ -90,6 +91,31 @@ func TestReferencesInBrowser(t *testing.T) {
 		until(ref("#objects", "vip-1")+` && `+ref("#objects", "secret-1")),
 		sh.take(ctx, "refs-03-explorer"),
 	)
+	// Issue 46 item 5: the console's body limit is the API's (413), the
+	// browser says so, and a long value does not make the explorer long.
+	s.must(http.StatusOK, "PATCH", "/api/v1/ontology/types/Ticket/objects/"+w.vip,
+		map[string]any{"properties": map[string]any{"summary": strings.Repeat("long ", 4000)}}, nil)
+	run(t, ctx, "the API's limits in the console",
+		chromedp.Navigate(base+"/actions/triage?target="+w.plain),
+		chromedp.WaitVisible("#p-status", chromedp.ByQuery),
+		chromedp.Evaluate(`(() => { const s = document.querySelector('#p-status'); s.value = 'x'.repeat(5000002); s.dispatchEvent(new Event('input', {bubbles: true})); })()`, nil),
+		until(text("#request-error")+`.includes('exceeds')`),
+		quiet(),
+		chromedp.Evaluate(`document.querySelector('#request-error').replaceChildren()`, nil),
+		click("#run"),
+		until(text("#request-error")+`.includes('exceeds')`),
+		sh.take(ctx, "refs-04-too-large"),
+		chromedp.Navigate(base+"/explore/Ticket?cols=summary"),
+		until(`[...document.querySelectorAll('#objects td')].some(td => td.textContent.startsWith('long long') && td.textContent.length <= 201)`),
+		until(`document.documentElement.outerHTML.length < 100000`),
+	)
+	if st, _ := s.do("POST", "/api/v1/ontology/actions/set-status/execute", map[string]any{"target_object_id": w.plain,
+		"parameters": map[string]any{"status": strings.Repeat("x", 5000002)}}); st != http.StatusRequestEntityTooLarge {
+		t.Fatalf("the API's answer to the same value: %d, want 413", st)
+	}
+	if got := s.object(w.plain)["status"]; got != "open" {
+		t.Fatalf("a value over the limit was stored: %.20v", got)
+	}
 	run(t, ctx, "a reference the reader may not read is a hidden object",
 		signInAs("viewer", "viewer-password-1"),
 		chromedp.Navigate(base+"/explore/Ticket?cols=status,duplicate_of"),

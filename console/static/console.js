@@ -149,4 +149,29 @@
       fill(f.getAttribute("data-media-field"), f.getAttribute("data-media-fill"));
     }
   });
+
+  // htmx swaps only 2xx answers: a refused request (413 over the body
+  // limit, 400 over another bound) would otherwise change nothing on the
+  // page. Its message is shown in the page's alert region instead, and
+  // cleared by the next answer that succeeds.
+  document.addEventListener("htmx:responseError", function (e) {
+    var box = document.getElementById("request-error");
+    if (!box) {
+      return;
+    }
+    var x = e.detail.xhr;
+    var doc = new DOMParser().parseFromString(x.responseText || "", "text/html");
+    var found = doc.querySelector(".error");
+    var p = document.createElement("p");
+    p.className = "error";
+    p.setAttribute("role", "alert");
+    p.textContent = found ? found.textContent : "The server answered " + x.status + ".";
+    box.replaceChildren(p);
+  });
+  document.addEventListener("htmx:afterRequest", function (e) {
+    var box = document.getElementById("request-error");
+    if (box && e.detail.successful) {
+      box.replaceChildren();
+    }
+  });
 })();

@@ -231,13 +231,13 @@ func TestConsoleInBrowser(t *testing.T) {
 			// The run undone in "form" reads reverted, linked both ways.
 			chromedp.Navigate(base+"/log"),
 			until(`document.querySelector('#log a.tag.reverted') !== null`),
-			click(`#log a.tag.reverted`),
+			follow(`#log a.tag.reverted`),
 			until(`document.querySelector('#revert-of') !== null`),
-			click(`#revert-of`),
+			follow(`#revert-of`),
 			until(`document.querySelector('#reverted-by') !== null && `+text("h1")+`.includes('reverted')`),
 			// A refused run says which field and why, by its label.
-			chromedp.Navigate(base+"/log?status=failed"),
-			chromedp.Evaluate(`document.querySelector('#log tbody tr a').click()`, nil),
+			settled(base+"/log?status=failed"),
+			follow(`#log tbody tr a`),
 			until(text("#execution-error")+`.includes('"Reason" is required')`),
 			sh.take(ctx, "06-failed-execution"),
 		)

@@ -35,6 +35,12 @@ const (
 var exploreOps = []string{"is", "is_not", "includes", "greater_than", "greater_than_or_equals",
 	"less_than", "less_than_or_equals", "exists", "not_exists"}
 
+// opNames are the operators in words, as the filter row offers them (the
+// URL keeps the listing's tokens).
+var opNames = map[string]string{"is": "is", "is_not": "is not", "includes": "contains",
+	"greater_than": "greater than", "greater_than_or_equals": "at least", "less_than": "less than",
+	"less_than_or_equals": "at most", "exists": "has a value", "not_exists": "has no value"}
+
 type typeRow struct {
 	ID, Name, Description string
 	Count                 int64

@@ -3,6 +3,7 @@ package console
 import (
 	"fmt"
 	"net/url"
+	"strconv"
 	"strings"
 
 	"github.com/gin-gonic/gin"
@@ -174,7 +175,7 @@ func buildSections(at *engine.ActionType, v *engine.Validation, params map[strin
 
 func buildField(p engine.FormParameter, in formInput, parseErr string) fieldView {
 	key := paramPrefix + p.Name
-	f := fieldView{Name: p.Name, ID: fieldID(p.Name), Key: key, Label: p.Label, Description: p.Description,
+	f := fieldView{Name: p.Name, ID: fieldID(p.Name), Key: key, Label: fieldLabel(p.Label, p.Name), Description: p.Description,
 		Required: p.Required, Visible: p.Visible, Kind: kindOf(p.Type), RefType: p.Type.ObjectTypeID}
 	if p.HasDefault {
 		f.HasDefault, f.Default = true, formText(p.Type, p.Default)
@@ -205,6 +206,7 @@ func buildField(p engine.FormParameter, in formInput, parseErr string) fieldView
 			f.Step = "1"
 		}
 	}
+	p.Label = f.Label
 	f.Error = fieldMessage(p, in, parseErr, f.Value != "" || f.Lat != "" || f.Lon != "")
 	return f
 }
@@ -334,4 +336,50 @@ func (c *Console) fillPicker(g *gin.Context, f *fieldView) error {
 	}
 	f.Choices = append([]choice{{ID: f.Value, Label: label, Selected: true}}, f.Choices...)
 	return nil
+}
+
+// fieldLabel is the label a form shows: the one the action gives, else
+// the input's name in words ("seen_on" reads "Seen on").
+func fieldLabel(label, name string) string {
+	if label != "" && label != name {
+		return label
+	}
+	return humanize(name)
+}
+
+func humanize(name string) string {
+	s := strings.TrimSpace(strings.NewReplacer("_", " ", "-", " ").Replace(name))
+	if s == "" {
+		return name
+	}
+	r := []rune(s)
+	return strings.ToUpper(string(r[0])) + string(r[1:])
+}
+
+// prefill is the first form over a target: each input an update maps to
+// a property starts from the target's current value, as the form would
+// post it, so the form shows what is there and a run changes only what
+// the user changes.
+func prefill(at *engine.ActionType, o *models.Object) url.Values {
+	raw := url.Values{}
+	for _, m := range at.PropertyMappings() {
+		in, ok := at.Input(m.Input)
+		v := o.Properties.V[m.Property]
+		if m.Input == "" || !ok || v == nil {
+			continue
+		}
+		key := paramPrefix + in.Name
+		switch in.Type.Base {
+		case domain.TypeGeoPoint:
+			if p, ok := v.(map[string]any); ok {
+				raw.Set(key+".lat", valueText(p["lat"]))
+				raw.Set(key+".lon", valueText(p["lon"]))
+			}
+		case domain.TypeBoolean:
+			raw.Set(key, strconv.FormatBool(v == true))
+		default:
+			raw.Set(key, formText(in.Type, v))
+		}
+	}
+	return raw
 }

@@ -226,7 +226,7 @@ func (c *Console) valueTypes(ctx context.Context, n *rowNames, rows []models.Exe
 			if at, err := c.d.Store.ActionType(ctx, ex.ActionTypeID); err == nil {
 				for _, in := range at.Inputs {
 					n.props[at.ID+"/"+in.Name] = in.Type
-					n.labels[at.ID+"/"+in.Name] = in.DisplayName
+					n.labels[at.ID+"/"+in.Name] = fieldLabel(in.DisplayName, in.Name)
 				}
 			}
 		}

@@ -89,6 +89,10 @@ func TestReferencesInBrowser(t *testing.T) {
 		until(ref("#prop-duplicate_of", "vip-1")),
 		chromedp.Navigate(base+"/explore/Ticket?cols=status,duplicate_of"),
 		until(ref("#objects", "vip-1")+` && `+ref("#objects", "secret-1")),
+		// Issue 46 item 7: operators in words; moving a column is a
+		// control of its own, not an arrow like the sort's.
+		until(`[...document.querySelectorAll('#f-status option')].some(o => o.value === 'greater_than_or_equals' && o.textContent === 'at least')`),
+		until(`document.querySelector('#objects thead .move a[aria-label="Move status right"]').textContent === 'move ⇥'`),
 		sh.take(ctx, "refs-03-explorer"),
 	)
 	// Issue 46 item 5: the console's body limit is the API's (413), the

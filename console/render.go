@@ -42,6 +42,7 @@ var funcs = template.FuncMap{
 	"prefix":   func() string { return Prefix },
 	"num":      func(f float64) string { return strconv.FormatFloat(f, 'f', 2, 64) },
 	"editRows": editRows,
+	"opName":   func(op string) string { return opNames[op] },
 	"objectRef": func(n rowNames, id string) ontology.ObjectRef {
 		if ref, ok := n.Objects[id]; ok {
 			return ref

@@ -328,6 +328,8 @@ func liveForm(t *testing.T, ctx context.Context, base string, w world, s *stack,
 		click("#target-options a"),
 		chromedp.WaitVisible("#target-current", chromedp.ByQuery),
 		chromedp.WaitVisible("#p-status", chromedp.ByQuery),
+		// Keyboard: focus goes on to the form, not back to the page's top.
+		until(`document.activeElement && document.activeElement.id === 'p-status'`),
 	)
 	run(t, ctx, "layout",
 		until(`document.querySelector('#section-main').tagName === 'FIELDSET'`),

@@ -174,4 +174,23 @@
       box.replaceChildren();
     }
   });
+
+  // Choosing a target loads the action's page again; the user was in the
+  // picker, so focus goes on to the form's first field rather than back
+  // to the top of the page (eleven Tabs away).
+  document.addEventListener("click", function (e) {
+    if (e.target.closest && e.target.closest("#target-options a")) {
+      sessionStorage.setItem("ontoflow-focus-form", "1");
+    }
+  });
+  document.addEventListener("DOMContentLoaded", function () {
+    if (sessionStorage.getItem("ontoflow-focus-form") !== "1") {
+      return;
+    }
+    sessionStorage.removeItem("ontoflow-focus-form");
+    var first = document.querySelector("#form-body input:not([type=hidden]):not([disabled]), #form-body select:not([disabled]), #form-body textarea:not([disabled])");
+    if (first) {
+      first.focus();
+    }
+  });
 })();

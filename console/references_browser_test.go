@@ -104,11 +104,15 @@ func TestReferencesInBrowser(t *testing.T) {
 		chromedp.WaitVisible("#p-status", chromedp.ByQuery),
 		chromedp.Evaluate(`(() => { const s = document.querySelector('#p-status'); s.value = 'x'.repeat(5000002); s.dispatchEvent(new Event('input', {bubbles: true})); })()`, nil),
 		until(text("#request-error")+`.includes('exceeds')`),
+	)
+	run(t, ctx, "Run over the limit says so",
 		quiet(),
 		chromedp.Evaluate(`document.querySelector('#request-error').replaceChildren()`, nil),
 		click("#run"),
 		until(text("#request-error")+`.includes('exceeds')`),
 		sh.take(ctx, "refs-04-too-large"),
+	)
+	run(t, ctx, "a long value does not make the explorer long",
 		chromedp.Navigate(base+"/explore/Ticket?cols=summary"),
 		until(`[...document.querySelectorAll('#objects td')].some(td => td.textContent.startsWith('long long') && td.textContent.length <= 201)`),
 		until(`document.documentElement.outerHTML.length < 100000`),

@@ -468,7 +468,7 @@ func (a *App) handler(store *ontology.Store, eng *engine.Engine) (http.Handler, 
 	ui, err := console.New(console.Deps{Auth: a.Auth, Store: store, Executions: execs,
 		Inbox: notifications.NewInbox(a.DB), Insights: insights.New(a.DB),
 		OIDC: idp, NoPasswordLogin: idp != nil && !cfg.OIDC.PasswordLogin,
-		Levels: cfg.Markings, TokenTTL: cfg.TokenTTL, Logger: a.Log,
+		Levels: cfg.Markings, TokenTTL: cfg.TokenTTL, Logger: a.Log, MaxBodyBytes: cfg.MaxBodyBytes,
 		// Preview is a what-if (on a branch dropped once read): the
 		// console shows notifications and webhooks that would happen too.
 		Preview: console.WhatIfPreview(execs),

@@ -10,6 +10,7 @@ import (
 
 	"github.com/ontoflow/ontoflow/apperr"
 	"github.com/ontoflow/ontoflow/auth"
+	"github.com/ontoflow/ontoflow/domain"
 	"github.com/ontoflow/ontoflow/engine"
 	"github.com/ontoflow/ontoflow/models"
 	"github.com/ontoflow/ontoflow/ontology"
@@ -140,6 +141,10 @@ func (c *Console) actionPage(g *gin.Context) {
 		}
 	}
 	in := formInput{ActionID: view.ID, TargetID: g.Query("target")}
+	if err := c.prefillFrom(g, &in); err != nil {
+		c.fail(g, err)
+		return
+	}
 	f, err := c.evaluate(g, in)
 	if err != nil {
 		c.fail(g, err)
@@ -220,4 +225,23 @@ func (c *Console) fail(g *gin.Context, err error) {
 	}
 	c.d.Logger.ErrorContext(g.Request.Context(), "console", "path", g.Request.URL.Path, "err", err)
 	c.errorPage(g, http.StatusInternalServerError, "Internal error; see the server log.")
+}
+
+// prefillFrom starts the form from the target's current values (a target
+// the user may not read, or none, starts it empty; evaluate says why).
+func (c *Console) prefillFrom(g *gin.Context, in *formInput) error {
+	if in.TargetID == "" || !domain.IsUUID(in.TargetID) {
+		return nil
+	}
+	ctx := g.Request.Context()
+	at, err := c.d.Store.ActionType(ctx, in.ActionID)
+	if err != nil {
+		return err
+	}
+	o, err := c.d.Store.GetObject(ctx, principal(g).User, at.ObjectTypeID, in.TargetID)
+	if err != nil {
+		return nil
+	}
+	in.Raw = prefill(at, o)
+	return nil
 }

@@ -179,6 +179,8 @@ func TestConsoleInBrowser(t *testing.T) {
 			chromedp.Navigate(base+"/actions/mark-duplicate?target="+w.plain),
 			chromedp.WaitVisible("#p-dup-search", chromedp.ByQuery),
 			until(`document.querySelector('#p-seen_on').type === 'date' && document.querySelector('#p-location-lat').type === 'number'`),
+			// An input without a display name is labelled in words.
+			until(text("#p-seen_on-label")+`.startsWith('Seen on')`),
 			chromedp.SendKeys("#p-dup-search", "vip", chromedp.ByQuery),
 			until(`[...document.querySelectorAll('#p-dup option')].some(o => o.value === '`+w.vip+`')`),
 			chromedp.Evaluate(`(() => { const s = document.querySelector('#p-dup'); s.value = '`+w.vip+`'; s.dispatchEvent(new Event('change', {bubbles: true})); })()`, nil),
@@ -228,6 +230,18 @@ func TestConsoleInBrowser(t *testing.T) {
 			chromedp.WaitVisible("dl.meta", chromedp.ByQuery),
 			until(`document.querySelector('#workflow-link') && document.querySelector('#workflow-link').href.includes('/namespaces/default/workflows/action%2Ftriage%2F')`),
 			until(`document.querySelector('table.edits') !== null`),
+			// The run undone in "form" reads reverted, linked both ways.
+			chromedp.Navigate(base+"/log"),
+			until(`document.querySelector('#log a.tag.reverted') !== null`),
+			follow(`#log a.tag.reverted`),
+			until(`document.querySelector('#revert-of') !== null`),
+			follow(`#revert-of`),
+			until(`document.querySelector('#reverted-by') !== null && `+text("h1")+`.includes('reverted')`),
+			// A refused run says which field and why, by its label.
+			settled(base+"/log?status=failed"),
+			follow(`#log tbody tr a`),
+			until(text("#execution-error")+`.includes('"Reason" is required')`),
+			sh.take(ctx, "06-failed-execution"),
 		)
 	})
 
@@ -314,6 +328,8 @@ func liveForm(t *testing.T, ctx context.Context, base string, w world, s *stack,
 		click("#target-options a"),
 		chromedp.WaitVisible("#target-current", chromedp.ByQuery),
 		chromedp.WaitVisible("#p-status", chromedp.ByQuery),
+		// Keyboard: focus goes on to the form, not back to the page's top.
+		until(`document.activeElement && document.activeElement.id === 'p-status'`),
 	)
 	run(t, ctx, "layout",
 		until(`document.querySelector('#section-main').tagName === 'FIELDSET'`),
@@ -324,6 +340,8 @@ func liveForm(t *testing.T, ctx context.Context, base string, w world, s *stack,
 		until(`document.querySelector('#field-reason').dataset.required === 'false'`),
 		until(`document.querySelector('label[for=p-status]').textContent.includes('Status')`),
 		until(`document.querySelector('#field-status').dataset.required === 'true'`),
+		// The form starts from the target's current values (issue 46, 6).
+		until(`document.querySelector('#p-status').value === 'open' && document.querySelector('#p-priority').value === ''`),
 	)
 	run(t, ctx, "typing a parameter hides one field and requires another",
 		quiet(),
@@ -338,6 +356,7 @@ func liveForm(t *testing.T, ctx context.Context, base string, w world, s *stack,
 		quiet(),
 		click("#section-details summary"),
 		until(`!document.querySelector('#section-details').open`),
+		chromedp.Evaluate(`document.querySelector('#p-status').value = ''`, nil),
 		chromedp.SendKeys("#p-status", "closed", chromedp.ByQuery),
 		until(text("#section-details summary")+` === 'Closing details'`),
 		until(`document.querySelector('#section-details .grid').dataset.columns === '2'`),
@@ -350,20 +369,22 @@ func liveForm(t *testing.T, ctx context.Context, base string, w world, s *stack,
 		quiet(),
 		click("#run"),
 		until(text("#p-reason-err")+`.includes('"Reason for high priority" is required')`),
-		until(text("#result")+`.includes('Nothing was run')`),
+		until(text("#run-failure")+`.includes('"Reason" is required')`),
+		until(text("#run-failure")+`.includes('recorded in the action log')`),
 		until(`document.querySelector('#result').contains(document.activeElement)`),
 		sh.take(ctx, "04-form-invalid"),
 	)
 	if got := s.object(w.plain)["status"]; got != "open" {
 		t.Fatalf("a refused run changed the object: status = %v", got)
 	}
-	// A typo is not an execution: nothing was recorded for it.
+	// A refused run is recorded as the API records one (docs/console.md,
+	// "What becomes an execution").
 	var failed struct {
 		Data []any `json:"data"`
 	}
 	s.must(http.StatusOK, "GET", "/api/v1/ontology/executions?status=failed&action_type=triage", nil, &failed)
-	if len(failed.Data) != 0 {
-		t.Fatalf("a validation mistake in the console recorded failed executions: %v", failed.Data)
+	if len(failed.Data) != 1 {
+		t.Fatalf("a refused console run: %d failed executions recorded, want 1 as the API: %v", len(failed.Data), failed.Data)
 	}
 	run(t, ctx, "preview",
 		quiet(),

@@ -14,6 +14,7 @@ package console
 import (
 	"context"
 	"embed"
+	"errors"
 	"fmt"
 	"html/template"
 	"io/fs"
@@ -23,8 +24,10 @@ import (
 
 	"github.com/gin-gonic/gin"
 
+	"github.com/ontoflow/ontoflow/apperr"
 	"github.com/ontoflow/ontoflow/auth"
 	"github.com/ontoflow/ontoflow/auth/oidc"
+	"github.com/ontoflow/ontoflow/defaults"
 	"github.com/ontoflow/ontoflow/executions"
 	"github.com/ontoflow/ontoflow/insights"
 	"github.com/ontoflow/ontoflow/models"
@@ -86,6 +89,10 @@ type Deps struct {
 	OIDC *oidc.Provider
 	// NoPasswordLogin hides the password form (with OIDC only).
 	NoPasswordLogin bool
+	// MaxBodyBytes caps a form's body as the API caps a JSON body (413
+	// beyond it; 0: defaults.MaxBodyBytes). File uploads are WebDAV's
+	// and keep its own limit.
+	MaxBodyBytes int64
 }
 
 // Console is the console's http.Handler.
@@ -104,6 +111,9 @@ func New(d Deps) (*Console, error) {
 	if d.TokenTTL == 0 {
 		d.TokenTTL = 12 * time.Hour
 	}
+	if d.MaxBodyBytes <= 0 {
+		d.MaxBodyBytes = defaults.MaxBodyBytes
+	}
 	tpl, err := template.New("").Funcs(funcs).ParseFS(templateFS, "templates/*.html")
 	if err != nil {
 		return nil, fmt.Errorf("parse console templates: %w", err)
@@ -119,7 +129,7 @@ func (c *Console) ServeHTTP(w http.ResponseWriter, r *http.Request) { c.router.S
 func (c *Console) routes() *gin.Engine {
 	r := gin.New()
 	r.ContextWithFallback = true
-	r.Use(c.recoverer, securityHeaders)
+	r.Use(c.recoverer, securityHeaders, c.limitBody)
 	static, _ := fs.Sub(staticFS, "static")
 	r.GET(Prefix+"/static/*file", staticHandler(static))
 	r.GET(Prefix, func(g *gin.Context) { g.Redirect(http.StatusSeeOther, Prefix+"/") })
@@ -195,4 +205,35 @@ func (c *Console) recoverer(g *gin.Context) {
 		}
 	}()
 	g.Next()
+}
+
+// limitBody refuses a form body over Deps.MaxBodyBytes with the API's 413
+// (apperr.RequestTooLarge): before reading when Content-Length says so,
+// else when the form is parsed (readForm). The file picker's upload
+// streams to WebDAV, which applies its own upload limit.
+func (c *Console) limitBody(g *gin.Context) {
+	r := g.Request
+	if r.Body == nil || r.Method == http.MethodGet || r.URL.Path == Prefix+"/files/upload" {
+		g.Next()
+		return
+	}
+	if r.ContentLength > c.d.MaxBodyBytes {
+		c.tooLarge(g)
+		g.Abort()
+		return
+	}
+	r.Body = http.MaxBytesReader(g.Writer, r.Body, c.d.MaxBodyBytes)
+	if err := r.ParseForm(); err != nil {
+		var mbe *http.MaxBytesError
+		if errors.As(err, &mbe) {
+			c.tooLarge(g)
+			g.Abort()
+			return
+		}
+	}
+	g.Next()
+}
+
+func (c *Console) tooLarge(g *gin.Context) {
+	c.fail(g, apperr.New(apperr.RequestTooLarge, "request body exceeds %d bytes", c.d.MaxBodyBytes))
 }

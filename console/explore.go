@@ -28,11 +28,21 @@ const (
 	explorePageSize  = 50
 	exploreDefCols   = 6
 	exploreCountUpTo = 10000
+	// exploreCellRunes is as much of a value as a cell shows (the object
+	// page shows it whole): a page's size follows its rows and columns,
+	// not the longest value stored.
+	exploreCellRunes = 200
 )
 
 // exploreOps are the REST listing's filter operators, offered per column.
 var exploreOps = []string{"is", "is_not", "includes", "greater_than", "greater_than_or_equals",
 	"less_than", "less_than_or_equals", "exists", "not_exists"}
+
+// opNames are the operators in words, as the filter row offers them (the
+// URL keeps the listing's tokens).
+var opNames = map[string]string{"is": "is", "is_not": "is not", "includes": "contains",
+	"greater_than": "greater than", "greater_than_or_equals": "at least", "less_than": "less than",
+	"less_than_or_equals": "at most", "exists": "has a value", "not_exists": "has no value"}
 
 type typeRow struct {
 	ID, Name, Description string
@@ -88,7 +98,7 @@ type colFilter struct {
 
 type exploreRow struct {
 	ID, Title string
-	Cells     []string
+	Cells     []cell
 }
 
 type exploreView struct {
@@ -147,8 +157,13 @@ func (c *Console) objectsTable(g *gin.Context) {
 		}
 		status, v.Error = http.StatusBadRequest, err.Error()
 	}
+	refs, err := c.refTitles(ctx, u, v.colProps(), objs)
+	if err != nil {
+		c.fail(g, err)
+		return
+	}
 	for _, o := range objs {
-		v.Rows = append(v.Rows, v.row(o))
+		v.Rows = append(v.Rows, v.row(o, refs))
 	}
 	if v.Error == "" && v.Query == "" && len(v.filters()) > 0 {
 		if v.Matches, err = c.matchCount(g, u, v); err != nil {
@@ -210,15 +225,26 @@ func (v *exploreView) filters() []ontology.RawFilter {
 	return out
 }
 
-func (v *exploreView) row(o models.Object) exploreRow {
+// colProps are the properties of the columns shown.
+func (v *exploreView) colProps() []models.Property {
+	out := make([]models.Property, 0, len(v.Cols))
+	for _, c := range v.Cols {
+		out = append(out, c.Property)
+	}
+	return out
+}
+
+func (v *exploreView) row(o models.Object, refs map[string]ontology.ObjectRef) exploreRow {
 	r := exploreRow{ID: o.ID, Title: o.ID}
 	if pk := v.Type.PrimaryKey; pk != "" {
 		if s := valueText(o.Properties.V[pk]); s != "" {
-			r.Title = s
+			r.Title = clip(s, exploreCellRunes)
 		}
 	}
 	for _, c := range v.Cols {
-		r.Cells = append(r.Cells, valueText(o.Properties.V[c.Property.Name]))
+		cl := refCell(c.Property.Type.V, o.Properties.V[c.Property.Name], refs)
+		cl.Text = clip(cl.Text, exploreCellRunes)
+		r.Cells = append(r.Cells, cl)
 	}
 	return r
 }
@@ -490,4 +516,16 @@ func thousands(n int64) string {
 		s = s[:i] + "," + s[i:]
 	}
 	return s
+}
+
+// clip shortens s to n runes, marking the cut with an ellipsis.
+func clip(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	r := []rune(s)
+	if len(r) <= n {
+		return s
+	}
+	return string(r[:n]) + "…"
 }

@@ -3,6 +3,7 @@ package console
 import (
 	"fmt"
 	"net/url"
+	"strconv"
 	"strings"
 
 	"github.com/gin-gonic/gin"
@@ -68,6 +69,17 @@ type fieldView struct {
 	Files     bool
 	FileHref  string
 	FileImage bool
+	// Reference inputs: the picker's search (posted with the form as
+	// <key>.q) and its choices: the search's matches and the picked
+	// object, each by title.
+	Query   string
+	Choices []choice
+}
+
+// choice is one option of a reference picker.
+type choice struct {
+	ID, Label string
+	Selected  bool
 }
 
 // evaluate asks the executions service to validate the posted form (the
@@ -91,6 +103,9 @@ func (c *Console) evaluate(g *gin.Context, in formInput) (*formView, error) {
 	fv.Ready, fv.Valid = true, v.Result == engine.Valid && len(bad) == 0
 	fv.Sections = buildSections(at, v, params, in, bad, c.d.Levels)
 	offerFiles(fv.Sections, c.d.Files != nil && !p.Guest)
+	if err := c.fillPickers(g, fv.Sections); err != nil {
+		return nil, err
+	}
 	if in.Submitted && fv.Justification && strings.TrimSpace(in.Justification) == "" {
 		fv.JustError = "A justification is required."
 	}
@@ -160,13 +175,14 @@ func buildSections(at *engine.ActionType, v *engine.Validation, params map[strin
 
 func buildField(p engine.FormParameter, in formInput, parseErr string) fieldView {
 	key := paramPrefix + p.Name
-	f := fieldView{Name: p.Name, ID: fieldID(p.Name), Key: key, Label: p.Label, Description: p.Description,
+	f := fieldView{Name: p.Name, ID: fieldID(p.Name), Key: key, Label: fieldLabel(p.Label, p.Name), Description: p.Description,
 		Required: p.Required, Visible: p.Visible, Kind: kindOf(p.Type), RefType: p.Type.ObjectTypeID}
 	if p.HasDefault {
 		f.HasDefault, f.Default = true, formText(p.Type, p.Default)
 		f.Placeholder = f.Default
 	}
 	f.Value = in.Raw.Get(key)
+	f.Query = in.Raw.Get(key + ".q")
 	f.Lat, f.Lon = in.Raw.Get(key+".lat"), in.Raw.Get(key+".lon")
 	switch f.Kind {
 	case "checkbox":
@@ -190,6 +206,7 @@ func buildField(p engine.FormParameter, in formInput, parseErr string) fieldView
 			f.Step = "1"
 		}
 	}
+	p.Label = f.Label
 	f.Error = fieldMessage(p, in, parseErr, f.Value != "" || f.Lat != "" || f.Lon != "")
 	return f
 }
@@ -267,4 +284,102 @@ func postedInput(g *gin.Context, submitted bool) formInput {
 	_ = g.Request.ParseForm()
 	return formInput{ActionID: g.Param("id"), TargetID: g.PostForm("target_object_id"), Raw: g.Request.PostForm,
 		Justification: g.PostForm("justification"), Submitted: submitted}
+}
+
+// fillPickers renders each reference picker from what was posted: its
+// search box keeps what was typed and its list holds that search's
+// matches and the picked object, by title. The search is part of the
+// form's own live evaluation (one request stream, queued), so no refresh
+// can overtake a search or wipe its results.
+func (c *Console) fillPickers(g *gin.Context, sections []sectionView) error {
+	for i := range sections {
+		for j := range sections[i].Fields {
+			f := &sections[i].Fields[j]
+			if f.Kind != "reference" {
+				continue
+			}
+			if err := c.fillPicker(g, f); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+func (c *Console) fillPicker(g *gin.Context, f *fieldView) error {
+	var opts []objectOption
+	if strings.TrimSpace(f.Query) != "" {
+		var err error
+		if opts, err = c.searchObjects(g, f.RefType, f.Query); err != nil {
+			if !hasCode(err, apperr.InvalidArgument) {
+				return err
+			}
+			f.Error = err.Error()
+		}
+	}
+	picked := f.Value == ""
+	for _, o := range opts {
+		sel := o.ID == f.Value
+		picked = picked || sel
+		f.Choices = append(f.Choices, choice{ID: o.ID, Label: o.Label, Selected: sel})
+	}
+	if picked {
+		return nil
+	}
+	refs, err := c.d.Store.ObjectTitles(g.Request.Context(), principal(g).User, []string{f.Value})
+	if err != nil {
+		return fmt.Errorf("name the picked object: %w", err)
+	}
+	label := "hidden object"
+	if r, ok := refs[f.Value]; ok {
+		label = r.Title
+	}
+	f.Choices = append([]choice{{ID: f.Value, Label: label, Selected: true}}, f.Choices...)
+	return nil
+}
+
+// fieldLabel is the label a form shows: the one the action gives, else
+// the input's name in words ("seen_on" reads "Seen on").
+func fieldLabel(label, name string) string {
+	if label != "" && label != name {
+		return label
+	}
+	return humanize(name)
+}
+
+func humanize(name string) string {
+	s := strings.TrimSpace(strings.NewReplacer("_", " ", "-", " ").Replace(name))
+	if s == "" {
+		return name
+	}
+	r := []rune(s)
+	return strings.ToUpper(string(r[0])) + string(r[1:])
+}
+
+// prefill is the first form over a target: each input an update maps to
+// a property starts from the target's current value, as the form would
+// post it, so the form shows what is there and a run changes only what
+// the user changes.
+func prefill(at *engine.ActionType, o *models.Object) url.Values {
+	raw := url.Values{}
+	for _, m := range at.PropertyMappings() {
+		in, ok := at.Input(m.Input)
+		v := o.Properties.V[m.Property]
+		if m.Input == "" || !ok || v == nil {
+			continue
+		}
+		key := paramPrefix + in.Name
+		switch in.Type.Base {
+		case domain.TypeGeoPoint:
+			if p, ok := v.(map[string]any); ok {
+				raw.Set(key+".lat", valueText(p["lat"]))
+				raw.Set(key+".lon", valueText(p["lon"]))
+			}
+		case domain.TypeBoolean:
+			raw.Set(key, strconv.FormatBool(v == true))
+		default:
+			raw.Set(key, formText(in.Type, v))
+		}
+	}
+	return raw
 }

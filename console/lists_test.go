@@ -334,7 +334,7 @@ func TestConsoleExecutionShowsChanges(t *testing.T) {
 		`<dt>Target</dt><dd><a href="/ui/objects/Ticket/` + w.plain + `">plain-1</a>`,
 		`<a href="/ui/objects/`, `">plain-1</a></td>`,
 		"<td>priority</td><td></td><td>high</td>",
-		"<dt>reason</dt><dd>&lt;b&gt;now&lt;/b&gt; &amp; here</dd>",
+		`<dt title="reason">Reason</dt><dd>&lt;b&gt;now&lt;/b&gt; &amp; here</dd>`,
 	} {
 		if !strings.Contains(page, want) {
 			t.Errorf("execution page lacks %q:\n%s", want, page)

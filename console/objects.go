@@ -36,6 +36,8 @@ type propertyRow struct {
 	// linked to its file.
 	Links   []fileLink
 	Options []string
+	// Ref is a reference value by its object's title.
+	Ref *cell
 }
 
 // objectPage shows an object the caller may read, its properties
@@ -53,8 +55,18 @@ func (c *Console) objectPage(g *gin.Context) {
 		return
 	}
 	v := objectView{Type: ot, Object: o, Label: c.objectLabel(g, o), CSRF: g.GetString(csrfKey)}
+	refs, err := c.refTitles(ctx, p.User, ot.Properties, []models.Object{*o})
+	if err != nil {
+		c.fail(g, err)
+		return
+	}
 	for _, pr := range ot.Properties {
-		v.Rows = append(v.Rows, c.propertyRow(g, ot, o, pr))
+		row := c.propertyRow(g, ot, o, pr)
+		if len(refIDs(pr.Type.V, o.Properties.V[pr.Name])) > 0 {
+			rc := refCell(pr.Type.V, o.Properties.V[pr.Name], refs)
+			row.Ref = &rc
+		}
+		v.Rows = append(v.Rows, row)
 	}
 	if v.objectExtras, err = c.objectExtras(g, ot, o); err != nil {
 		c.fail(g, err)

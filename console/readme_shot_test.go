@@ -59,6 +59,7 @@ func TestReadmeScreenshot(t *testing.T) {
 		chromedp.EmulateViewport(1000, 760),
 		chromedp.Navigate(base+"/actions/triage?target="+ticket),
 		chromedp.WaitVisible("#p-priority", chromedp.ByQuery),
+		chromedp.Evaluate(`document.querySelector('#p-status').value = ''`, nil),
 		chromedp.SendKeys("#p-status", "in_progress", chromedp.ByQuery),
 		chromedp.SendKeys("#p-priority", "high", chromedp.ByQuery),
 		quiet(),

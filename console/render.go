@@ -42,6 +42,7 @@ var funcs = template.FuncMap{
 	"prefix":   func() string { return Prefix },
 	"num":      func(f float64) string { return strconv.FormatFloat(f, 'f', 2, 64) },
 	"editRows": editRows,
+	"opName":   func(op string) string { return opNames[op] },
 	"objectRef": func(n rowNames, id string) ontology.ObjectRef {
 		if ref, ok := n.Objects[id]; ok {
 			return ref
@@ -100,7 +101,8 @@ func sortedKeys(m map[string]any) []string {
 // or one link edit, with its object named by title.
 type editRow struct {
 	Op, ObjectTypeID, ObjectID, Title string
-	Property, Before, After           string
+	Property                          string
+	Before, After                     cell
 	Link                              string
 }
 
@@ -122,7 +124,8 @@ func editRows(edits []models.Edit, names rowNames) []editRow {
 		}
 		for _, k := range keys {
 			r := base
-			r.Property, r.Before, r.After = k, valueText(e.Before[k]), valueText(e.After[k])
+			r.Property = k
+			r.Before, r.After = names.Value(e.ObjectTypeID, k, e.Before[k]), names.Value(e.ObjectTypeID, k, e.After[k])
 			rows = append(rows, r)
 		}
 	}

@@ -44,16 +44,19 @@ func (c *Console) run(g *gin.Context) {
 		c.renderResult(g, rv, in)
 		return
 	}
-	// A typo is not an execution: what validation alone refuses (a missing
-	// or malformed value, a missing justification, a policy refusal) is
-	// answered from the form's own evaluation and recorded nowhere. The
-	// API's explicit executes still record their failures, as documented.
+	// One rule on every path (docs/console.md, "What becomes an
+	// execution"): a request to run that reaches the executions service
+	// is recorded, refused or not, as POST /execute records it; what no
+	// service could read (a field that does not parse, as a body that is
+	// no JSON) and a form that cannot be shown (no target, refused by
+	// policy: there is no Run button) are answered here and recorded
+	// nowhere. The live evaluation as one types is no request to run.
 	fv, err := c.evaluate(g, in)
 	if err != nil {
 		c.fail(g, err)
 		return
 	}
-	if !fv.Ready || !fv.Valid || fv.JustError != "" {
+	if !fv.Ready || fv.Refusal != nil {
 		rv.Message = notRunMessage(fv)
 		rv.Form = fv
 		c.fragment(g, "result", rv)
@@ -71,13 +74,22 @@ func (c *Console) run(g *gin.Context) {
 	}
 	rv.Execution, rv.WorkflowURL = ex, c.d.Executions.WorkflowURL(ex)
 	at := ps.at
-	rv.Names = c.rowNames(g, map[string]string{at.ID: displayName(at.DisplayName, at.Name)}, []models.Execution{*ex})
+	rv.Names = c.valueNames(g, map[string]string{at.ID: displayName(at.DisplayName, at.Name)}, []models.Execution{*ex})
 	rv.CanUndo = c.canUndo(ctx, principal(g).User, ex)
 	rv.Failure = failureOf(ex)
 	if rv.Failure != nil && rv.Failure.Code == string(apperr.PermissionDenied) {
 		rv.Refusal = &refusalView{Message: rv.Failure.Message, Reason: firstReason(rv.Failure.Details)}
 	}
 	c.renderResult(g, rv, in)
+}
+
+// Problems are the run's refusal, field by field.
+func (rv resultView) Problems() []problem {
+	id := ""
+	if rv.Execution != nil {
+		id = rv.Execution.ActionTypeID
+	}
+	return problems(rv.Failure, id, rv.Names)
 }
 
 // notRunMessage says why Run did nothing.
@@ -224,7 +236,7 @@ func (c *Console) undo(g *gin.Context) {
 		return
 	} else {
 		rv.Execution, rv.WorkflowURL, rv.Failure = ex, c.d.Executions.WorkflowURL(ex), failureOf(ex)
-		rv.Names = c.rowNames(g, nil, []models.Execution{*ex})
+		rv.Names = c.valueNames(g, nil, []models.Execution{*ex})
 	}
 	c.fragment(g, "undo-result", rv)
 }

@@ -197,8 +197,9 @@ func TestConsoleReadRuleAndJustification(t *testing.T) {
 	}
 	hdr := with(admin, "X-CSRF-Token", m[1])
 	_, body = send(t, "POST", base+"/actions/reopen/run", url.Values{"target_object_id": {w.plain}}, hdr)
-	// Answered from the form (a validate), not recorded as a failed run.
-	if !strings.Contains(body, `id="justification-err"`) || !strings.Contains(body, "Nothing was run") {
+	// Refused as the API refuses it, and recorded as the API records it.
+	if !strings.Contains(body, `id="justification-err"`) || !strings.Contains(body, "(JustificationRequired)") ||
+		!strings.Contains(body, `id="run-status">failed`) {
 		t.Errorf("run without justification: %s", body)
 	}
 	_, body = send(t, "POST", base+"/actions/reopen/run", url.Values{"target_object_id": {w.plain},

@@ -94,6 +94,11 @@
       e.preventDefault();
       htmx.trigger(e.target, "files-search");
     }
+    // A reference picker's search is part of the form's live evaluation:
+    // Enter in it searches (as typing does), it does not run the action.
+    if (e.key === "Enter" && e.target.closest && e.target.closest(".picker") && e.target.type === "search") {
+      e.preventDefault();
+    }
   });
 
   // Choosing a file (or uploading one) fills the field with its webdav:
@@ -142,6 +147,50 @@
     var f = t && t.querySelector && t.querySelector("[data-media-fill]");
     if (f) {
       fill(f.getAttribute("data-media-field"), f.getAttribute("data-media-fill"));
+    }
+  });
+
+  // htmx swaps only 2xx answers: a refused request (413 over the body
+  // limit, 400 over another bound) would otherwise change nothing on the
+  // page. Its message is shown in the page's alert region instead, and
+  // cleared by the next answer that succeeds.
+  document.addEventListener("htmx:responseError", function (e) {
+    var box = document.getElementById("request-error");
+    if (!box) {
+      return;
+    }
+    var x = e.detail.xhr;
+    var doc = new DOMParser().parseFromString(x.responseText || "", "text/html");
+    var found = doc.querySelector(".error");
+    var p = document.createElement("p");
+    p.className = "error";
+    p.setAttribute("role", "alert");
+    p.textContent = found ? found.textContent : "The server answered " + x.status + ".";
+    box.replaceChildren(p);
+  });
+  document.addEventListener("htmx:afterRequest", function (e) {
+    var box = document.getElementById("request-error");
+    if (box && e.detail.successful) {
+      box.replaceChildren();
+    }
+  });
+
+  // Choosing a target loads the action's page again; the user was in the
+  // picker, so focus goes on to the form's first field rather than back
+  // to the top of the page (eleven Tabs away).
+  document.addEventListener("click", function (e) {
+    if (e.target.closest && e.target.closest("#target-options a")) {
+      sessionStorage.setItem("ontoflow-focus-form", "1");
+    }
+  });
+  document.addEventListener("DOMContentLoaded", function () {
+    if (sessionStorage.getItem("ontoflow-focus-form") !== "1") {
+      return;
+    }
+    sessionStorage.removeItem("ontoflow-focus-form");
+    var first = document.querySelector("#form-body input:not([type=hidden]):not([disabled]), #form-body select:not([disabled]), #form-body textarea:not([disabled])");
+    if (first) {
+      first.focus();
     }
   });
 })();

@@ -104,8 +104,11 @@ func TestRoundTripsPerExecution(t *testing.T) {
 	// 29.4 before the create, start and success each became one
 	// statement with their counts, 18.6 after (docs/performance.md): a
 	// step split into statements again shows here.
-	if rt := per(busy.RoundTrips, idle.RoundTrips); rt > 21 {
-		t.Errorf("%.1f round trips per execution, want at most 21", rt)
+	// 18.6 for the execution itself (issue 45), plus the automation
+	// outbox's row written in its commit and the dispatcher's claim and
+	// mark of that event, which run against the same database (issue 44).
+	if rt := per(busy.RoundTrips, idle.RoundTrips); rt > 25 {
+		t.Errorf("%.1f round trips per execution, want at most 25", rt)
 	}
 }
 
